@@ -1,0 +1,507 @@
+#include "walfmt/reader.h"
+
+#include <dirent.h>
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cerrno>
+#include <cstring>
+#include <map>
+
+#include <fmt/format.h>
+
+namespace walfmt {
+namespace {
+
+std::string BaseName(const std::string& path) {
+  const size_t slash = path.rfind('/');
+  return slash == std::string::npos ? path : path.substr(slash + 1);
+}
+
+bool FailsRead(RecoveryMode m, bool fatal) {
+  return fatal && (m == RecoveryMode::kStrict || m == RecoveryMode::kTolerateTornTail);
+}
+
+// Why a record at some offset is not intact. `incomplete` marks the cases a
+// crash during the write explains: the record is shorter than it says it is.
+struct Damage {
+  ProblemKind kind;
+  std::string expected;
+  std::string actual;
+  std::string detail;
+  bool incomplete = false;
+};
+
+// Looks for the first intact record at or after `from`: header checksum,
+// plausible length and type, payload checksum. Bounded by the data: at most
+// one header check per byte and one payload check per plausible header.
+bool FindNextRecord(ByteSource& src, uint64_t from, bool check_payload, uint64_t& found, Status& io) {
+  for (uint64_t o = from;; ++o) {
+    const uint8_t* p = nullptr;
+    size_t got = 0;
+    io = src.Get(o, kRecordHeaderSize, p, got);
+    if (!io.ok() || got < kRecordHeaderSize) return false;
+    const RecordHeader rh = LoadRecordHeader(p);
+    if (rh.header_crc != ComputeRecordHeaderCrc(p) || rh.payload_len > kMaxRecordPayload || rh.type == 0 ||
+        (rh.flags & ~kRecordFlagsKnown) != 0) {
+      continue;
+    }
+    io = src.Get(o, kRecordHeaderSize + rh.payload_len, p, got);
+    if (!io.ok()) return false;
+    if (got < kRecordHeaderSize + rh.payload_len) continue;
+    if (check_payload &&
+        ComputePayloadCrc({p + kRecordHeaderSize, rh.payload_len}) != rh.payload_crc) {
+      continue;
+    }
+    found = o;
+    return true;
+  }
+}
+
+// Reads from `from` to the end of the data: its end offset and whether every
+// byte is zero.
+Status DataEnd(ByteSource& src, uint64_t from, uint64_t& end, bool& all_zero) {
+  all_zero = true;
+  constexpr size_t kStep = 1u << 20;
+  uint64_t o = from;
+  for (;;) {
+    const uint8_t* p = nullptr;
+    size_t got = 0;
+    Status st = src.Get(o, kStep, p, got);
+    if (!st.ok()) return st;
+    if (got == 0) break;
+    if (all_zero) all_zero = std::all_of(p, p + got, [](uint8_t b) { return b == 0; });
+    o += got;
+    src.Release(o);
+  }
+  end = o;
+  return Status::Ok();
+}
+
+}  // namespace
+
+std::string_view RecoveryModeName(RecoveryMode m) {
+  switch (m) {
+    case RecoveryMode::kStrict: return "strict";
+    case RecoveryMode::kTolerateTornTail: return "tolerate-torn-tail";
+    case RecoveryMode::kPointInTime: return "point-in-time";
+    case RecoveryMode::kSalvage: return "salvage";
+  }
+  return "invalid";
+}
+
+bool ParseRecoveryMode(std::string_view name, RecoveryMode& out) {
+  for (RecoveryMode m : {RecoveryMode::kStrict, RecoveryMode::kTolerateTornTail, RecoveryMode::kPointInTime,
+                         RecoveryMode::kSalvage}) {
+    if (name == RecoveryModeName(m)) {
+      out = m;
+      return true;
+    }
+  }
+  return false;
+}
+
+std::string_view ProblemKindName(ProblemKind k) {
+  switch (k) {
+    case ProblemKind::kTornTail: return "torn-tail";
+    case ProblemKind::kHeaderChecksum: return "header-checksum";
+    case ProblemKind::kPayloadChecksum: return "payload-checksum";
+    case ProblemKind::kBadLength: return "bad-length";
+    case ProblemKind::kInvalidType: return "invalid-type";
+    case ProblemKind::kUnknownType: return "unknown-type";
+    case ProblemKind::kBadPayload: return "bad-payload";
+    case ProblemKind::kBadSegmentHeader: return "bad-segment-header";
+    case ProblemKind::kSegmentMismatch: return "segment-mismatch";
+    case ProblemKind::kMissingSegment: return "missing-segment";
+    case ProblemKind::kBrokenChain: return "broken-chain";
+    case ProblemKind::kDuplicateSegment: return "duplicate-segment";
+    case ProblemKind::kIo: return "io";
+  }
+  return "invalid";
+}
+
+std::string Problem::ToString() const {
+  std::string s;
+  if (node_known) s += fmt::format("node {}, ", node);
+  s += file.empty() ? std::string("<no file>") : file;
+  s += fmt::format(" at {}: {}", lsn().ToString(), detail);
+  if (!expected.empty() || !actual.empty()) s += fmt::format(": expected {}, found {}", expected, actual);
+  if (length > 0) s += fmt::format("; {} bytes {}", length, kind == ProblemKind::kTornTail ? "lost" : "dropped");
+  return s;
+}
+
+SegmentScan ScanSegment(ByteSource& src, const SegmentFile& file, const ScanOptions& opt, const RecordVisitor& visit,
+                        const ProblemSink& sink, const SegmentScan* prev) {
+  SegmentScan s;
+  s.file = file;
+  auto report = [&](ProblemKind kind, bool fatal, uint64_t offset, uint64_t length, std::string detail,
+                    std::string expected = {}, std::string actual = {}) {
+    Problem p;
+    p.kind = kind;
+    p.fatal = fatal;
+    p.node = s.header_ok ? s.header.node_id : opt.node_id;
+    p.node_known = s.header_ok || opt.expect_node;
+    p.file = file.path;
+    p.segment = file.index;
+    p.offset = offset;
+    p.length = length;
+    p.detail = std::move(detail);
+    p.expected = std::move(expected);
+    p.actual = std::move(actual);
+    if (fatal && FailsRead(opt.mode, true)) s.failed = true;
+    if (sink) sink(p);
+  };
+  auto io_fail = [&](const Status& st, uint64_t offset) {
+    report(ProblemKind::kIo, true, offset, 0, st.message());
+    s.end = SegmentEnd::kIoError;
+    s.failed = true;
+  };
+
+  // --- Segment header.
+  const uint8_t* p = nullptr;
+  size_t got = 0;
+  if (Status st = src.Get(0, kSegmentHeaderSize, p, got); !st.ok()) {
+    io_fail(st, 0);
+    return s;
+  }
+  HeaderError herr;
+  if (!DecodeSegmentHeader({p, got}, s.header, herr)) {
+    uint64_t end = got;
+    bool zero = false;
+    if (got == kSegmentHeaderSize) {
+      if (Status st = DataEnd(src, 0, end, zero); !st.ok()) {
+        io_fail(st, 0);
+        return s;
+      }
+    }
+    s.file_bytes = end;
+    s.bytes_dropped = end;
+    report(ProblemKind::kBadSegmentHeader, true, herr.offset, end, herr.what, herr.expected, herr.actual);
+    s.end = SegmentEnd::kBadHeader;
+    s.failed = FailsRead(opt.mode, true);
+    return s;
+  }
+  s.header_ok = true;
+  s.valid_end = kSegmentHeaderSize;
+  bool identity_ok = true;
+  if (s.header.segment_index != file.index) {
+    report(ProblemKind::kSegmentMismatch, true, 24, 0, "segment header names another index than the file name",
+           fmt::format("{:X}", file.index), fmt::format("{:X}", s.header.segment_index));
+    identity_ok = false;
+  }
+  if (opt.expect_node && s.header.node_id != opt.node_id) {
+    report(ProblemKind::kSegmentMismatch, true, 12, 0, "segment belongs to another node",
+           fmt::format("node {}", opt.node_id), fmt::format("node {}", s.header.node_id));
+    identity_ok = false;
+  }
+  if (opt.expect_cluster && s.header.cluster_id != opt.cluster_id) {
+    report(ProblemKind::kSegmentMismatch, true, 16, 0, "segment belongs to another cluster",
+           fmt::format("{:016x}", opt.cluster_id), fmt::format("{:016x}", s.header.cluster_id));
+    identity_ok = false;
+  }
+  if (identity_ok && prev != nullptr && !CheckContinuity(*prev, s, sink)) {
+    identity_ok = false;
+    if (FailsRead(opt.mode, true)) s.failed = true;
+  }
+  if (!identity_ok && opt.mode != RecoveryMode::kSalvage) {
+    s.end = SegmentEnd::kDamaged;
+    return s;
+  }
+
+  // --- Records.
+  uint64_t off = kSegmentHeaderSize;
+  bool damaged = false;  // true once any damage was skipped: valid_end stops moving
+  for (;;) {
+    src.Release(off);
+    if (Status st = src.Get(off, kRecordHeaderSize, p, got); !st.ok()) {
+      io_fail(st, off);
+      return s;
+    }
+    if (got == 0) break;
+    Damage dmg{ProblemKind::kBadLength, {}, {}, {}, false};
+    bool ok = false;
+    uint64_t skip_to = 0;  // for intact records that are rejected (unknown type)
+    RecordHeader rh{};
+    if (got < kRecordHeaderSize) {
+      dmg = {ProblemKind::kBadLength, fmt::format("{} header bytes", kRecordHeaderSize), fmt::format("{}", got),
+             "record header cut short", true};
+    } else {
+      rh = LoadRecordHeader(p);
+      const uint32_t hcrc = ComputeRecordHeaderCrc(p);
+      if (rh.header_crc != hcrc) {
+        dmg = {ProblemKind::kHeaderChecksum, fmt::format("{:08x}", hcrc), fmt::format("{:08x}", rh.header_crc),
+               "record header checksum mismatch", false};
+      } else if (rh.payload_len > kMaxRecordPayload) {
+        dmg = {ProblemKind::kBadLength, fmt::format("at most {}", kMaxRecordPayload),
+               fmt::format("{}", rh.payload_len), "record length over the limit", false};
+      } else if (rh.type == 0 || (rh.flags & ~kRecordFlagsKnown) != 0) {
+        dmg = {ProblemKind::kInvalidType, "a non-zero type and known flags",
+               fmt::format("type {} flags {:04x}", rh.type, rh.flags), "invalid record type", false};
+      } else {
+        const size_t total = kRecordHeaderSize + rh.payload_len;
+        if (Status st = src.Get(off, total, p, got); !st.ok()) {
+          io_fail(st, off);
+          return s;
+        }
+        if (got < total) {
+          dmg = {ProblemKind::kBadLength, fmt::format("{} bytes", total), fmt::format("{} bytes remain", got),
+                 "record runs past the end of the segment", true};
+        } else {
+          const std::span<const uint8_t> payload(p + kRecordHeaderSize, rh.payload_len);
+          const uint32_t pcrc = opt.check_payload_crc ? ComputePayloadCrc(payload) : rh.payload_crc;
+          if (pcrc != rh.payload_crc) {
+            dmg = {ProblemKind::kPayloadChecksum, fmt::format("{:08x}", pcrc), fmt::format("{:08x}", rh.payload_crc),
+                   "record payload checksum mismatch", false};
+          } else if (rh.type > kMaxKnownRecordType && (rh.flags & kRecordFlagSkippable) == 0) {
+            dmg = {ProblemKind::kUnknownType, fmt::format("a type up to {}", kMaxKnownRecordType),
+                   fmt::format("type {}", rh.type), "unknown record type (not marked skippable)", false};
+            skip_to = off + total;
+          } else {
+            ok = true;
+            if (rh.type > kMaxKnownRecordType) {
+              ++s.skipped_unknown;
+            } else if (visit) {
+              RecordView v{Lsn{file.index, off}, static_cast<RecordType>(rh.type), rh.flags, rh.header_crc, payload};
+              if (!visit(v)) {
+                ++s.records;
+                s.record_bytes += total;
+                if (!damaged) {
+                  s.valid_end = off + total;
+                  s.last_record_crc = rh.header_crc;
+                }
+                s.end = SegmentEnd::kStopped;
+                return s;
+              }
+            }
+            ++s.records;
+            s.record_bytes += total;
+            off += total;
+            if (!damaged) {
+              s.valid_end = off;
+              s.last_record_crc = rh.header_crc;
+            }
+          }
+        }
+      }
+    }
+    if (ok) continue;
+
+    // --- Damage at `off`: is anything intact after it?
+    uint64_t next = 0;
+    Status io;
+    bool found = false;
+    if (skip_to != 0) {
+      next = skip_to;
+      found = true;
+    } else {
+      found = FindNextRecord(src, off + 1, opt.check_payload_crc, next, io);
+      if (!io.ok()) {
+        io_fail(io, off);
+        return s;
+      }
+    }
+    if (!found) {
+      uint64_t end = off;
+      bool zero = false;
+      if (Status st = DataEnd(src, off, end, zero); !st.ok()) {
+        io_fail(st, off);
+        return s;
+      }
+      s.file_bytes = end;
+      if (opt.is_last && (dmg.incomplete || zero)) {
+        // A crash while appending: the record is shorter than it says, or
+        // the file was extended with zeros the write never reached.
+        s.end = SegmentEnd::kTornTail;
+        s.torn_offset = off;
+        s.zero_filled_tail = zero;
+        s.bytes_dropped += end - off;
+        const bool fatal = opt.mode == RecoveryMode::kStrict;
+        report(ProblemKind::kTornTail, fatal, off, end - off,
+               zero ? std::string("torn tail (zero-filled)") : fmt::format("torn tail ({})", dmg.detail),
+               dmg.expected, dmg.actual);
+        return s;
+      }
+      s.bytes_dropped += end - off;
+      report(dmg.kind, true, off, end - off, dmg.detail + (opt.is_last ? "" : " (not the last segment)"),
+             dmg.expected, dmg.actual);
+      s.end = opt.mode == RecoveryMode::kSalvage ? SegmentEnd::kSalvaged : SegmentEnd::kDamaged;
+      return s;
+    }
+    s.bytes_dropped += next - off;
+    report(dmg.kind, true, off, next - off,
+           dmg.detail + fmt::format(" (next intact record at {})", Lsn{file.index, next}.ToString()), dmg.expected,
+           dmg.actual);
+    if (opt.mode != RecoveryMode::kSalvage) {
+      s.end = SegmentEnd::kDamaged;
+      uint64_t end = next;
+      bool zero = false;
+      if (Status st = DataEnd(src, next, end, zero); st.ok()) s.file_bytes = end;
+      return s;
+    }
+    damaged = true;
+    off = next;
+  }
+  s.file_bytes = off;
+  s.end = damaged ? SegmentEnd::kSalvaged : SegmentEnd::kClean;
+  return s;
+}
+
+SegmentScan ScanSegmentFile(const SegmentFile& file, const ScanOptions& opt, const RecordVisitor& visit,
+                            const ProblemSink& sink, const SegmentScan* prev) {
+  auto src = OpenSegmentSource(file.path, file.compressed);
+  if (!src.ok()) {
+    SegmentScan s;
+    s.file = file;
+    s.end = SegmentEnd::kIoError;
+    s.failed = true;
+    Problem p;
+    p.kind = ProblemKind::kIo;
+    p.node = opt.node_id;
+    p.node_known = opt.expect_node;
+    p.file = file.path;
+    p.segment = file.index;
+    p.detail = src.status().message();
+    if (sink) sink(p);
+    return s;
+  }
+  return ScanSegment(**src, file, opt, visit, sink, prev);
+}
+
+bool CheckContinuity(const SegmentScan& prev, const SegmentScan& cur, const ProblemSink& sink) {
+  if (!prev.header_ok || !cur.header_ok) return true;  // already reported as bad headers
+  auto report = [&](ProblemKind kind, uint64_t offset, std::string detail, std::string expected, std::string actual) {
+    Problem p;
+    p.kind = kind;
+    p.node = cur.header.node_id;
+    p.node_known = true;
+    p.file = cur.file.path;
+    p.segment = cur.file.index;
+    p.offset = offset;
+    p.detail = std::move(detail);
+    p.expected = std::move(expected);
+    p.actual = std::move(actual);
+    if (sink) sink(p);
+  };
+  bool ok = true;
+  if (cur.header.node_id != prev.header.node_id) {
+    report(ProblemKind::kSegmentMismatch, 12, "segment belongs to another node than its predecessor",
+           fmt::format("node {}", prev.header.node_id), fmt::format("node {}", cur.header.node_id));
+    ok = false;
+  }
+  if (cur.header.cluster_id != prev.header.cluster_id) {
+    report(ProblemKind::kSegmentMismatch, 16, "segment belongs to another cluster than its predecessor",
+           fmt::format("{:016x}", prev.header.cluster_id), fmt::format("{:016x}", cur.header.cluster_id));
+    ok = false;
+  }
+  if (cur.header.segment_index != prev.header.segment_index + 1) {
+    const uint64_t lo = prev.header.segment_index + 1;
+    const uint64_t hi = cur.header.segment_index - 1;
+    report(ProblemKind::kMissingSegment, 0,
+           cur.header.segment_index > lo
+               ? (lo == hi ? fmt::format("missing segment {:X} before this one", lo)
+                           : fmt::format("missing segments {:X}..{:X} before this one", lo, hi))
+               : std::string("segment out of order"),
+           fmt::format("segment {:X}", lo), fmt::format("segment {:X}", cur.header.segment_index));
+    return false;  // the predecessor fields refer to a segment we do not have
+  }
+  if (!cur.header.has_predecessor() || cur.header.prev_end_offset != prev.valid_end ||
+      cur.header.prev_last_crc != prev.last_record_crc) {
+    report(ProblemKind::kBrokenChain, 32, "segment does not continue its predecessor",
+           fmt::format("predecessor ending at {:X}/{:08X} with record crc {:08x}", prev.header.segment_index,
+                       prev.valid_end, prev.last_record_crc),
+           fmt::format("{:X}/{:08X} with record crc {:08x}", prev.header.segment_index, cur.header.prev_end_offset,
+                       cur.header.prev_last_crc));
+    ok = false;
+  }
+  return ok;
+}
+
+Result<std::vector<SegmentFile>> ListSegments(const std::string& wal_dir, const ProblemSink& sink) {
+  DIR* d = opendir(wal_dir.c_str());
+  if (d == nullptr) {
+    if (errno == ENOENT || errno == ENOTDIR) {
+      return Status::NotFound(fmt::format("{}: {}", wal_dir, std::strerror(errno)));
+    }
+    return Status::Io(fmt::format("{}: opendir: {}", wal_dir, std::strerror(errno)));
+  }
+  std::map<uint64_t, SegmentFile> by_index;
+  while (dirent* e = readdir(d)) {
+    uint64_t index = 0;
+    bool compressed = false;
+    if (!ParseSegmentName(e->d_name, index, compressed)) continue;
+    SegmentFile f{wal_dir + "/" + e->d_name, index, compressed};
+    auto [it, inserted] = by_index.emplace(index, f);
+    if (!inserted) {
+      // Archiving writes the .zst, then removes the .wal: a crash between the
+      // two leaves both. The plain file is the original.
+      SegmentFile& have = it->second;
+      Problem p;
+      p.kind = ProblemKind::kDuplicateSegment;
+      p.fatal = false;
+      p.file = have.compressed ? f.path : have.path;
+      p.segment = index;
+      p.detail = fmt::format("segment present as both {} and {}; reading the .wal",
+                             BaseName(have.path), BaseName(f.path));
+      if (sink) sink(p);
+      if (have.compressed) have = f;
+    }
+  }
+  closedir(d);
+  std::vector<SegmentFile> out;
+  out.reserve(by_index.size());
+  for (auto& [i, f] : by_index) out.push_back(std::move(f));
+  return out;
+}
+
+NodeRead ReadNodeWal(const std::vector<SegmentFile>& segments, const NodeReadOptions& opt,
+                     const RecordVisitor& visit, const ProblemSink& sink) {
+  NodeRead r;
+  ScanOptions so;
+  so.mode = opt.mode;
+  so.check_payload_crc = opt.check_payload_crc;
+  bool stop = false;
+  RecordVisitor filtered = visit;
+  if (opt.from > Lsn{0, 0} && visit) {
+    filtered = [&](const RecordView& v) { return v.lsn < opt.from || visit(v); };
+  }
+  RecordVisitor wrapped = [&](const RecordView& v) {
+    const bool more = !filtered || filtered(v);
+    if (!more) stop = true;
+    return more;
+  };
+  for (size_t i = 0; i < segments.size(); ++i) {
+    if (segments[i].index < opt.from.segment && i + 1 < segments.size() && segments[i + 1].index <= opt.from.segment) {
+      continue;  // wholly before `from`: not even opened
+    }
+    so.is_last = i + 1 == segments.size();
+    const SegmentScan* prev = r.segments.empty() ? nullptr : &r.segments.back();
+    if (prev != nullptr && prev->header_ok) {
+      so.expect_node = true;
+      so.node_id = prev->header.node_id;
+      so.expect_cluster = true;
+      so.cluster_id = prev->header.cluster_id;
+    }
+    SegmentScan s = ScanSegmentFile(segments[i], so, wrapped, sink, prev);
+    if (s.valid_end > 0) r.end = Lsn{s.file.index, s.valid_end};
+    const bool failed = s.failed;
+    const bool damaged = s.end == SegmentEnd::kDamaged || s.end == SegmentEnd::kBadHeader ||
+                         s.end == SegmentEnd::kIoError;
+    r.segments.push_back(std::move(s));
+    if (failed) {
+      r.failed = true;
+      break;
+    }
+    if (stop) {
+      r.stopped = true;
+      break;
+    }
+    if (damaged && opt.mode != RecoveryMode::kSalvage) {
+      r.stopped = true;  // point in time: keep what came before
+      break;
+    }
+  }
+  return r;
+}
+
+}  // namespace walfmt

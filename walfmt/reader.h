@@ -1,0 +1,175 @@
+// Reading WAL: one segment at a time (ScanSegment), a node's whole WAL in
+// order (ReadNodeWal), and the checks that tie segments together
+// (CheckContinuity). Problems are reported through a sink, never printed.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "walfmt/lsn.h"
+#include "walfmt/record.h"
+#include "walfmt/segment.h"
+#include "walfmt/source.h"
+#include "walfmt/status.h"
+
+namespace walfmt {
+
+// What a reader does when the bytes are not a clean sequence of records
+// (after RocksDB's WALRecoveryMode). Every problem is reported to the sink in
+// every mode; the mode decides whether reading stops and whether it fails.
+enum class RecoveryMode : uint8_t {
+  // Absolute consistency: any damage, a torn tail included, fails the read.
+  // For WALs that were closed cleanly (archives, copies).
+  kStrict = 1,
+  // The default: a torn tail (the last record of the last segment cut short,
+  // as a crash leaves it) ends the log quietly; damage anywhere else fails.
+  kTolerateTornTail = 2,
+  // Point in time: stop at the first damage and keep everything before it,
+  // without failing. For recovering as far as the log is intact.
+  kPointInTime = 3,
+  // Salvage: report damage, skip to the next intact record and keep going,
+  // across segments. For forensics (`walcut verify` uses it to find all damage).
+  kSalvage = 4,
+};
+std::string_view RecoveryModeName(RecoveryMode m);
+bool ParseRecoveryMode(std::string_view name, RecoveryMode& out);
+
+enum class ProblemKind : uint8_t {
+  kTornTail = 1,          // last record of the last segment cut short (or a zero-filled tail)
+  kHeaderChecksum,        // record header checksum mismatch
+  kPayloadChecksum,       // record payload checksum mismatch
+  kBadLength,             // payload length over the limit or past the end of the segment
+  kInvalidType,           // type 0, or flags this version does not know
+  kUnknownType,           // intact record of a type this version does not know, not skippable
+  kBadPayload,            // intact record whose payload does not decode
+  kBadSegmentHeader,      // magic, version, size or header checksum wrong, or header cut short
+  kSegmentMismatch,       // header names another index, node or cluster than expected
+  kMissingSegment,        // a hole in the segment indexes
+  kBrokenChain,           // header's predecessor fields do not match the predecessor
+  kDuplicateSegment,      // the same index as .wal and .wal.zst
+  kIo,                    // the file could not be read or decompressed
+};
+std::string_view ProblemKindName(ProblemKind k);
+
+struct Problem {
+  ProblemKind kind = ProblemKind::kIo;
+  bool fatal = true;         // false: a notice (torn tail where the mode tolerates it)
+  uint32_t node = 0;
+  bool node_known = false;
+  std::string file;
+  uint64_t segment = 0;
+  uint64_t offset = 0;
+  uint64_t length = 0;       // bytes dropped from this point (0 when not applicable)
+  std::string expected;
+  std::string actual;
+  std::string detail;
+  Lsn lsn() const { return Lsn{segment, offset}; }
+  // One line: "node 1, 0000000000000003.wal at 3/0000A1F0: payload checksum
+  // mismatch: expected 1a2b3c4d, found 00ff00ff; 212 bytes dropped".
+  std::string ToString() const;
+};
+using ProblemSink = std::function<void(const Problem&)>;
+
+// A record as found in the file. `payload` points into the reader's buffer and
+// is valid only during the visitor call.
+struct RecordView {
+  Lsn lsn;
+  RecordType type = RecordType::kInvalid;
+  uint16_t flags = 0;
+  uint32_t header_crc = 0;
+  std::span<const uint8_t> payload;
+  uint32_t size() const { return static_cast<uint32_t>(kRecordHeaderSize + payload.size()); }
+};
+// Returns false to stop reading.
+using RecordVisitor = std::function<bool(const RecordView&)>;
+
+struct SegmentFile {
+  std::string path;
+  uint64_t index = 0;
+  bool compressed = false;
+};
+
+struct ScanOptions {
+  RecoveryMode mode = RecoveryMode::kTolerateTornTail;
+  bool is_last = true;          // a short tail here is a torn tail, not damage
+  bool check_payload_crc = true;
+  // Expected identity; a header that disagrees is reported (kSegmentMismatch).
+  bool expect_node = false;
+  uint32_t node_id = 0;
+  bool expect_cluster = false;
+  uint64_t cluster_id = 0;
+};
+
+enum class SegmentEnd : uint8_t {
+  kClean = 0,      // every byte is part of an intact record
+  kTornTail,       // ends in a torn record (tolerated or not, per mode)
+  kDamaged,        // stopped at damage (strict, tolerate, point in time)
+  kSalvaged,       // damage was skipped (salvage)
+  kBadHeader,      // the segment header is unusable: nothing was read
+  kStopped,        // the visitor asked to stop
+  kIoError,
+};
+
+struct SegmentScan {
+  SegmentFile file;
+  SegmentHeader header;
+  bool header_ok = false;
+  uint64_t file_bytes = 0;        // decompressed size for .wal.zst
+  uint64_t valid_end = 0;         // end of the intact prefix of records
+  uint32_t last_record_crc = 0;   // header_crc of the last record of that prefix
+  uint64_t records = 0;           // intact records seen (skipped unknown ones included)
+  uint64_t record_bytes = 0;
+  uint64_t skipped_unknown = 0;   // skippable records of unknown type
+  uint64_t bytes_dropped = 0;     // bytes not part of any intact record
+  uint64_t torn_offset = 0;       // where the torn tail starts (SegmentEnd::kTornTail)
+  bool zero_filled_tail = false;
+  SegmentEnd end = SegmentEnd::kClean;
+  bool failed = false;            // the mode says this read fails
+};
+
+// Reads one segment from `src`, calling `visit` for each intact record of a
+// known type (skippable records of unknown types are counted, not visited).
+// Never fails for damage: damage is reported to `sink` and summarized in the
+// result; `failed` tells whether the mode treats it as a failure. With `prev`
+// (the scan of the preceding file of the same node) continuity is checked as
+// soon as the header is read, before any record is visited; outside salvage
+// mode a break in it stops the scan there.
+SegmentScan ScanSegment(ByteSource& src, const SegmentFile& file, const ScanOptions& opt, const RecordVisitor& visit,
+                        const ProblemSink& sink, const SegmentScan* prev = nullptr);
+// Opens `file` and scans it; an unreadable file yields end == kIoError.
+SegmentScan ScanSegmentFile(const SegmentFile& file, const ScanOptions& opt, const RecordVisitor& visit,
+                            const ProblemSink& sink, const SegmentScan* prev = nullptr);
+
+// Checks that `cur` follows `prev` (the scans of consecutive files of one
+// node): index, node, cluster, and the predecessor fields of the header.
+// Returns false after reporting when they do not.
+bool CheckContinuity(const SegmentScan& prev, const SegmentScan& cur, const ProblemSink& sink);
+
+// Lists the segments of one WAL directory in index order (numeric, not by
+// name). Files that are not named like segments are ignored; an index present
+// as both .wal and .wal.zst is reported and the .wal is used.
+Result<std::vector<SegmentFile>> ListSegments(const std::string& wal_dir, const ProblemSink& sink);
+
+struct NodeReadOptions {
+  RecoveryMode mode = RecoveryMode::kTolerateTornTail;
+  bool check_payload_crc = true;
+  Lsn from{0, 0};       // skip records before this position
+};
+
+struct NodeRead {
+  std::vector<SegmentScan> segments;
+  bool failed = false;     // the mode says the read failed (see problems)
+  bool stopped = false;    // the visitor stopped it, or point-in-time stopped at damage
+  Lsn end;                 // position after the last intact record read
+};
+
+// Reads one node's segments in order (as ListSegments returns them), checking
+// continuity between them, and calls `visit` for every intact record.
+NodeRead ReadNodeWal(const std::vector<SegmentFile>& segments, const NodeReadOptions& opt,
+                     const RecordVisitor& visit, const ProblemSink& sink);
+
+}  // namespace walfmt

@@ -1,0 +1,401 @@
+#include "walfmt/record.h"
+
+#include <algorithm>
+#include <array>
+#include <cctype>
+#include <charconv>
+
+#include <fmt/format.h>
+
+#include "walfmt/bytes.h"
+
+namespace walfmt {
+namespace {
+
+constexpr std::array<std::string_view, kMaxKnownRecordType + 1> kTypeNames = {
+    "INVALID",    "TX_DATA",    "TX_PREPARE", "TX_COMMIT", "TX_ROLLBACK",
+    "CUT_START",  "CUT_FINISH", "CUT_ABORT",  "SNAPSHOT",  "NODE_START"};
+
+void PutTx(std::string& out, const TxId& t) {
+  PutU32(out, t.node);
+  PutU64(out, t.seq);
+}
+
+Status PutParticipants(std::string& out, const std::vector<uint32_t>& p) {
+  if (p.size() > kMaxParticipants) {
+    return Status::InvalidArgument(fmt::format("{} participants exceed the limit of {}", p.size(), kMaxParticipants));
+  }
+  PutU16(out, static_cast<uint16_t>(p.size()));
+  for (uint32_t n : p) PutU32(out, n);
+  return Status::Ok();
+}
+
+void PutTxList(std::string& out, const std::vector<TxId>& v) {
+  PutU32(out, static_cast<uint32_t>(v.size()));
+  for (const TxId& t : v) PutTx(out, t);
+}
+
+// Decoding: every helper returns false with `why` set when the payload is short
+// or a field is out of range.
+struct Decoder {
+  ByteReader r;
+  std::string why;
+
+  bool Fail(std::string m) {
+    if (why.empty()) why = std::move(m);
+    return false;
+  }
+  bool Tx(TxId& t, const char* what) {
+    if (!r.U32(t.node) || !r.U64(t.seq)) return Fail(fmt::format("{}: transaction id cut short", what));
+    return true;
+  }
+  bool U64(uint64_t& v, const char* what) { return r.U64(v) || Fail(fmt::format("{} cut short", what)); }
+  bool U32(uint32_t& v, const char* what) { return r.U32(v) || Fail(fmt::format("{} cut short", what)); }
+  bool U16(uint16_t& v, const char* what) { return r.U16(v) || Fail(fmt::format("{} cut short", what)); }
+  bool Participants(std::vector<uint32_t>& p) {
+    uint16_t n = 0;
+    if (!U16(n, "participant count")) return false;
+    if (n > kMaxParticipants) return Fail(fmt::format("participant count {} exceeds the limit of {}", n, kMaxParticipants));
+    if (static_cast<size_t>(n) * 4 > r.remaining()) {
+      return Fail(fmt::format("participant count {} needs {} bytes, {} remain", n, n * 4, r.remaining()));
+    }
+    p.resize(n);
+    for (auto& x : p) r.U32(x);
+    return true;
+  }
+  bool TxList(std::vector<TxId>& v, const char* what) {
+    uint32_t n = 0;
+    if (!U32(n, what)) return false;
+    if (static_cast<uint64_t>(n) * 12 > r.remaining()) {
+      return Fail(fmt::format("{} {} needs {} bytes, {} remain", what, n, static_cast<uint64_t>(n) * 12, r.remaining()));
+    }
+    v.resize(n);
+    for (auto& t : v) Tx(t, what);
+    return true;
+  }
+  bool Str16(std::string& s, const char* what) {
+    uint16_t n = 0;
+    std::string_view sv;
+    if (!U16(n, what)) return false;
+    if (!r.Bytes(n, sv)) return Fail(fmt::format("{} of {} bytes, {} remain", what, n, r.remaining()));
+    s.assign(sv);
+    return true;
+  }
+};
+
+}  // namespace
+
+std::string_view RecordTypeName(RecordType t) {
+  const auto v = static_cast<uint16_t>(t);
+  return v <= kMaxKnownRecordType ? kTypeNames[v] : std::string_view("UNKNOWN");
+}
+
+bool ParseRecordType(std::string_view name, RecordType& out) {
+  std::string up;
+  for (char c : name) up.push_back(static_cast<char>(std::toupper(static_cast<unsigned char>(c))));
+  for (uint16_t v = 1; v <= kMaxKnownRecordType; ++v) {
+    const std::string_view n = kTypeNames[v];
+    const std::string_view shortname = n.substr(n.find('_') == std::string_view::npos ? 0 : n.find('_') + 1);
+    if (up == n || (n.starts_with("TX_") && up == shortname)) {
+      out = static_cast<RecordType>(v);
+      return true;
+    }
+  }
+  return false;
+}
+
+std::string TxId::ToString() const { return fmt::format("{}:{}", node, seq); }
+
+bool TxId::Parse(std::string_view text, TxId& out) {
+  const size_t colon = text.find(':');
+  if (colon == std::string_view::npos) return false;
+  TxId t;
+  auto a = std::from_chars(text.data(), text.data() + colon, t.node);
+  auto b = std::from_chars(text.data() + colon + 1, text.data() + text.size(), t.seq);
+  if (a.ec != std::errc() || a.ptr != text.data() + colon || b.ec != std::errc() ||
+      b.ptr != text.data() + text.size() || colon == 0) {
+    return false;
+  }
+  out = t;
+  return true;
+}
+
+std::string_view CutAbortReasonName(CutAbortReason r) {
+  switch (r) {
+    case CutAbortReason::kNodeRestart: return "node-restart";
+    case CutAbortReason::kRecoveredTx: return "recovered-transaction";
+    case CutAbortReason::kParticipantLost: return "participant-lost";
+    case CutAbortReason::kOther: return "other";
+    case CutAbortReason::kInvalid: break;
+  }
+  return "invalid";
+}
+
+RecordType TypeOf(const Record& r) {
+  return static_cast<RecordType>(r.index() + 1);  // variant order == type codes 1..9
+}
+static_assert(std::variant_size_v<Record> == kMaxKnownRecordType);
+
+Status EncodePayload(const Record& rec, std::string& out) {
+  const size_t start = out.size();
+  Status st;
+  std::visit(
+      [&](const auto& r) {
+        using T = std::decay_t<decltype(r)>;
+        if constexpr (std::is_same_v<T, TxData>) {
+          PutTx(out, r.tx);
+          PutU32(out, static_cast<uint32_t>(r.writes.size()));
+          for (const Write& w : r.writes) {
+            if (w.key.size() > kMaxKeyBytes) {
+              st = Status::InvalidArgument(fmt::format("key of {} bytes exceeds {}", w.key.size(), kMaxKeyBytes));
+              return;
+            }
+            if (w.op != WriteOp::kPut && w.op != WriteOp::kDelete) {
+              st = Status::InvalidArgument("write with an invalid op");
+              return;
+            }
+            out.push_back(static_cast<char>(w.op));
+            PutU16(out, static_cast<uint16_t>(w.key.size()));
+            out += w.key;
+            PutU32(out, static_cast<uint32_t>(w.value.size()));
+            out += w.value;
+          }
+        } else if constexpr (std::is_same_v<T, TxPrepare>) {
+          PutTx(out, r.tx);
+          PutU64(out, r.time_us);
+          st = PutParticipants(out, r.participants);
+        } else if constexpr (std::is_same_v<T, TxCommit>) {
+          PutTx(out, r.tx);
+          PutU64(out, r.marker);
+          PutU64(out, r.time_us);
+          PutU16(out, r.flags);
+          st = PutParticipants(out, r.participants);
+        } else if constexpr (std::is_same_v<T, TxRollback>) {
+          PutTx(out, r.tx);
+          PutU64(out, r.time_us);
+          PutU16(out, r.flags);
+          st = PutParticipants(out, r.participants);
+        } else if constexpr (std::is_same_v<T, CutStart>) {
+          PutU64(out, r.cut_id);
+          PutU64(out, r.time_us);
+        } else if constexpr (std::is_same_v<T, CutFinish>) {
+          PutU64(out, r.cut_id);
+          PutU64(out, r.time_us);
+          PutTxList(out, r.before);
+          PutTxList(out, r.after);
+        } else if constexpr (std::is_same_v<T, CutAbort>) {
+          PutU64(out, r.cut_id);
+          PutU64(out, r.time_us);
+          PutU16(out, static_cast<uint16_t>(r.reason));
+          if (r.detail.size() > 0xFFFF) {
+            st = Status::InvalidArgument("cut abort detail longer than 65535 bytes");
+            return;
+          }
+          PutU16(out, static_cast<uint16_t>(r.detail.size()));
+          out += r.detail;
+        } else if constexpr (std::is_same_v<T, Snapshot>) {
+          if (r.name.size() > 0xFFFF) {
+            st = Status::InvalidArgument("snapshot name longer than 65535 bytes");
+            return;
+          }
+          PutU16(out, static_cast<uint16_t>(r.name.size()));
+          out += r.name;
+          PutU64(out, r.time_us);
+          PutU64(out, r.fingerprint);
+        } else if constexpr (std::is_same_v<T, NodeStart>) {
+          PutU32(out, r.incarnation);
+          PutU64(out, r.time_us);
+        }
+      },
+      rec);
+  if (st.ok() && out.size() - start > kMaxRecordPayload) {
+    st = Status::InvalidArgument(
+        fmt::format("record payload of {} bytes exceeds the limit of {}", out.size() - start, kMaxRecordPayload));
+  }
+  if (!st.ok()) out.resize(start);
+  return st;
+}
+
+Result<Record> DecodePayload(RecordType type, std::span<const uint8_t> payload) {
+  Decoder d{ByteReader(payload), {}};
+  bool ok = false;
+  Record rec;
+  switch (type) {
+    case RecordType::kTxData: {
+      TxData r;
+      uint32_t n = 0;
+      ok = d.Tx(r.tx, "TX_DATA") && d.U32(n, "write count");
+      // Each write takes at least 7 bytes (op, key length, value length).
+      if (ok && static_cast<uint64_t>(n) * 7 > d.r.remaining()) {
+        ok = d.Fail(fmt::format("write count {} cannot fit in the {} bytes that remain", n, d.r.remaining()));
+      }
+      if (ok) r.writes.reserve(n);
+      for (uint32_t i = 0; ok && i < n; ++i) {
+        Write w;
+        uint8_t op = 0;
+        uint16_t klen = 0;
+        uint32_t vlen = 0;
+        std::string_view k, v;
+        ok = (d.r.U8(op) || d.Fail(fmt::format("write {} cut short", i)));
+        if (ok && op != static_cast<uint8_t>(WriteOp::kPut) && op != static_cast<uint8_t>(WriteOp::kDelete)) {
+          ok = d.Fail(fmt::format("write {} has invalid op {}", i, op));
+        }
+        ok = ok && d.U16(klen, "key length") &&
+             (d.r.Bytes(klen, k) || d.Fail(fmt::format("key of {} bytes, {} remain", klen, d.r.remaining()))) &&
+             d.U32(vlen, "value length") &&
+             (d.r.Bytes(vlen, v) || d.Fail(fmt::format("value of {} bytes, {} remain", vlen, d.r.remaining())));
+        if (ok) {
+          w.op = static_cast<WriteOp>(op);
+          w.key.assign(k);
+          w.value.assign(v);
+          r.writes.push_back(std::move(w));
+        }
+      }
+      rec = std::move(r);
+      break;
+    }
+    case RecordType::kTxPrepare: {
+      TxPrepare r;
+      ok = d.Tx(r.tx, "TX_PREPARE") && d.U64(r.time_us, "time") && d.Participants(r.participants);
+      rec = std::move(r);
+      break;
+    }
+    case RecordType::kTxCommit: {
+      TxCommit r;
+      ok = d.Tx(r.tx, "TX_COMMIT") && d.U64(r.marker, "marker") && d.U64(r.time_us, "time") &&
+           d.U16(r.flags, "flags") && d.Participants(r.participants);
+      rec = std::move(r);
+      break;
+    }
+    case RecordType::kTxRollback: {
+      TxRollback r;
+      ok = d.Tx(r.tx, "TX_ROLLBACK") && d.U64(r.time_us, "time") && d.U16(r.flags, "flags") &&
+           d.Participants(r.participants);
+      rec = std::move(r);
+      break;
+    }
+    case RecordType::kCutStart: {
+      CutStart r;
+      ok = d.U64(r.cut_id, "cut id") && d.U64(r.time_us, "time");
+      rec = r;
+      break;
+    }
+    case RecordType::kCutFinish: {
+      CutFinish r;
+      ok = d.U64(r.cut_id, "cut id") && d.U64(r.time_us, "time") && d.TxList(r.before, "before count") &&
+           d.TxList(r.after, "after count");
+      rec = std::move(r);
+      break;
+    }
+    case RecordType::kCutAbort: {
+      CutAbort r;
+      uint16_t reason = 0;
+      ok = d.U64(r.cut_id, "cut id") && d.U64(r.time_us, "time") && d.U16(reason, "reason") &&
+           d.Str16(r.detail, "detail");
+      r.reason = static_cast<CutAbortReason>(reason);
+      rec = std::move(r);
+      break;
+    }
+    case RecordType::kSnapshot: {
+      Snapshot r;
+      ok = d.Str16(r.name, "snapshot name") && d.U64(r.time_us, "time") && d.U64(r.fingerprint, "fingerprint");
+      rec = std::move(r);
+      break;
+    }
+    case RecordType::kNodeStart: {
+      NodeStart r;
+      ok = d.U32(r.incarnation, "incarnation") && d.U64(r.time_us, "time");
+      rec = r;
+      break;
+    }
+    case RecordType::kInvalid:
+    default:
+      return Status::Corruption(fmt::format("cannot decode record type {}", static_cast<uint16_t>(type)));
+  }
+  if (!ok) return Status::Corruption(fmt::format("{} payload: {}", RecordTypeName(type), d.why));
+  if (d.r.remaining() != 0) {
+    return Status::Corruption(
+        fmt::format("{} payload: {} trailing bytes after the last field", RecordTypeName(type), d.r.remaining()));
+  }
+  return rec;
+}
+
+std::string Printable(std::string_view bytes, size_t max_bytes) {
+  std::string out;
+  const size_t n = (max_bytes == 0 || bytes.size() <= max_bytes) ? bytes.size() : max_bytes;
+  for (size_t i = 0; i < n; ++i) {
+    const auto c = static_cast<unsigned char>(bytes[i]);
+    if (c >= 0x20 && c < 0x7F && c != '\\') {
+      out.push_back(static_cast<char>(c));
+    } else {
+      out += fmt::format("\\x{:02x}", c);
+    }
+  }
+  if (n < bytes.size()) out += fmt::format("...(+{})", bytes.size() - n);
+  return out;
+}
+
+namespace {
+std::string JoinTx(const std::vector<TxId>& v, size_t limit) {
+  std::string s;
+  for (size_t i = 0; i < v.size() && i < limit; ++i) {
+    if (i) s += ',';
+    s += v[i].ToString();
+  }
+  if (v.size() > limit) s += fmt::format(",...(+{})", v.size() - limit);
+  return s;
+}
+std::string JoinNodes(const std::vector<uint32_t>& v) {
+  std::string s;
+  for (size_t i = 0; i < v.size(); ++i) s += fmt::format("{}{}", i ? "," : "", v[i]);
+  return s;
+}
+std::string TxFlags(uint16_t f) {
+  std::string s;
+  if (f & kTxFlagOnePhase) s += " 1pc";
+  if (f & kTxFlagRecovered) s += " recovered";
+  return s;
+}
+}  // namespace
+
+std::string Describe(const Record& rec, size_t max_bytes) {
+  return std::visit(
+      [&](const auto& r) -> std::string {
+        using T = std::decay_t<decltype(r)>;
+        if constexpr (std::is_same_v<T, TxData>) {
+          std::string s = fmt::format("writes {}:", r.writes.size());
+          const size_t shown = max_bytes == 0 ? r.writes.size() : std::min<size_t>(r.writes.size(), 8);
+          for (size_t i = 0; i < shown; ++i) {
+            const Write& w = r.writes[i];
+            if (w.op == WriteOp::kDelete) {
+              s += fmt::format(" del {}", Printable(w.key, max_bytes));
+            } else {
+              s += fmt::format(" {}={}", Printable(w.key, max_bytes), Printable(w.value, max_bytes));
+            }
+          }
+          if (shown < r.writes.size()) s += fmt::format(" ...(+{} writes)", r.writes.size() - shown);
+          return s;
+        } else if constexpr (std::is_same_v<T, TxPrepare>) {
+          return fmt::format("participants {}", JoinNodes(r.participants));
+        } else if constexpr (std::is_same_v<T, TxCommit>) {
+          return fmt::format("marker {} participants {}{}", r.marker, JoinNodes(r.participants), TxFlags(r.flags));
+        } else if constexpr (std::is_same_v<T, TxRollback>) {
+          return fmt::format("participants {}{}", JoinNodes(r.participants), TxFlags(r.flags));
+        } else if constexpr (std::is_same_v<T, CutStart>) {
+          return fmt::format("cut {} time {}us", r.cut_id, r.time_us);
+        } else if constexpr (std::is_same_v<T, CutFinish>) {
+          return fmt::format("cut {} time {}us before {} [{}] after {} [{}]", r.cut_id, r.time_us, r.before.size(),
+                             JoinTx(r.before, 8), r.after.size(), JoinTx(r.after, 8));
+        } else if constexpr (std::is_same_v<T, CutAbort>) {
+          return fmt::format("cut {} time {}us reason {}: {}", r.cut_id, r.time_us, CutAbortReasonName(r.reason),
+                             Printable(r.detail, 0));
+        } else if constexpr (std::is_same_v<T, Snapshot>) {
+          return fmt::format("name {} time {}us fingerprint {:016x}", Printable(r.name, 0), r.time_us, r.fingerprint);
+        } else {
+          return fmt::format("incarnation {} time {}us", r.incarnation, r.time_us);
+        }
+      },
+      rec);
+}
+
+}  // namespace walfmt
