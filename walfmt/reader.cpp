@@ -116,6 +116,7 @@ std::string_view ProblemKindName(ProblemKind k) {
     case ProblemKind::kMissingSegment: return "missing-segment";
     case ProblemKind::kBrokenChain: return "broken-chain";
     case ProblemKind::kDuplicateSegment: return "duplicate-segment";
+    case ProblemKind::kCompression: return "compression";
     case ProblemKind::kIo: return "io";
   }
   return "invalid";
@@ -153,7 +154,10 @@ SegmentScan ScanSegment(ByteSource& src, const SegmentFile& file, const ScanOpti
     if (sink) sink(p);
   };
   auto io_fail = [&](const Status& st, uint64_t offset) {
-    report(ProblemKind::kIo, true, offset, 0, st.message());
+    // A zstd frame that does not decode is damage to the file, not an I/O
+    // failure of this machine.
+    report(st.code() == ErrorCode::kCorruption ? ProblemKind::kCompression : ProblemKind::kIo, true, offset, 0,
+           st.message());
     s.end = SegmentEnd::kIoError;
     s.failed = true;
   };

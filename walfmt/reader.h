@@ -51,7 +51,8 @@ enum class ProblemKind : uint8_t {
   kMissingSegment,        // a hole in the segment indexes
   kBrokenChain,           // header's predecessor fields do not match the predecessor
   kDuplicateSegment,      // the same index as .wal and .wal.zst
-  kIo,                    // the file could not be read or decompressed
+  kCompression,           // an archived (.wal.zst) segment does not decompress
+  kIo,                    // the file could not be opened or read
 };
 std::string_view ProblemKindName(ProblemKind k);
 

@@ -1,0 +1,217 @@
+// walcut verify PATH...: integrity of every segment of every node.
+#include <map>
+#include <memory>
+#include <set>
+
+#include <fmt/format.h>
+
+#include "cli/command.h"
+#include "cli/inputs.h"
+#include "cli/output.h"
+#include "walfmt/parallel_scan.h"
+
+namespace walcut::cli {
+namespace {
+
+struct VerifyOptions {
+  std::vector<std::string> paths;
+  Format format = Format::kText;
+  unsigned jobs = 0;
+  bool verbose = false;
+};
+
+std::string_view SegmentStatus(const walfmt::SegmentOutcome& o) {
+  for (const auto& p : o.problems) {
+    if (p.kind == walfmt::ProblemKind::kIo) return "io-error";
+  }
+  for (const auto& p : o.problems) {
+    if (p.fatal) return o.scan.header_ok ? "corrupt" : "bad-header";
+  }
+  if (o.scan.end == walfmt::SegmentEnd::kTornTail) return "torn-tail";
+  return "ok";
+}
+
+walfmt::Problem NodeProblem(walfmt::ProblemKind kind, const NodeWal& n, std::string detail) {
+  walfmt::Problem p;
+  p.kind = kind;
+  p.node = n.node_id.value_or(0);
+  p.node_known = n.node_id.has_value();
+  p.file = n.label;
+  p.detail = std::move(detail);
+  return p;
+}
+
+int RunVerify(const VerifyOptions& o) {
+  auto in = ResolveInputs(o.paths);
+  if (!in.ok()) {
+    PrintError(in.status().message());
+    return ExitForStatus(in.status());
+  }
+  std::vector<walfmt::NodeSegments> segs;
+  uint64_t total_segments = 0;
+  for (const NodeWal& n : in->nodes) {
+    segs.push_back(n.wal);
+    total_segments += n.wal.segments.size();
+  }
+  Progress progress("verify", total_segments);
+  walfmt::ParallelScanOptions po;
+  po.mode = walfmt::RecoveryMode::kSalvage;  // find every problem, not just the first
+  po.jobs = o.jobs;
+  po.progress = [&progress](uint64_t d, uint64_t b) { progress.Update(d, b); };
+  const auto outcomes = walfmt::ScanInParallel(segs, po);
+
+  // Problems that belong to a node rather than to one segment.
+  std::vector<std::vector<walfmt::Problem>> node_problems(in->nodes.size());
+  for (const walfmt::Problem& p : in->problems) {
+    for (size_t i = 0; i < in->nodes.size(); ++i) {
+      if (p.file.rfind(in->nodes[i].label, 0) == 0) {
+        node_problems[i].push_back(p);
+        break;
+      }
+    }
+  }
+  std::map<uint32_t, size_t> seen_ids;
+  std::set<uint64_t> clusters;
+  for (size_t i = 0; i < in->nodes.size(); ++i) {
+    const NodeWal& n = in->nodes[i];
+    if (n.wal.segments.empty()) {
+      node_problems[i].push_back(
+          NodeProblem(walfmt::ProblemKind::kMissingSegment, n, "node has no WAL segments (expected wal/<index>.wal)"));
+    }
+    for (const auto& oc : outcomes[i]) {
+      if (oc.scan.header_ok) clusters.insert(oc.scan.header.cluster_id);
+    }
+    if (n.node_id) {
+      auto [it, fresh] = seen_ids.emplace(*n.node_id, i);
+      if (!fresh) {
+        node_problems[i].push_back(NodeProblem(walfmt::ProblemKind::kSegmentMismatch, n,
+                                               fmt::format("node id {} also used by {}", *n.node_id,
+                                                           in->nodes[it->second].label)));
+      }
+    }
+  }
+  std::vector<walfmt::Problem> cluster_problems;
+  if (clusters.size() > 1) {
+    walfmt::Problem p;
+    p.kind = walfmt::ProblemKind::kSegmentMismatch;
+    p.detail = fmt::format("segments of {} different clusters were given together", clusters.size());
+    cluster_problems.push_back(p);
+  }
+
+  ProblemTally tally;
+  uint64_t records = 0, bytes = 0, torn = 0, bad_segments = 0;
+  for (const auto& p : cluster_problems) tally.Add(p);
+  for (size_t i = 0; i < in->nodes.size(); ++i) {
+    for (const auto& p : node_problems[i]) tally.Add(p);
+    for (const auto& oc : outcomes[i]) {
+      for (const auto& p : oc.problems) tally.Add(p);
+      records += oc.scan.records;
+      bytes += oc.scan.file_bytes;
+      if (oc.scan.end == walfmt::SegmentEnd::kTornTail) ++torn;
+      if (SegmentStatus(oc) != "ok" && SegmentStatus(oc) != "torn-tail") ++bad_segments;
+    }
+  }
+  const int rc = tally.ExitCode();
+
+  if (o.format == Format::kJson) {
+    nlohmann::json doc{{"schema", kVerifySchema}, {"ok", rc == 0}};
+    nlohmann::json nodes = nlohmann::json::array();
+    for (size_t i = 0; i < in->nodes.size(); ++i) {
+      const NodeWal& n = in->nodes[i];
+      nlohmann::json jn{{"node", n.node_id ? nlohmann::json(*n.node_id) : nlohmann::json(nullptr)},
+                        {"path", n.label}};
+      nlohmann::json js = nlohmann::json::array();
+      uint64_t nrec = 0;
+      for (const auto& oc : outcomes[i]) {
+        nrec += oc.scan.records;
+        nlohmann::json s{{"file", oc.scan.file.path},
+                         {"index", oc.scan.file.index},
+                         {"compressed", oc.scan.file.compressed},
+                         {"status", std::string(SegmentStatus(oc))},
+                         {"records", oc.scan.records},
+                         {"bytes", oc.scan.file_bytes},
+                         {"valid_end", walfmt::Lsn{oc.scan.file.index, oc.scan.valid_end}.ToString()},
+                         {"bytes_dropped", oc.scan.bytes_dropped}};
+        if (oc.scan.end == walfmt::SegmentEnd::kTornTail) {
+          s["torn_tail"] = {{"lsn", walfmt::Lsn{oc.scan.file.index, oc.scan.torn_offset}.ToString()},
+                            {"bytes_lost", oc.scan.file_bytes - oc.scan.torn_offset},
+                            {"zero_filled", oc.scan.zero_filled_tail}};
+        }
+        nlohmann::json jp = nlohmann::json::array();
+        for (const auto& p : oc.problems) jp.push_back(ProblemJson(p));
+        s["problems"] = jp;
+        js.push_back(s);
+      }
+      jn["records"] = nrec;
+      jn["segments"] = js;
+      nlohmann::json np = nlohmann::json::array();
+      for (const auto& p : node_problems[i]) np.push_back(ProblemJson(p));
+      jn["problems"] = np;
+      nodes.push_back(jn);
+    }
+    doc["nodes"] = nodes;
+    nlohmann::json cp = nlohmann::json::array();
+    for (const auto& p : cluster_problems) cp.push_back(ProblemJson(p));
+    doc["problems"] = cp;
+    doc["summary"] = {{"nodes", in->nodes.size()},   {"segments", total_segments}, {"bytes", bytes},
+                      {"records", records},           {"findings", tally.findings}, {"notices", tally.notices},
+                      {"io_errors", tally.io},        {"torn_tails", torn},         {"bad_segments", bad_segments},
+                      {"exit_code", rc}};
+    fmt::print("{}\n", doc.dump(2));
+    return rc;
+  }
+
+  for (const auto& p : cluster_problems) fmt::print("cluster: {}\n", p.ToString());
+  for (size_t i = 0; i < in->nodes.size(); ++i) {
+    const NodeWal& n = in->nodes[i];
+    uint64_t nrec = 0, nbytes = 0;
+    for (const auto& oc : outcomes[i]) {
+      nrec += oc.scan.records;
+      nbytes += oc.scan.file_bytes;
+    }
+    fmt::print("node {} ({}): {} segments, {}, {} records\n",
+               n.node_id ? fmt::format("{}", *n.node_id) : std::string("?"), n.label, outcomes[i].size(),
+               HumanBytes(nbytes), nrec);
+    for (const auto& p : node_problems[i]) fmt::print("  {}: {}\n", p.fatal ? "FINDING" : "note", p.ToString());
+    for (const auto& oc : outcomes[i]) {
+      const std::string_view st = SegmentStatus(oc);
+      if (st == "ok" && !o.verbose && oc.problems.empty()) continue;
+      std::string line = fmt::format("  {:<26} {:<10} {} records", BaseNameOf(oc.scan.file.path), st, oc.scan.records);
+      fmt::print("{}\n", line);
+      for (const auto& p : oc.problems) {
+        fmt::print("    {}: {}\n", p.fatal ? "FINDING" : "note", p.ToString());
+      }
+    }
+  }
+  std::string verdict;
+  if (rc == 0) {
+    verdict = torn > 0 ? fmt::format("OK ({} torn tail{} at the end of the WAL, tolerated)", torn, torn > 1 ? "s" : "")
+                       : std::string("OK");
+  } else if (rc == 3) {
+    verdict = fmt::format("ERROR ({} I/O error{}, {} findings)", tally.io, tally.io > 1 ? "s" : "", tally.findings);
+  } else {
+    verdict = fmt::format("FAILED ({} finding{} in {} segment{})", tally.findings, tally.findings > 1 ? "s" : "",
+                          bad_segments, bad_segments == 1 ? "" : "s");
+  }
+  fmt::print("verified {} node{}, {} segments, {}, {} records: {}\n", in->nodes.size(),
+             in->nodes.size() == 1 ? "" : "s", total_segments, HumanBytes(bytes), records, verdict);
+  return rc;
+}
+
+}  // namespace
+
+void RegisterVerify(CLI::App& root, Registry& reg) {
+  auto o = std::make_shared<VerifyOptions>();
+  CLI::App* cmd = root.add_subcommand(
+      "verify",
+      "Check the integrity of every segment: headers, checksums, continuity between segments, torn tails.\n"
+      "Exit 0 when clean (a torn tail at the very end of a node's WAL is reported but is not a failure),\n"
+      "1 on findings, 2 on usage errors, 3 on I/O errors.");
+  cmd->add_option("paths", o->paths, "Cluster dir, node dir, wal dir or segment files")->required();
+  AddFormatOption(cmd, o->format);
+  cmd->add_option("-j,--jobs", o->jobs, "Threads (default: one per core)");
+  cmd->add_flag("-v,--verbose", o->verbose, "List every segment, not only those with problems");
+  reg.Add(cmd, [o] { return RunVerify(*o); });
+}
+
+}  // namespace walcut::cli

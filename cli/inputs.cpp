@@ -1,0 +1,174 @@
+#include "cli/inputs.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <charconv>
+#include <cstring>
+#include <map>
+
+#include <fmt/format.h>
+
+#include "walfmt/segment.h"
+
+namespace walcut::cli {
+namespace {
+
+using walfmt::Result;
+using walfmt::Status;
+
+bool IsDir(const std::string& p) {
+  struct stat sb {};
+  return stat(p.c_str(), &sb) == 0 && S_ISDIR(sb.st_mode);
+}
+
+std::string Join(const std::string& dir, const std::string& name) {
+  return (dir.empty() || dir.back() == '/') ? dir + name : dir + "/" + name;
+}
+
+std::string BaseName(std::string p) {
+  while (p.size() > 1 && p.back() == '/') p.pop_back();
+  const size_t slash = p.rfind('/');
+  return slash == std::string::npos ? p : p.substr(slash + 1);
+}
+
+// "node-3" → 3.
+std::optional<uint32_t> NodeIdFromName(const std::string& name) {
+  if (name.rfind("node-", 0) != 0 || name.size() == 5) return std::nullopt;
+  uint32_t id = 0;
+  const auto [ptr, ec] = std::from_chars(name.data() + 5, name.data() + name.size(), id);
+  if (ec != std::errc() || ptr != name.data() + name.size()) return std::nullopt;
+  return id;
+}
+
+// Reads a segment header; nullopt when unreadable (the scan reports why).
+std::optional<walfmt::SegmentHeader> ReadHeader(const walfmt::SegmentFile& f) {
+  auto src = walfmt::OpenSegmentSource(f.path, f.compressed);
+  if (!src.ok()) return std::nullopt;
+  const uint8_t* p = nullptr;
+  size_t got = 0;
+  if (!(*src)->Get(0, walfmt::kSegmentHeaderSize, p, got).ok()) return std::nullopt;
+  walfmt::SegmentHeader h;
+  walfmt::HeaderError err;
+  if (!walfmt::DecodeSegmentHeader({p, got}, h, err)) return std::nullopt;
+  return h;
+}
+
+std::optional<uint32_t> NodeIdFromHeader(const walfmt::SegmentFile& f) {
+  if (auto h = ReadHeader(f)) return h->node_id;
+  return std::nullopt;
+}
+
+std::vector<std::string> ListDir(const std::string& dir) {
+  std::vector<std::string> names;
+  if (DIR* d = opendir(dir.c_str())) {
+    while (dirent* e = readdir(d)) {
+      const std::string n = e->d_name;
+      if (n != "." && n != "..") names.push_back(n);
+    }
+    closedir(d);
+  }
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+Status AddWalDir(const std::string& wal_dir, const std::string& label, std::optional<uint32_t> id, Inputs& in) {
+  auto segs = walfmt::ListSegments(wal_dir, [&in](const walfmt::Problem& p) { in.problems.push_back(p); });
+  if (!segs.ok()) return segs.status();
+  NodeWal n;
+  n.label = label;
+  n.node_id = id;
+  n.wal.expected_node = id;
+  n.wal.segments = std::move(*segs);
+  if (!n.node_id && !n.wal.segments.empty()) n.node_id = NodeIdFromHeader(n.wal.segments.front());
+  in.nodes.push_back(std::move(n));
+  return Status::Ok();
+}
+
+}  // namespace
+
+Result<Inputs> ResolveInputs(const std::vector<std::string>& paths) {
+  Inputs in;
+  std::map<std::optional<uint32_t>, std::vector<walfmt::SegmentFile>> loose;
+  for (const std::string& path : paths) {
+    struct stat sb {};
+    if (stat(path.c_str(), &sb) != 0) {
+      return Status::NotFound(fmt::format("{}: {}", path, std::strerror(errno)));
+    }
+    if (S_ISREG(sb.st_mode)) {
+      walfmt::SegmentFile f{path, 0, false};
+      const std::string base = BaseName(path);
+      if (!walfmt::ParseSegmentName(base, f.index, f.compressed)) {
+        // Not named like a segment: read it as one anyway (the header check
+        // says what it is); compressed if it ends in .zst.
+        f.compressed = base.size() > 4 && base.substr(base.size() - 4) == ".zst";
+        const auto h = ReadHeader(f);
+        f.index = h ? h->segment_index : 0;
+      }
+      loose[NodeIdFromHeader(f)].push_back(f);
+      continue;
+    }
+    if (!S_ISDIR(sb.st_mode)) return Status::NotFound(fmt::format("{}: not a file or directory", path));
+    const std::vector<std::string> names = ListDir(path);
+    std::vector<std::string> node_dirs;
+    for (const std::string& n : names) {
+      if (NodeIdFromName(n) && IsDir(Join(path, n))) node_dirs.push_back(n);
+    }
+    if (!node_dirs.empty()) {  // a cluster directory
+      for (const std::string& n : node_dirs) {
+        const std::string node_dir = Join(path, n);
+        if (Status st = AddWalDir(Join(node_dir, "wal"), node_dir, NodeIdFromName(n), in); !st.ok()) {
+          // A node directory without wal/ is a finding for the commands, not
+          // a reason to ignore the rest: list it with no segments.
+          NodeWal empty;
+          empty.label = node_dir;
+          empty.node_id = NodeIdFromName(n);
+          empty.wal.expected_node = empty.node_id;
+          in.nodes.push_back(std::move(empty));
+        }
+      }
+      continue;
+    }
+    if (IsDir(Join(path, "wal"))) {  // a node directory
+      if (Status st = AddWalDir(Join(path, "wal"), path, NodeIdFromName(BaseName(path)), in); !st.ok()) return st;
+      continue;
+    }
+    const size_t before = in.nodes.size();
+    if (Status st = AddWalDir(path, path, std::nullopt, in); !st.ok()) return st;
+    if (in.nodes[before].wal.segments.empty()) {
+      return Status::NotFound(fmt::format(
+          "{}: no WAL here: expected a cluster directory (node-<i>/), a node directory (wal/) or segment files "
+          "(<16 hex digits>.wal[.zst])",
+          path));
+    }
+    const std::string parent = BaseName(path) == "wal" ? path.substr(0, path.rfind('/') == std::string::npos
+                                                                              ? 0
+                                                                              : path.rfind('/'))
+                                                       : std::string();
+    if (!parent.empty()) {
+      if (auto id = NodeIdFromName(BaseName(parent))) {
+        in.nodes[before].node_id = id;
+        in.nodes[before].wal.expected_node = id;
+      }
+    }
+  }
+  for (auto& [id, files] : loose) {
+    std::sort(files.begin(), files.end(), [](const auto& a, const auto& b) { return a.index < b.index; });
+    NodeWal n;
+    n.label = "segment files";
+    n.node_id = id;
+    n.wal.segments = std::move(files);
+    in.nodes.push_back(std::move(n));
+  }
+  if (in.nodes.empty()) return Status::NotFound("no WAL found in the given paths");
+  std::stable_sort(in.nodes.begin(), in.nodes.end(), [](const NodeWal& a, const NodeWal& b) {
+    return a.node_id.value_or(UINT32_MAX) < b.node_id.value_or(UINT32_MAX);
+  });
+  return in;
+}
+
+}  // namespace walcut::cli

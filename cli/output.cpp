@@ -1,0 +1,111 @@
+#include "cli/output.h"
+
+#include <unistd.h>
+
+#include <cstdio>
+
+#include <fmt/format.h>
+
+namespace walcut::cli {
+
+void AddFormatOption(CLI::App* cmd, Format& f) {
+  static const std::map<std::string, Format> kMap{{"text", Format::kText}, {"json", Format::kJson}};
+  cmd->add_option("--format", f, "Output format: text for people, json for machines (versioned schema)")
+      ->transform(CLI::CheckedTransformer(kMap, CLI::ignore_case))
+      ->default_str("text");
+}
+
+nlohmann::json ProblemJson(const walfmt::Problem& p) {
+  nlohmann::json j{{"kind", std::string(walfmt::ProblemKindName(p.kind))},
+                   {"finding", p.fatal},
+                   {"file", p.file},
+                   {"segment", p.segment},
+                   {"offset", p.offset},
+                   {"lsn", p.lsn().ToString()},
+                   {"length", p.length},
+                   {"detail", p.detail},
+                   {"message", p.ToString()}};
+  j["node"] = p.node_known ? nlohmann::json(p.node) : nlohmann::json(nullptr);
+  if (!p.expected.empty() || !p.actual.empty()) {
+    j["expected"] = p.expected;
+    j["actual"] = p.actual;
+  }
+  return j;
+}
+
+void PrintProblem(const walfmt::Problem& p) {
+  std::fflush(stdout);
+  const char* sev = p.kind == walfmt::ProblemKind::kIo ? "error" : (p.fatal ? "corruption" : "note");
+  fmt::print(stderr, "walcut: {}: {}\n", sev, p.ToString());
+}
+
+void PrintError(const std::string& message) {
+  std::fflush(stdout);
+  fmt::print(stderr, "walcut: {}\n", message);
+}
+
+std::string HumanBytes(uint64_t n) {
+  if (n < 1024) return fmt::format("{} B", n);
+  const char* units[] = {"KiB", "MiB", "GiB", "TiB"};
+  double v = static_cast<double>(n) / 1024;
+  int u = 0;
+  while (v >= 1024 && u < 3) {
+    v /= 1024;
+    ++u;
+  }
+  return fmt::format("{:.1f} {}", v, units[u]);
+}
+
+int ExitForStatus(const walfmt::Status& st) {
+  switch (st.code()) {
+    case walfmt::ErrorCode::kOk: return 0;
+    case walfmt::ErrorCode::kCorruption: return 1;
+    case walfmt::ErrorCode::kInvalidArgument:
+    case walfmt::ErrorCode::kNotFound: return 2;
+    case walfmt::ErrorCode::kIo:
+    case walfmt::ErrorCode::kInternal: return 3;
+  }
+  return 3;
+}
+
+void ProblemTally::Add(const walfmt::Problem& p) {
+  if (p.kind == walfmt::ProblemKind::kIo) {
+    ++io;
+  } else if (p.fatal) {
+    ++findings;
+  } else {
+    ++notices;
+  }
+}
+
+int ProblemTally::ExitCode() const {
+  if (io > 0) return 3;
+  if (findings > 0) return 1;
+  return 0;
+}
+
+Progress::Progress(std::string what, uint64_t total_units)
+    : enabled_(isatty(STDERR_FILENO) == 1), what_(std::move(what)), total_(total_units) {}
+
+Progress::~Progress() {
+  if (enabled_ && drawn_) fmt::print(stderr, "\r\033[K");
+}
+
+void Progress::Update(uint64_t units_done, uint64_t bytes_done) {
+  if (!enabled_) return;
+  std::lock_guard<std::mutex> lock(mu_);
+  const auto now = std::chrono::steady_clock::now();
+  if (drawn_ && now - last_ < std::chrono::milliseconds(200) && units_done < total_) return;
+  last_ = now;
+  drawn_ = true;
+  fmt::print(stderr, "\r\033[K{}: {}/{} segments, {}", what_, units_done, total_, HumanBytes(bytes_done));
+}
+
+}  // namespace walcut::cli
+
+namespace walcut::cli {
+std::string BaseNameOf(const std::string& path) {
+  const size_t slash = path.rfind('/');
+  return slash == std::string::npos ? path : path.substr(slash + 1);
+}
+}  // namespace walcut::cli
