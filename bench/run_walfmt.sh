@@ -1,0 +1,199 @@
+#!/usr/bin/env bash
+# Benchmark of the WAL inspection commands (issue 2, item 8).
+#
+# Generates a cluster of synthetic WAL with walgen (3 nodes x 350 MiB by
+# default: 1.03 GiB) under bench/data/plain, and the same records with every
+# segment zstd-compressed under bench/data/zst; warms the page cache; then
+# times, side by side in one run:
+#   cat FILES > /dev/null                      (the floor: page-cache reads)
+#   walcut stats DIR, walcut stats --jobs 1 DIR
+#   walcut verify DIR, walcut verify --jobs 1 DIR
+#   walcut dump DIR > /dev/null
+# on both copies, plus zstd -dc of the compressed files to /dev/null (the
+# decompression floor). Each command runs RUNS times; the table shows the
+# median wall time, records/s, GB/s of WAL (uncompressed) bytes, the ratio to
+# cat (and to zstd -dc for the compressed copy), and the peak RSS.
+#
+#   bench/run_walfmt.sh [--nodes N] [--bytes SIZE] [--segment-size SIZE]
+#                       [--seed S] [--runs R] [--regen]
+#
+# Needs: build/bench/walgen and build/cli/walcut (ninja -C build), GNU time
+# (/usr/bin/time), zstd, jq. It installs nothing; it says what is missing.
+# The generated data stays in bench/data/ (gitignored) and is reused when the
+# parameters match; --regen rebuilds it.
+set -euo pipefail
+
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+nodes=3
+bytes=350MiB
+segsize=16MiB
+seed=42
+runs=5
+regen=0
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --nodes) nodes="$2"; shift 2 ;;
+    --bytes) bytes="$2"; shift 2 ;;
+    --segment-size) segsize="$2"; shift 2 ;;
+    --seed) seed="$2"; shift 2 ;;
+    --runs) runs="$2"; shift 2 ;;
+    --regen) regen=1; shift ;;
+    -h|--help) sed -n '2,27p' "$0"; exit 0 ;;
+    *) echo "run_walfmt.sh: unknown argument $1 (see --help)" >&2; exit 2 ;;
+  esac
+done
+
+walgen="${WALGEN:-$root/build/bench/walgen}"
+walcut="${WALCUT:-$root/build/cli/walcut}"
+data="$root/bench/data"
+plain="$data/plain"
+zst="$data/zst"
+
+missing=0
+need() {
+  if [ ! -x "$1" ]; then
+    echo "run_walfmt.sh: missing $1 ($2)" >&2
+    missing=1
+  fi
+}
+need "$walgen" "build it: cmake -S . -B build -G Ninja && ninja -C build walgen"
+need /usr/bin/time "GNU time; Debian: apt-get install time"
+for tool in zstd jq; do
+  command -v "$tool" >/dev/null || { echo "run_walfmt.sh: missing $tool (Debian: apt-get install $tool)" >&2; missing=1; }
+done
+[ "$missing" = 0 ] || exit 3
+have_walcut=1
+if [ ! -x "$walcut" ]; then
+  echo "run_walfmt.sh: $walcut not built yet: measuring cat and zstd only" >&2
+  have_walcut=0
+fi
+
+# --- Data.
+params="nodes=$nodes bytes=$bytes segment-size=$segsize seed=$seed walgen=$(stat -c %Y "$walgen")"
+if [ "$regen" = 1 ] || [ ! -f "$data/params" ] || [ "$(cat "$data/params")" != "$params" ]; then
+  rm -rf "$data"
+  mkdir -p "$data"
+  echo "generating: walgen --nodes $nodes --bytes $bytes --segment-size $segsize --seed $seed" >&2
+  "$walgen" "$plain" --nodes "$nodes" --bytes "$bytes" --segment-size "$segsize" --seed "$seed" >"$data/plain.json"
+  "$walgen" "$zst" --nodes "$nodes" --bytes "$bytes" --segment-size "$segsize" --seed "$seed" \
+    --compress --archive-last >"$data/zst.json"
+  echo "$params" >"$data/params"
+fi
+mapfile -t plain_files < <(find "$plain" -name '*.wal' -type f | sort)
+mapfile -t zst_files < <(find "$zst" -name '*.wal.zst' -type f | sort)
+plain_bytes=$(cat "${plain_files[@]}" | wc -c)
+zst_bytes=$(cat "${zst_files[@]}" | wc -c)
+gen_records=$(jq .records "$data/plain.json")
+if [ "$(find "$zst" -name '*.wal' -type f | wc -l)" != 0 ]; then
+  echo "run_walfmt.sh: $zst holds plain segments; rerun with --regen" >&2
+  exit 3
+fi
+
+# --- Page cache: read everything twice; say how much is resident when
+# fincore (util-linux) can tell.
+for _ in 1 2; do cat "${plain_files[@]}" "${zst_files[@]}" >/dev/null; done
+if command -v fincore >/dev/null; then
+  resident=$(fincore -b -n -o RES "${plain_files[@]}" "${zst_files[@]}" | awk '{s+=$1} END {print s}')
+  echo "page cache: $resident of $((plain_bytes + zst_bytes)) bytes resident" >&2
+fi
+
+# --- Records, counted by walcut itself.
+records=$gen_records
+if [ "$have_walcut" = 1 ]; then
+  records=$("$walcut" stats --format json "$plain" | jq .records)
+  zrecords=$("$walcut" stats --format json "$zst" | jq .records)
+  if [ "$records" != "$gen_records" ] || [ "$zrecords" != "$gen_records" ]; then
+    echo "run_walfmt.sh: record counts disagree: walgen $gen_records, walcut stats $records (plain), $zrecords (zst)" >&2
+  fi
+fi
+
+# --- Timing. measure LABEL CMD...: RUNS runs, stdout to /dev/null; records
+# the median and the best wall time (ns), the peak RSS (KiB, the largest of
+# the runs) and the exit code of the last run.
+declare -A med best rss code
+tmp="$(mktemp -d)"
+trap 'rm -rf "$tmp"' EXIT
+measure() {
+  local label="$1"
+  shift
+  local times=() r t0 t1 rc maxrss=0 kib
+  for ((r = 0; r < runs; r++)); do
+    t0=$(date +%s%N)
+    set +e
+    /usr/bin/time -f %M -o "$tmp/rss" "$@" >/dev/null 2>"$tmp/err"
+    rc=$?
+    set -e
+    t1=$(date +%s%N)
+    times+=($((t1 - t0)))
+    kib=$(tail -n 1 "$tmp/rss")
+    [ "$kib" -gt "$maxrss" ] && maxrss=$kib
+  done
+  if [ "$rc" != 0 ]; then
+    echo "run_walfmt.sh: $label exited $rc:" >&2
+    head -n 5 "$tmp/err" >&2
+  fi
+  mapfile -t sorted < <(printf '%s\n' "${times[@]}" | sort -n)
+  med[$label]=${sorted[$((runs / 2))]}
+  best[$label]=${sorted[0]}
+  rss[$label]=$maxrss
+  code[$label]=$rc
+  printf '%-28s median %8.3f s  best %8.3f s  peak RSS %7.1f MiB  exit %s\n' "$label" \
+    "$(echo "${med[$label]} / 1000000000" | bc -l)" "$(echo "${best[$label]} / 1000000000" | bc -l)" \
+    "$(echo "$maxrss / 1024" | bc -l)" "$rc" >&2
+}
+
+echo "measuring ($runs runs each) ..." >&2
+measure "cat" cat "${plain_files[@]}"
+if [ "$have_walcut" = 1 ]; then
+  measure "stats" "$walcut" stats "$plain"
+  measure "stats --jobs 1" "$walcut" stats --jobs 1 "$plain"
+  measure "verify" "$walcut" verify "$plain"
+  measure "verify --jobs 1" "$walcut" verify --jobs 1 "$plain"
+  measure "dump" "$walcut" dump "$plain"
+fi
+measure "zst: cat" cat "${zst_files[@]}"
+measure "zst: zstd -dc" zstd -dc "${zst_files[@]}"
+if [ "$have_walcut" = 1 ]; then
+  measure "zst: stats" "$walcut" stats "$zst"
+  measure "zst: stats --jobs 1" "$walcut" stats --jobs 1 "$zst"
+  measure "zst: verify" "$walcut" verify "$zst"
+  measure "zst: verify --jobs 1" "$walcut" verify --jobs 1 "$zst"
+  measure "zst: dump" "$walcut" dump "$zst"
+fi
+
+# --- Table (markdown, on stdout).
+cpu=$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//')
+echo "# walfmt benchmark, $(date -u '+%Y-%m-%d %H:%M UTC')"
+echo
+echo "- machine: $(nproc) CPUs, $cpu, $(awk '/MemTotal/ {printf "%.1f GiB RAM", $2/1048576}' /proc/meminfo), $(uname -sr)"
+echo "- data: walgen --nodes $nodes --bytes $bytes --segment-size $segsize --seed $seed:" \
+  "$records records, $plain_bytes bytes plain ($(echo "$plain_bytes / $records" | bc) bytes/record)," \
+  "$zst_bytes bytes zstd ($(echo "scale=2; $plain_bytes / $zst_bytes" | bc)x), ${#plain_files[@]} segments"
+echo "- $runs runs per command, median wall time; files in the page cache; GB/s of uncompressed WAL bytes (1 GB = 10^9)"
+echo
+echo "| command | time (s) | records/s | GB/s | vs cat | vs zstd -dc | peak RSS (MiB) | exit |"
+echo "|---|---:|---:|---:|---:|---:|---:|---:|"
+row() {
+  local label="$1" ns="${med[$1]}"
+  [ -n "$ns" ] || return 0
+  local secs rps gbs vs_cat vs_z="" 
+  secs=$(echo "scale=3; $ns / 1000000000" | bc)
+  rps=$(echo "$records * 1000000000 / $ns" | bc)
+  gbs=$(echo "scale=2; $plain_bytes / $ns" | bc)
+  vs_cat=$(echo "scale=1; $ns / ${med[cat]}" | bc)
+  if [[ "$label" == zst:* ]] && [ -n "${med["zst: zstd -dc"]:-}" ]; then
+    vs_z=$(echo "scale=2; $ns / ${med["zst: zstd -dc"]}" | bc)
+  fi
+  case "$label" in
+    *cat|*zstd*) rps="-" ;;
+    *) rps=$(printf "%'d" "$rps") ;;
+  esac
+  printf '| `%s` | %s | %s | %s | %sx | %s | %.1f | %s |\n' "$label" "$secs" "$rps" "$gbs" "$vs_cat" \
+    "${vs_z:+${vs_z}x}" "$(echo "${rss[$label]} / 1024" | bc -l)" "${code[$label]}"
+}
+for label in "cat" "stats" "stats --jobs 1" "verify" "verify --jobs 1" "dump" \
+  "zst: cat" "zst: zstd -dc" "zst: stats" "zst: stats --jobs 1" "zst: verify" "zst: verify --jobs 1" "zst: dump"; do
+  row "$label"
+done
+echo
+echo "(\`zst: cat\` reads $zst_bytes compressed bytes; its GB/s is given in uncompressed bytes like every row.)"
