@@ -187,6 +187,7 @@ int RunStats(const StatsOptions& o) {
     for (size_t s = 0; s < counts[i].size(); ++s) {
       per_node[i].Merge(counts[i][s]);
       per_node[i].count[kSlots - 1] += outcomes[i][s].scan.skipped_unknown;
+      per_node[i].bytes[kSlots - 1] += outcomes[i][s].scan.skipped_unknown_bytes;
       node_bytes[i] += outcomes[i][s].scan.file_bytes;
       for (const auto& p : outcomes[i][s].problems) {
         tally.Add(p);

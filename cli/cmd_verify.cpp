@@ -169,8 +169,9 @@ int RunVerify(const VerifyOptions& o) {
       nrec += oc.scan.records;
       nbytes += oc.scan.file_bytes;
     }
-    fmt::print("node {} ({}): {} segments, {}, {} records\n",
+    fmt::print("node {} ({}): {} segment{}, {}, {} records\n",
                n.node_id ? fmt::format("{}", *n.node_id) : std::string("?"), n.label, outcomes[i].size(),
+               outcomes[i].size() == 1 ? "" : "s",
                HumanBytes(nbytes), nrec);
     for (const auto& p : node_problems[i]) fmt::print("  {}: {}\n", p.fatal ? "FINDING" : "note", p.ToString());
     for (const auto& oc : outcomes[i]) {
@@ -193,8 +194,8 @@ int RunVerify(const VerifyOptions& o) {
     verdict = fmt::format("FAILED ({} finding{} in {} segment{})", tally.findings, tally.findings > 1 ? "s" : "",
                           bad_segments, bad_segments == 1 ? "" : "s");
   }
-  fmt::print("verified {} node{}, {} segments, {}, {} records: {}\n", in->nodes.size(),
-             in->nodes.size() == 1 ? "" : "s", total_segments, HumanBytes(bytes), records, verdict);
+  fmt::print("verified {} node{}, {} segment{}, {}, {} records: {}\n", in->nodes.size(),
+             in->nodes.size() == 1 ? "" : "s", total_segments, total_segments == 1 ? "" : "s", HumanBytes(bytes), records, verdict);
   return rc;
 }
 

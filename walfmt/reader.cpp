@@ -188,6 +188,7 @@ SegmentScan ScanSegment(ByteSource& src, const SegmentFile& file, const ScanOpti
   }
   s.header_ok = true;
   s.valid_end = kSegmentHeaderSize;
+  s.last_end = kSegmentHeaderSize;
   bool identity_ok = true;
   if (s.header.segment_index != file.index) {
     report(ProblemKind::kSegmentMismatch, true, 24, 0, "segment header names another index than the file name",
@@ -265,11 +266,14 @@ SegmentScan ScanSegment(ByteSource& src, const SegmentFile& file, const ScanOpti
             ok = true;
             if (rh.type > kMaxKnownRecordType) {
               ++s.skipped_unknown;
+              s.skipped_unknown_bytes += total;
             } else if (visit) {
               RecordView v{Lsn{file.index, off}, static_cast<RecordType>(rh.type), rh.flags, rh.header_crc, payload};
               if (!visit(v)) {
                 ++s.records;
                 s.record_bytes += total;
+                s.last_end = off + total;
+                s.last_crc = rh.header_crc;
                 if (!damaged) {
                   s.valid_end = off + total;
                   s.last_record_crc = rh.header_crc;
@@ -281,6 +285,8 @@ SegmentScan ScanSegment(ByteSource& src, const SegmentFile& file, const ScanOpti
             ++s.records;
             s.record_bytes += total;
             off += total;
+            s.last_end = off;
+            s.last_crc = rh.header_crc;
             if (!damaged) {
               s.valid_end = off;
               s.last_record_crc = rh.header_crc;
@@ -306,6 +312,7 @@ SegmentScan ScanSegment(ByteSource& src, const SegmentFile& file, const ScanOpti
       }
     }
     if (!found) {
+      s.damaged_to_end = true;
       uint64_t end = off;
       bool zero = false;
       if (Status st = DataEnd(src, off, end, zero); !st.ok()) {
@@ -409,11 +416,18 @@ bool CheckContinuity(const SegmentScan& prev, const SegmentScan& cur, const Prob
            fmt::format("segment {:X}", lo), fmt::format("segment {:X}", cur.header.segment_index));
     return false;  // the predecessor fields refer to a segment we do not have
   }
-  if (!cur.header.has_predecessor() || cur.header.prev_end_offset != prev.valid_end ||
-      cur.header.prev_last_crc != prev.last_record_crc) {
+  // The predecessor's true end is unknown when damage runs to its end (that
+  // damage is reported already); otherwise its last intact record must be
+  // the one this header names, even when salvage skipped damage before it.
+  if (prev.damaged_to_end || prev.end == SegmentEnd::kDamaged || prev.end == SegmentEnd::kStopped ||
+      prev.end == SegmentEnd::kIoError) {
+    return ok;
+  }
+  if (!cur.header.has_predecessor() || cur.header.prev_end_offset != prev.last_end ||
+      cur.header.prev_last_crc != prev.last_crc) {
     report(ProblemKind::kBrokenChain, 32, "segment does not continue its predecessor",
            fmt::format("predecessor ending at {:X}/{:08X} with record crc {:08x}", prev.header.segment_index,
-                       prev.valid_end, prev.last_record_crc),
+                       prev.last_end, prev.last_crc),
            fmt::format("{:X}/{:08X} with record crc {:08x}", prev.header.segment_index, cur.header.prev_end_offset,
                        cur.header.prev_last_crc));
     ok = false;

@@ -125,6 +125,10 @@ struct SegmentScan {
   uint64_t records = 0;           // intact records seen (skipped unknown ones included)
   uint64_t record_bytes = 0;
   uint64_t skipped_unknown = 0;   // skippable records of unknown type
+  uint64_t skipped_unknown_bytes = 0;
+  uint64_t last_end = 0;          // end of the last intact record anywhere (salvage reads past damage)
+  uint32_t last_crc = 0;          // its header_crc
+  bool damaged_to_end = false;    // damage runs to the end of the data: the true end is unknown
   uint64_t bytes_dropped = 0;     // bytes not part of any intact record
   uint64_t torn_offset = 0;       // where the torn tail starts (SegmentEnd::kTornTail)
   bool zero_filled_tail = false;

@@ -1,0 +1,10 @@
+#!/usr/bin/env bash
+# Builds walcut and runs every test: the Catch2 suites through CTest, then a
+# short libFuzzer run of the segment reader (FUZZ_SECONDS, default 60; 0 skips).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/build.sh
+ctest --test-dir build --output-on-failure -j "$(nproc)"
+if [ "${FUZZ_SECONDS:-60}" != 0 ] && [ -f scripts/fuzz.sh ]; then
+  bash scripts/fuzz.sh "${FUZZ_SECONDS:-60}"
+fi

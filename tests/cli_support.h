@@ -1,0 +1,111 @@
+// Helpers for end-to-end tests: build small WALs with the real writer, run
+// the walcut binary, capture stdout, stderr and the exit code.
+#pragma once
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "walfmt/writer.h"
+
+namespace walcut::test {
+
+struct TempDir {
+  std::string path;
+  TempDir() {
+    char tmpl[] = "/tmp/walcut-cli-XXXXXX";
+    const char* p = mkdtemp(tmpl);
+    if (p == nullptr) std::abort();
+    path = p;
+  }
+  ~TempDir() { (void)std::system(fmt::format("rm -rf '{}'", path).c_str()); }
+};
+
+struct Run {
+  int code = -1;
+  std::string out;
+  std::string err;
+};
+
+inline std::string Slurp(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
+
+inline void Spit(const std::string& path, const std::string& data) {
+  std::ofstream f(path, std::ios::binary | std::ios::trunc);
+  f << data;
+}
+
+// Runs `walcut ARGS` (ARGS is shell text) with stdout/stderr to files.
+inline Run Walcut(const std::string& args) {
+  TempDir io;
+  const std::string cmd =
+      fmt::format("'{}' {} >'{}/out' 2>'{}/err' </dev/null", WALCUT_BIN, args, io.path, io.path);
+  const int st = std::system(cmd.c_str());
+  Run r;
+  r.code = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+  r.out = Slurp(io.path + "/out");
+  r.err = Slurp(io.path + "/err");
+  return r;
+}
+
+inline std::vector<std::string> Lines(const std::string& s) {
+  std::vector<std::string> v;
+  std::stringstream ss(s);
+  for (std::string l; std::getline(ss, l);) v.push_back(l);
+  return v;
+}
+
+// Writes a cluster: `nodes` nodes, each `txs` transactions (TX_DATA + TX_PREPARE
+// + TX_COMMIT, every 10th rolled back), a cut every 40 transactions; small
+// segments so there are several. Archived segments compressed when asked.
+inline void MakeCluster(const std::string& dir, uint32_t nodes, int txs, bool compress = false,
+                        uint64_t segment_bytes = 8192) {
+  using namespace walfmt;
+  for (uint32_t n = 0; n < nodes; ++n) {
+    WriterOptions o;
+    o.wal_dir = fmt::format("{}/node-{}/wal", dir, n);
+    o.node_id = n;
+    o.cluster_id = 0xC0FFEE;
+    o.segment_bytes = segment_bytes;
+    o.archive_compressed = compress;
+    auto w = WalWriter::Create(o);
+    if (!w.ok()) std::abort();
+    auto must = [](const Result<Lsn>& r) {
+      if (!r.ok()) std::abort();
+    };
+    must((*w)->Append(NodeStart{0, 0}));
+    uint64_t cut = 0;
+    for (int i = 1; i <= txs; ++i) {
+      const TxId tx{static_cast<uint32_t>(i % nodes), static_cast<uint64_t>(i)};
+      std::vector<uint32_t> parts;
+      for (uint32_t p = 0; p < nodes; ++p) parts.push_back(p);
+      must((*w)->Append(TxData{tx, {{WriteOp::kPut, fmt::format("key-{:04}", i), fmt::format("value-{}", i * 7)}}}));
+      must((*w)->Append(TxPrepare{tx, static_cast<uint64_t>(i) * 10, parts}));
+      if (i % 10 == 0) {
+        must((*w)->Append(TxRollback{tx, static_cast<uint64_t>(i) * 10 + 5, 0, parts}));
+      } else {
+        must((*w)->Append(TxCommit{tx, cut, static_cast<uint64_t>(i) * 10 + 5, 0, parts}));
+      }
+      if (i % 40 == 0) {
+        ++cut;
+        must((*w)->Append(CutStart{cut, static_cast<uint64_t>(i) * 10 + 6}));
+        must((*w)->Append(CutFinish{cut, static_cast<uint64_t>(i) * 10 + 7, {}, {}}));
+      }
+    }
+    if (!(*w)->Close().ok()) std::abort();
+  }
+}
+
+}  // namespace walcut::test
