@@ -17,7 +17,8 @@
 #   bench/run_walfmt.sh [--nodes N] [--bytes SIZE] [--segment-size SIZE]
 #                       [--seed S] [--runs R] [--regen]
 #
-# Needs: build/bench/walgen and build/cli/walcut (ninja -C build), GNU time
+# Needs: build/bench/walgen, build/bench/crcfloor and build/cli/walcut
+# (ninja -C build), GNU time
 # (/usr/bin/time), zstd, jq. It installs nothing; it says what is missing.
 # The generated data stays in bench/data/ (gitignored) and is reused when the
 # parameters match; --regen rebuilds it.
@@ -45,6 +46,7 @@ done
 
 walgen="${WALGEN:-$root/build/bench/walgen}"
 walcut="${WALCUT:-$root/build/cli/walcut}"
+crcfloor="${CRCFLOOR:-$root/build/bench/crcfloor}"
 data="$root/bench/data"
 plain="$data/plain"
 zst="$data/zst"
@@ -68,8 +70,16 @@ if [ ! -x "$walcut" ]; then
   have_walcut=0
 fi
 
+tmp="$(mktemp -d)"
+trap 'rm -rf "$tmp"' EXIT
+# Private copies: a concurrent rebuild of build/ must not swap binaries mid-run.
+if [ "$have_walcut" = 1 ]; then cp "$walcut" "$tmp/walcut"; walcut="$tmp/walcut"; fi
+if [ -x "$crcfloor" ]; then cp "$crcfloor" "$tmp/crcfloor"; crcfloor="$tmp/crcfloor"; fi
+
 # --- Data.
-params="nodes=$nodes bytes=$bytes segment-size=$segsize seed=$seed walgen=$(stat -c %Y "$walgen")"
+# The data depends on the arguments and on the code that writes it.
+code_hash=$(cat "$root/bench/walgen.cpp" "$root"/walfmt/{writer,record,segment}.cpp 2>/dev/null | sha1sum | cut -c1-12)
+params="nodes=$nodes bytes=$bytes segment-size=$segsize seed=$seed code=$code_hash"
 if [ "$regen" = 1 ] || [ ! -f "$data/params" ] || [ "$(cat "$data/params")" != "$params" ]; then
   rm -rf "$data"
   mkdir -p "$data"
@@ -110,22 +120,21 @@ fi
 # --- Timing. measure LABEL CMD...: RUNS runs, stdout to /dev/null; records
 # the median and the best wall time (ns), the peak RSS (KiB, the largest of
 # the runs) and the exit code of the last run.
-declare -A med best rss code
-tmp="$(mktemp -d)"
-trap 'rm -rf "$tmp"' EXIT
+declare -A med best rss code cpu
 measure() {
   local label="$1"
   shift
-  local times=() r t0 t1 rc maxrss=0 kib
+  local times=() cpus=() r t0 t1 rc maxrss=0 kib u sy
   for ((r = 0; r < runs; r++)); do
     t0=$(date +%s%N)
     set +e
-    /usr/bin/time -f %M -o "$tmp/rss" "$@" >/dev/null 2>"$tmp/err"
+    /usr/bin/time -f '%M %U %S' -o "$tmp/rss" "$@" >/dev/null 2>"$tmp/err"
     rc=$?
     set -e
     t1=$(date +%s%N)
     times+=($((t1 - t0)))
-    kib=$(tail -n 1 "$tmp/rss")
+    read -r kib u sy < <(tail -n 1 "$tmp/rss")
+    cpus+=("$(echo "($u + $sy) * 1000000000 / 1" | bc)")
     [ "$kib" -gt "$maxrss" ] && maxrss=$kib
   done
   if [ "$rc" != 0 ]; then
@@ -134,16 +143,20 @@ measure() {
   fi
   mapfile -t sorted < <(printf '%s\n' "${times[@]}" | sort -n)
   med[$label]=${sorted[$((runs / 2))]}
+  mapfile -t sorted_cpu < <(printf '%s\n' "${cpus[@]}" | sort -n)
+  cpu[$label]=${sorted_cpu[$((runs / 2))]}
   best[$label]=${sorted[0]}
   rss[$label]=$maxrss
   code[$label]=$rc
-  printf '%-28s median %8.3f s  best %8.3f s  peak RSS %7.1f MiB  exit %s\n' "$label" \
+  printf '%-28s median %8.3f s  best %8.3f s  CPU %8.3f s  peak RSS %7.1f MiB  exit %s\n' "$label" \
     "$(echo "${med[$label]} / 1000000000" | bc -l)" "$(echo "${best[$label]} / 1000000000" | bc -l)" \
-    "$(echo "$maxrss / 1024" | bc -l)" "$rc" >&2
+    "$(echo "${cpu[$label]} / 1000000000" | bc -l)" "$(echo "$maxrss / 1024" | bc -l)" "$rc" >&2
 }
 
 echo "measuring ($runs runs each) ..." >&2
+load_before=$(cut -d' ' -f1-3 /proc/loadavg)
 measure "cat" cat "${plain_files[@]}"
+[ -x "$crcfloor" ] && measure "crcfloor (bare CRC loop)" "$crcfloor" "${plain_files[@]}"
 if [ "$have_walcut" = 1 ]; then
   measure "stats" "$walcut" stats "$plain"
   measure "stats --jobs 1" "$walcut" stats --jobs 1 "$plain"
@@ -162,38 +175,45 @@ if [ "$have_walcut" = 1 ]; then
 fi
 
 # --- Table (markdown, on stdout).
-cpu=$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//')
+load_after=$(cut -d' ' -f1-3 /proc/loadavg)
+cpu_model=$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//')
 echo "# walfmt benchmark, $(date -u '+%Y-%m-%d %H:%M UTC')"
 echo
-echo "- machine: $(nproc) CPUs, $cpu, $(awk '/MemTotal/ {printf "%.1f GiB RAM", $2/1048576}' /proc/meminfo), $(uname -sr)"
+echo "- machine: $(nproc) CPUs, $cpu_model, $(awk '/MemTotal/ {printf "%.1f GiB RAM", $2/1048576}' /proc/meminfo), $(uname -sr)"
+echo "- load average before/after: $load_before / $load_after"
 echo "- data: walgen --nodes $nodes --bytes $bytes --segment-size $segsize --seed $seed:" \
   "$records records, $plain_bytes bytes plain ($(echo "$plain_bytes / $records" | bc) bytes/record)," \
   "$zst_bytes bytes zstd ($(echo "scale=2; $plain_bytes / $zst_bytes" | bc)x), ${#plain_files[@]} segments"
-echo "- $runs runs per command, median wall time; files in the page cache; GB/s of uncompressed WAL bytes (1 GB = 10^9)"
+echo "- $runs runs per command, medians; files in the page cache. wall: elapsed time; CPU: user+sys of the process"
+echo "  (all threads). rec/s and GB/s (10^9 bytes of uncompressed WAL) per wall second; rec/CPU-s per CPU second."
 echo
-echo "| command | time (s) | records/s | GB/s | vs cat | vs zstd -dc | peak RSS (MiB) | exit |"
-echo "|---|---:|---:|---:|---:|---:|---:|---:|"
+echo "| command | wall s | CPU s | rec/s | rec/CPU-s | GB/s | vs cat | vs zstd -dc | peak RSS MiB | exit |"
+echo "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
+fmt_num() { printf "%.${2}f" "$1"; }
 row() {
-  local label="$1" ns="${med[$1]}"
+  local label="$1" ns="${med[$1]:-}"
   [ -n "$ns" ] || return 0
-  local secs rps gbs vs_cat vs_z="" 
-  secs=$(echo "scale=3; $ns / 1000000000" | bc)
-  rps=$(echo "$records * 1000000000 / $ns" | bc)
-  gbs=$(echo "scale=2; $plain_bytes / $ns" | bc)
-  vs_cat=$(echo "scale=1; $ns / ${med[cat]}" | bc)
+  local c="${cpu[$1]}" secs csecs rps rpc gbs vs_cat vs_z=""
+  [ "$c" -gt 0 ] || c=1
+  secs=$(fmt_num "$(echo "$ns / 1000000000" | bc -l)" 3)
+  csecs=$(fmt_num "$(echo "${cpu[$1]} / 1000000000" | bc -l)" 2)
+  rps=$(fmt_num "$(echo "$records * 1000 / $ns" | bc -l)" 2)M
+  rpc=$(fmt_num "$(echo "$records * 1000 / $c" | bc -l)" 2)M
+  gbs=$(fmt_num "$(echo "$plain_bytes / $ns" | bc -l)" 2)
+  vs_cat=$(fmt_num "$(echo "$ns / ${med[cat]}" | bc -l)" 2)x
   if [[ "$label" == zst:* ]] && [ -n "${med["zst: zstd -dc"]:-}" ]; then
-    vs_z=$(echo "scale=2; $ns / ${med["zst: zstd -dc"]}" | bc)
+    vs_z=$(fmt_num "$(echo "$ns / ${med["zst: zstd -dc"]}" | bc -l)" 2)x
   fi
   case "$label" in
-    *cat|*zstd*) rps="-" ;;
-    *) rps=$(printf "%'d" "$rps") ;;
+    *cat|*zstd*) rps="-"; rpc="-" ;;
   esac
-  printf '| `%s` | %s | %s | %s | %sx | %s | %.1f | %s |\n' "$label" "$secs" "$rps" "$gbs" "$vs_cat" \
-    "${vs_z:+${vs_z}x}" "$(echo "${rss[$label]} / 1024" | bc -l)" "${code[$label]}"
+  printf '| `%s` | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n' "$label" "$secs" "$csecs" "$rps" "$rpc" "$gbs" \
+    "$vs_cat" "$vs_z" "$(fmt_num "$(echo "${rss[$label]} / 1024" | bc -l)" 1)" "${code[$label]}"
 }
-for label in "cat" "stats" "stats --jobs 1" "verify" "verify --jobs 1" "dump" \
+for label in "cat" "crcfloor (bare CRC loop)" "stats" "stats --jobs 1" "verify" "verify --jobs 1" "dump" \
   "zst: cat" "zst: zstd -dc" "zst: stats" "zst: stats --jobs 1" "zst: verify" "zst: verify --jobs 1" "zst: dump"; do
   row "$label"
 done
 echo
-echo "(\`zst: cat\` reads $zst_bytes compressed bytes; its GB/s is given in uncompressed bytes like every row.)"
+echo "(\`zst: cat\` reads the $zst_bytes compressed bytes; its GB/s is in uncompressed bytes like every row."
+echo "\`stats\` and \`verify\` without --jobs use one thread per core.)"

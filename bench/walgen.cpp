@@ -505,7 +505,8 @@ int main(int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    return app.exit(e);
+    const int rc = app.exit(e);
+    return rc == 0 ? 0 : 2;  // --help: 0; any usage error: 2
   }
   if (!ParseSize(bytes, o.bytes) || !ParseSize(seg, o.segment_size)) {
     std::fprintf(stderr, "walgen: --bytes and --segment-size take a size like 350MiB, 16M or 65536\n");

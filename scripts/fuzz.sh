@@ -26,9 +26,10 @@ for tool in clang clang++ cmake ninja; do
   fi
 done
 
+mkdir -p "$build"
 CC=clang CXX=clang++ cmake -S "$root" -B "$build" -G Ninja \
-  -DCMAKE_BUILD_TYPE=RelWithDebInfo -DWALCUT_FUZZ=ON -DBUILD_TESTING=OFF >"$build.configure.log" 2>&1 || {
-  cat "$build.configure.log" >&2
+  -DCMAKE_BUILD_TYPE=RelWithDebInfo -DWALCUT_FUZZ=ON -DBUILD_TESTING=OFF >"$build/configure.log" 2>&1 || {
+  cat "$build/configure.log" >&2
   echo "fuzz.sh: configure failed" >&2
   exit 3
 }
