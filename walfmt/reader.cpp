@@ -33,15 +33,27 @@ struct Damage {
   bool incomplete = false;
 };
 
-// Looks for the first intact record at or after `from`: header checksum,
-// plausible length and type, payload checksum. Bounded by the data: at most
-// one header check per byte and one payload check per plausible header.
-bool FindNextRecord(ByteSource& src, uint64_t from, bool check_payload, uint64_t& found, Status& io) {
-  for (uint64_t o = from;; ++o) {
+// Looks for the first intact record after the damaged one at `damaged`:
+// header checksum, plausible length and type, payload checksum. Bounded by the
+// data: at most one header check per byte and one payload check per plausible
+// header. Forward only (a zstd source cannot go back), so when nothing is
+// found it also tells where the data ends and whether every byte from
+// `damaged` on is zero.
+bool FindNextRecord(ByteSource& src, uint64_t damaged, bool check_payload, uint64_t& found, uint64_t& end,
+                    bool& all_zero, Status& io) {
+  all_zero = true;
+  for (uint64_t o = damaged;; ++o) {
     const uint8_t* p = nullptr;
     size_t got = 0;
     io = src.Get(o, kRecordHeaderSize, p, got);
-    if (!io.ok() || got < kRecordHeaderSize) return false;
+    if (!io.ok()) return false;
+    if (got < kRecordHeaderSize) {
+      if (all_zero) all_zero = std::all_of(p, p + got, [](uint8_t b) { return b == 0; });
+      end = o + got;
+      return false;
+    }
+    if (p[0] != 0) all_zero = false;
+    if (o == damaged) continue;
     const RecordHeader rh = LoadRecordHeader(p);
     if (rh.header_crc != ComputeRecordHeaderCrc(p) || rh.payload_len > kMaxRecordPayload || rh.type == 0 ||
         (rh.flags & ~kRecordFlagsKnown) != 0) {
@@ -299,13 +311,15 @@ SegmentScan ScanSegment(ByteSource& src, const SegmentFile& file, const ScanOpti
 
     // --- Damage at `off`: is anything intact after it?
     uint64_t next = 0;
+    uint64_t end = off;
+    bool zero = false;
     Status io;
     bool found = false;
     if (skip_to != 0) {
       next = skip_to;
       found = true;
     } else {
-      found = FindNextRecord(src, off + 1, opt.check_payload_crc, next, io);
+      found = FindNextRecord(src, off, opt.check_payload_crc, next, end, zero, io);
       if (!io.ok()) {
         io_fail(io, off);
         return s;
@@ -313,12 +327,6 @@ SegmentScan ScanSegment(ByteSource& src, const SegmentFile& file, const ScanOpti
     }
     if (!found) {
       s.damaged_to_end = true;
-      uint64_t end = off;
-      bool zero = false;
-      if (Status st = DataEnd(src, off, end, zero); !st.ok()) {
-        io_fail(st, off);
-        return s;
-      }
       s.file_bytes = end;
       if (opt.is_last && (dmg.incomplete || zero)) {
         // A crash while appending: the record is shorter than it says, or
