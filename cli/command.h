@@ -31,5 +31,6 @@ class Registry {
 void RegisterDump(CLI::App& root, Registry& reg);
 void RegisterStats(CLI::App& root, Registry& reg);
 void RegisterVerify(CLI::App& root, Registry& reg);
+void RegisterRun(CLI::App& root, Registry& reg);
 
 }  // namespace walcut::cli

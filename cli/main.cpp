@@ -18,6 +18,7 @@ int main(int argc, char** argv) {
     RegisterDump(app, reg);
     RegisterStats(app, reg);
     RegisterVerify(app, reg);
+    RegisterRun(app, reg);
     try {
       app.parse(argc, argv);
     } catch (const CLI::ParseError& e) {

@@ -1,0 +1,155 @@
+// walcut run DIR: create a simulated cluster, run transactions and consistent
+// cuts on it, and leave its WAL (and cluster.json) in DIR. Parsing and
+// printing only; the cluster is node/cluster.h.
+#include <charconv>
+#include <memory>
+#include <string>
+
+#include <fmt/format.h>
+
+#include "cli/command.h"
+#include "cli/output.h"
+#include "node/cluster.h"
+
+namespace walcut::cli {
+namespace {
+
+constexpr const char* kRunSchema = "walcut.run/1";
+
+struct RunOpts {
+  std::string dir;
+  node::ClusterOptions cluster;
+  std::string workload = "bank";
+  std::string segment_size = "1MiB";
+  Format format = Format::kText;
+};
+
+// "4096", "64K", "64KiB", "1M", "1MiB" -> bytes.
+bool ParseSize(const std::string& s, uint64_t& out) {
+  uint64_t v = 0;
+  auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+  if (ec != std::errc() || p == s.data()) return false;
+  const std::string unit(p, s.data() + s.size());
+  uint64_t mul = 1;
+  if (unit.empty() || unit == "B") mul = 1;
+  else if (unit == "K" || unit == "k" || unit == "KiB") mul = 1024;
+  else if (unit == "M" || unit == "m" || unit == "MiB") mul = 1024 * 1024;
+  else if (unit == "G" || unit == "g" || unit == "GiB") mul = 1024ull * 1024 * 1024;
+  else return false;
+  if (v > UINT64_MAX / mul) return false;
+  out = v * mul;
+  return true;
+}
+
+nlohmann::json SummaryJson(const node::RunResult& r) {
+  const auto& s = r.summary;
+  const auto& o = r.options;
+  return {{"schema", kRunSchema},
+          {"dir", o.dir},
+          {"seed", o.seed},
+          {"nodes", o.nodes},
+          {"backups", o.backups},
+          {"partitions", o.partitions},
+          {"workload", node::WorkloadName(o.workload.workload)},
+          {"transactions",
+           {{"load", s.load_txs},
+            {"committed", s.committed},
+            {"one_phase", s.committed_1pc},
+            {"two_phase", s.committed_2pc},
+            {"rolled_back", s.rolled_back},
+            {"rolled_back_conflict", s.rolled_back_conflict},
+            {"rolled_back_insufficient_funds", s.rolled_back_funds},
+            {"rolled_back_vote_no", s.rolled_back_vote_no},
+            {"rolled_back_other", s.rolled_back_other}}},
+          {"cuts",
+           {{"started", s.cuts_started},
+            {"consistent", s.cuts_consistent},
+            {"inconsistent", s.cuts_inconsistent},
+            {"before", s.before},
+            {"after", s.after},
+            {"after_commit_before_cut_start", s.after_commit_before_start},
+            {"before_commit_after_cut_start", s.before_commit_after_start}}},
+          {"wal", {{"records", s.records}, {"bytes", s.wal_bytes}}},
+          {"simulation",
+           {{"events", s.events},
+            {"messages", s.messages},
+            {"virtual_time_us", s.sim_time_us},
+            {"wall_seconds", s.wall_seconds}}},
+          {"initial_bank_total", s.initial_bank_total}};
+}
+
+void PrintSummary(const node::RunResult& r) {
+  const auto& s = r.summary;
+  const auto& o = r.options;
+  fmt::print("cluster {}: {} nodes, {} backups, {} partitions, workload {}, seed {}\n", o.dir, o.nodes, o.backups,
+             o.partitions, node::WorkloadName(o.workload.workload), o.seed);
+  fmt::print("transactions: {} committed ({} 1PC, {} 2PC), {} rolled back ({} conflict, {} insufficient funds, "
+             "{} refused prepare, {} other); {} initial-load transactions\n",
+             s.committed, s.committed_1pc, s.committed_2pc, s.rolled_back, s.rolled_back_conflict,
+             s.rolled_back_funds, s.rolled_back_vote_no, s.rolled_back_other, s.load_txs);
+  fmt::print("cuts: {} started, {} consistent, {} inconsistent; before {} / after {} (summed over nodes)\n",
+             s.cuts_started, s.cuts_consistent, s.cuts_inconsistent, s.before, s.after);
+  fmt::print("rule 5: {} `after` transactions committed before CUT_START, {} `before` transactions committed "
+             "after CUT_START\n",
+             s.after_commit_before_start, s.before_commit_after_start);
+  if (s.initial_bank_total != 0) fmt::print("bank total: {}\n", s.initial_bank_total);
+  const double rate = s.wall_seconds > 0 ? static_cast<double>(s.committed + s.rolled_back) / s.wall_seconds : 0;
+  fmt::print("wal: {} records, {}; simulated {:.3f} s in {:.3f} s ({:.0f} tx/s, {} events, {} messages)\n", s.records,
+             HumanBytes(s.wal_bytes), static_cast<double>(s.sim_time_us) / 1e6, s.wall_seconds, rate, s.events,
+             s.messages);
+}
+
+int Run(const RunOpts& in) {
+  node::ClusterOptions o = in.cluster;
+  o.dir = in.dir;
+  if (!node::ParseWorkload(in.workload, o.workload.workload)) {
+    PrintError(fmt::format("--workload {}: expected bank, cycle or mixed", in.workload));
+    return kExitUsage;
+  }
+  if (!ParseSize(in.segment_size, o.segment_bytes)) {
+    PrintError(fmt::format("--segment-size {}: expected a size such as 65536, 64KiB or 1MiB", in.segment_size));
+    return kExitUsage;
+  }
+  auto r = node::RunCluster(o);
+  if (!r.ok()) {
+    PrintError(r.status().message());
+    return ExitForStatus(r.status());
+  }
+  if (in.format == Format::kJson) {
+    fmt::print("{}\n", SummaryJson(*r).dump(2));
+  } else {
+    PrintSummary(*r);
+  }
+  return kExitOk;
+}
+
+}  // namespace
+
+void RegisterRun(CLI::App& root, Registry& reg) {
+  auto opts = std::make_shared<RunOpts>();
+  CLI::App* sub = root.add_subcommand(
+      "run", "Create a simulated cluster in DIR, run 2PC transactions and consistent cuts, write its WAL");
+  sub->add_option("dir", opts->dir, "Cluster directory (must not exist, or be empty)")->required();
+  auto& c = opts->cluster;
+  sub->add_option("--nodes", c.nodes, "Number of nodes")->capture_default_str();
+  sub->add_option("--backups", c.backups, "Backups per partition (less than --nodes)")->capture_default_str();
+  sub->add_option("--partitions", c.partitions, "Number of partitions (default: 4 per node)");
+  sub->add_option("--workload", opts->workload, "bank, cycle or mixed")->capture_default_str();
+  sub->add_option("--txs", c.txs, "Workload transactions to run")->capture_default_str();
+  sub->add_option("--concurrency", c.concurrency, "Transactions in flight")->capture_default_str();
+  auto* cuts = sub->add_option("--cuts", c.cuts, "Number of cuts to take")->capture_default_str();
+  auto* every = sub->add_option("--cut-every", c.cut_every, "Committed transactions between cuts");
+  sub->add_option("--seed", c.seed, "Seed of the simulation")->capture_default_str();
+  sub->add_option("--segment-size", opts->segment_size, "WAL segment size (bytes, or with KiB/MiB)")
+      ->capture_default_str();
+  sub->add_option("--accounts", c.workload.accounts, "Bank accounts (default 1000)");
+  sub->add_option("--ring-keys", c.workload.ring, "Keys in the cycle workload's ring (default 1000)");
+  AddFormatOption(sub, opts->format);
+  reg.Add(sub, [opts, cuts, every] {
+    // --cut-every alone means "as many cuts as fit".
+    if (every->count() > 0 && cuts->count() == 0) opts->cluster.cuts = UINT64_MAX;
+    return Run(*opts);
+  });
+}
+
+}  // namespace walcut::cli

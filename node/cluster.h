@@ -1,0 +1,112 @@
+// The node runtime: a simulated cluster that runs two-phase-commit
+// transactions and takes consistent cuts (DESIGN.md section 1) while writing
+// real WAL files through walfmt.
+//
+// Everything runs in one process as a deterministic discrete-event simulation:
+// a virtual clock in microseconds, one seeded RNG (node/rng.h), an event queue
+// ordered by (time, sequence number), a non-FIFO network that delays every
+// message at random, and nodes as objects. The same options give the same
+// events and therefore byte-identical WAL files.
+//
+// The simulator also keeps the true history in memory (History): every
+// committed transaction with its participants, marker and writes. Tests use it
+// as an oracle that does not depend on the WAL.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "node/workload.h"
+#include "walfmt/record.h"
+#include "walfmt/status.h"
+
+namespace walcut::node {
+
+struct CrashSpec {
+  uint32_t node = 0;
+  uint64_t at_us = 0;              // virtual time of the crash
+  uint64_t restart_delay_us = 0;   // 0: default delay
+};
+
+struct ClusterOptions {
+  std::string dir;                 // must not exist or be empty
+  uint32_t nodes = 3;
+  uint32_t backups = 1;            // < nodes
+  uint32_t partitions = 0;         // 0: 4 per node
+  WorkloadParams workload;         // accounts/ring 0: defaults for the workload
+  uint64_t txs = 1000;             // workload transactions (the initial load comes on top)
+  uint32_t concurrency = 32;       // transactions in flight
+  uint64_t cuts = 5;               // cuts to take (upper bound)
+  uint64_t cut_every = 0;          // committed transactions between cuts; 0: txs / (cuts + 1)
+  uint64_t seed = 1;
+  uint64_t segment_bytes = 1u << 20;
+  uint32_t vote_no_per_million = 5000;  // a primary refuses a 2PC prepare this often (0.5 %)
+  // Network delay of every message, and the delay between the steps a node
+  // takes locally (commit: read cut id, write record; cut: set id, write
+  // CUT_START). Local steps being small but non-zero is what interleaves them.
+  uint64_t net_delay_min_us = 20;
+  uint64_t net_delay_max_us = 400;
+  uint64_t step_delay_max_us = 40;
+  uint32_t slow_message_per_million = 50000;  // 5 % of messages take up to 10x net_delay_max_us
+  bool keep_history = true;        // keep the committed writes in History (tests)
+};
+
+// One committed transaction as the simulator saw it decided.
+struct CommittedTx {
+  walfmt::TxId id;
+  uint64_t marker = 0;
+  bool one_phase = false;
+  bool load = false;                      // part of the initial data
+  std::vector<uint32_t> participants;     // sorted node ids
+  std::vector<walfmt::Write> writes;      // all writes (empty without keep_history)
+  uint64_t decided_us = 0;
+};
+
+struct History {
+  std::vector<CommittedTx> committed;       // in decision order
+  std::vector<walfmt::TxId> rolled_back;    // every transaction that ended without committing
+};
+
+struct RunSummary {
+  uint64_t load_txs = 0;
+  uint64_t committed = 0;          // workload transactions (load excluded)
+  uint64_t committed_1pc = 0;
+  uint64_t committed_2pc = 0;
+  uint64_t rolled_back = 0;
+  uint64_t rolled_back_conflict = 0;
+  uint64_t rolled_back_funds = 0;
+  uint64_t rolled_back_vote_no = 0;
+  uint64_t rolled_back_other = 0;
+  uint64_t cuts_started = 0;
+  uint64_t cuts_consistent = 0;
+  uint64_t cuts_inconsistent = 0;
+  uint64_t before = 0;             // sum over nodes and cuts of |before|
+  uint64_t after = 0;
+  uint64_t after_commit_before_start = 0;  // rule 5: `after` tx whose TX_COMMIT precedes CUT_START
+  uint64_t before_commit_after_start = 0;  // rule 5: `before` tx whose TX_COMMIT follows CUT_START
+  uint64_t messages = 0;
+  uint64_t events = 0;
+  uint64_t records = 0;
+  uint64_t wal_bytes = 0;
+  uint64_t sim_time_us = 0;
+  double wall_seconds = 0;
+  int64_t initial_bank_total = 0;
+};
+
+struct RunResult {
+  RunSummary summary;
+  History history;
+  ClusterOptions options;          // with defaults filled in
+};
+
+// Fills defaults and checks the options. Errors are kInvalidArgument.
+walfmt::Status NormalizeOptions(ClusterOptions& opt);
+
+// Creates opt.dir, runs the cluster to completion and writes
+// DIR/node-<i>/wal/ and DIR/cluster.json.
+walfmt::Result<RunResult> RunCluster(ClusterOptions opt);
+
+}  // namespace walcut::node
