@@ -4,7 +4,12 @@
 // walfmt's CRC32C), nothing else: no recovery logic, no visitor, no
 // accounting. Prints records, bytes, seconds and the rates.
 //
-//   crcfloor FILE...        (plain .wal segments; other files are skipped)
+//   crcfloor [--populate | --read] FILE...   (plain .wal segments; others are skipped)
+//
+// How the bytes come in: by default a plain mmap with MADV_SEQUENTIAL (page
+// faults map 16 pages at a time, as walfmt's MmapSource does); --populate maps
+// each 8 MiB window ahead with MADV_POPULATE_READ (one call instead of ~128
+// faults); --read reads 1 MiB blocks into one buffer (a copy, like cat).
 //
 // Exit 1 when a checksum does not match or a length runs past the file.
 #include <fcntl.h>
@@ -16,7 +21,9 @@
 #include <cinttypes>
 #include <cstdio>
 #include <cstring>
+#include <algorithm>
 #include <string>
+#include <vector>
 
 #include "walfmt/bytes.h"
 #include "walfmt/crc32c.h"
@@ -29,9 +36,32 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "usage: crcfloor FILE...\n");
     return 2;
   }
+  enum class Mode { kMmap, kPopulate, kRead } mode = Mode::kMmap;
+  int first = 1;
+  if (std::strcmp(argv[1], "--populate") == 0) {
+    mode = Mode::kPopulate;
+    first = 2;
+  } else if (std::strcmp(argv[1], "--read") == 0) {
+    mode = Mode::kRead;
+    first = 2;
+  }
   uint64_t records = 0, bytes = 0, bad = 0;
+  std::vector<uint8_t> buf;
+  // Checks the records of [p, p + n); returns how many bytes they cover.
+  auto scan = [&](const uint8_t* p, size_t n, size_t off) {
+    while (off + kRecordHeaderSize <= n) {
+      const uint8_t* h = p + off;
+      const uint32_t len = LoadU32(h + 4);
+      if (len > n - off - kRecordHeaderSize) break;
+      bad += MaskCrc(crc32c::Value(h + 4, kRecordHeaderSize - 4)) != LoadU32(h);
+      bad += MaskCrc(crc32c::Value(h + kRecordHeaderSize, len)) != LoadU32(h + 12);
+      ++records;
+      off += kRecordHeaderSize + len;
+    }
+    return off;
+  };
   const auto t0 = std::chrono::steady_clock::now();
-  for (int i = 1; i < argc; ++i) {
+  for (int i = first; i < argc; ++i) {
     const std::string path = argv[i];
     if (path.size() < 4 || path.compare(path.size() - 4, 4, ".wal") != 0) continue;
     const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
@@ -45,6 +75,33 @@ int main(int argc, char** argv) {
       close(fd);
       continue;
     }
+    if (mode == Mode::kRead) {
+      // Blocks of 1 MiB; a record cut by the block end moves to the front.
+      constexpr size_t kBlock = 1u << 20;
+      buf.resize(kBlock + kMaxRecordPayload + kRecordHeaderSize);
+      size_t have = 0, start = kSegmentHeaderSize, done = 0;
+      for (;;) {
+        const ssize_t r = read(fd, buf.data() + have, kBlock);
+        if (r < 0) {
+          std::perror(path.c_str());
+          return 3;
+        }
+        have += static_cast<size_t>(r);
+        const size_t end = scan(buf.data(), have, start);
+        if (r == 0) {
+          if (end != have) ++bad;
+          break;
+        }
+        std::memmove(buf.data(), buf.data() + end, have - end);
+        done += end;
+        have -= end;
+        start = 0;
+      }
+      (void)done;
+      close(fd);
+      bytes += size;
+      continue;
+    }
     void* m = mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd, 0);
     close(fd);
     if (m == MAP_FAILED) {
@@ -54,18 +111,21 @@ int main(int argc, char** argv) {
     madvise(m, size, MADV_SEQUENTIAL);
     const auto* base = static_cast<const uint8_t*>(m);
     size_t off = kSegmentHeaderSize;
-    while (off + kRecordHeaderSize <= size) {
-      const uint8_t* h = base + off;
-      const uint32_t len = LoadU32(h + 4);
-      if (len > size - off - kRecordHeaderSize) {
-        ++bad;
-        break;
+    if (mode == Mode::kPopulate) {
+#ifndef MADV_POPULATE_READ
+#define MADV_POPULATE_READ 22
+#endif
+      constexpr size_t kWindow = 8u << 20;
+      for (size_t w = 0; w < size; w += kWindow) {
+        madvise(const_cast<uint8_t*>(base) + w, std::min(kWindow, size - w), MADV_POPULATE_READ);
+        off = scan(base, std::min(size, w + kWindow + kMaxRecordPayload + kRecordHeaderSize), off);
+        if (off < w + kWindow && w + kWindow < size) break;  // a length past the window: damage
       }
-      bad += MaskCrc(crc32c::Value(h + 4, kRecordHeaderSize - 4)) != LoadU32(h);
-      bad += MaskCrc(crc32c::Value(h + kRecordHeaderSize, len)) != LoadU32(h + 12);
-      ++records;
-      off += kRecordHeaderSize + len;
+      off = scan(base, size, off);
+    } else {
+      off = scan(base, size, off);
     }
+    if (off != size) ++bad;
     bytes += size;
     munmap(m, size);
   }

@@ -276,27 +276,8 @@ void CheckPlain(std::span<const uint8_t> bytes, const RunSpec& spec, const Trace
   }
 }
 
-// Known walfmt issues the harness can be told to tolerate while they are
-// open, so that a fuzz run goes on looking for other ones:
-//   WALCUT_FUZZ_TOLERATE=zstd-backwards
-//     damage at the end of a .wal.zst with no intact record after it makes
-//     ScanSegment re-read bytes the zstd window already dropped ("zstd source
-//     asked to go backwards", an I/O error) instead of reporting the torn
-//     tail or the damage.
-bool Tolerate(const char* issue) {
-  static const std::string env = [] {
-    const char* e = std::getenv("WALCUT_FUZZ_TOLERATE");
-    return std::string(e ? e : "");
-  }();
-  return env.find(issue) != std::string::npos;
-}
-
 void CheckSame(const Trace& a, const Trace& b, const std::string& what) {
   Check(a.records == b.records, what + ": different records");
-  if (Tolerate("zstd-backwards") && b.scan.end == SegmentEnd::kIoError && !b.problems.empty() &&
-      b.problems.back().detail.find("asked to go backwards") != std::string::npos) {
-    return;
-  }
   Check(a.problems.size() == b.problems.size(), what + ": different number of problems");
   for (size_t i = 0; i < a.problems.size(); ++i) {
     const auto& x = a.problems[i];
