@@ -4,6 +4,7 @@
 #include <charconv>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include <fmt/format.h>
 
@@ -21,6 +22,7 @@ struct RunOpts {
   node::ClusterOptions cluster;
   std::string workload = "bank";
   std::string segment_size = "1MiB";
+  std::vector<std::string> crashes;
   Format format = Format::kText;
 };
 
@@ -60,7 +62,11 @@ nlohmann::json SummaryJson(const node::RunResult& r) {
             {"rolled_back_conflict", s.rolled_back_conflict},
             {"rolled_back_insufficient_funds", s.rolled_back_funds},
             {"rolled_back_vote_no", s.rolled_back_vote_no},
-            {"rolled_back_other", s.rolled_back_other}}},
+            {"rolled_back_other", s.rolled_back_other},
+            {"lost_at_near", s.lost_at_near},
+            {"recovered_commits", s.recovered_commits},
+            {"recovered_rollbacks", s.recovered_rollbacks}}},
+          {"faults", {{"crashes", s.crashes}, {"restarts", s.restarts}}},
           {"cuts",
            {{"started", s.cuts_started},
             {"consistent", s.cuts_consistent},
@@ -68,13 +74,15 @@ nlohmann::json SummaryJson(const node::RunResult& r) {
             {"before", s.before},
             {"after", s.after},
             {"after_commit_before_cut_start", s.after_commit_before_start},
-            {"before_commit_after_cut_start", s.before_commit_after_start}}},
+            {"before_commit_after_cut_start", s.before_commit_after_start},
+            {"cut_abort_records", s.cut_aborts}}},
           {"wal", {{"records", s.records}, {"bytes", s.wal_bytes}}},
           {"simulation",
            {{"events", s.events},
             {"messages", s.messages},
             {"virtual_time_us", s.sim_time_us},
-            {"wall_seconds", s.wall_seconds}}},
+            {"wall_seconds", s.wall_seconds},
+            {"cpu_seconds", s.cpu_seconds}}},
           {"initial_bank_total", s.initial_bank_total}};
 }
 
@@ -92,11 +100,18 @@ void PrintSummary(const node::RunResult& r) {
   fmt::print("rule 5: {} `after` transactions committed before CUT_START, {} `before` transactions committed "
              "after CUT_START\n",
              s.after_commit_before_start, s.before_commit_after_start);
+  if (s.crashes > 0) {
+    fmt::print("faults: {} crashes, {} restarts; {} transactions lost their near node; recovery committed {} and "
+               "rolled back {} copies; {} CUT_ABORT records\n",
+               s.crashes, s.restarts, s.lost_at_near, s.recovered_commits, s.recovered_rollbacks, s.cut_aborts);
+  }
   if (s.initial_bank_total != 0) fmt::print("bank total: {}\n", s.initial_bank_total);
-  const double rate = s.wall_seconds > 0 ? static_cast<double>(s.committed + s.rolled_back) / s.wall_seconds : 0;
-  fmt::print("wal: {} records, {}; simulated {:.3f} s in {:.3f} s ({:.0f} tx/s, {} events, {} messages)\n", s.records,
-             HumanBytes(s.wal_bytes), static_cast<double>(s.sim_time_us) / 1e6, s.wall_seconds, rate, s.events,
-             s.messages);
+  const double txs = static_cast<double>(s.committed + s.rolled_back);
+  fmt::print("wal: {} records, {}; simulated {:.3f} s in {:.3f} s wall, {:.3f} s CPU ({:.0f} tx/s wall, {:.0f} tx/s "
+             "CPU; {} events, {} messages)\n",
+             s.records, HumanBytes(s.wal_bytes), static_cast<double>(s.sim_time_us) / 1e6, s.wall_seconds,
+             s.cpu_seconds, s.wall_seconds > 0 ? txs / s.wall_seconds : 0, s.cpu_seconds > 0 ? txs / s.cpu_seconds : 0,
+             s.events, s.messages);
 }
 
 int Run(const RunOpts& in) {
@@ -105,6 +120,14 @@ int Run(const RunOpts& in) {
   if (!node::ParseWorkload(in.workload, o.workload.workload)) {
     PrintError(fmt::format("--workload {}: expected bank, cycle or mixed", in.workload));
     return kExitUsage;
+  }
+  for (const auto& c : in.crashes) {
+    node::CrashSpec spec;
+    if (!node::ParseCrashSpec(c, spec)) {
+      PrintError(fmt::format("--crash {}: expected NODE@TIME[+RESTART_DELAY], times in us or with us/ms/s", c));
+      return kExitUsage;
+    }
+    o.crashes.push_back(spec);
   }
   if (!ParseSize(in.segment_size, o.segment_bytes)) {
     PrintError(fmt::format("--segment-size {}: expected a size such as 65536, 64KiB or 1MiB", in.segment_size));
@@ -144,6 +167,9 @@ void RegisterRun(CLI::App& root, Registry& reg) {
       ->capture_default_str();
   sub->add_option("--accounts", c.workload.accounts, "Bank accounts (default 1000)");
   sub->add_option("--ring-keys", c.workload.ring, "Keys in the cycle workload's ring (default 1000)");
+  sub->add_option("--crash", opts->crashes,
+                  "Crash NODE at virtual TIME, restart after DELAY: NODE@TIME[+DELAY], e.g. 2@40ms+5ms (repeatable)");
+  sub->add_option("--crashes", c.random_crashes, "Random crashes drawn from the seed (nodes other than 0)");
   AddFormatOption(sub, opts->format);
   reg.Add(sub, [opts, cuts, every] {
     // --cut-every alone means "as many cuts as fit".

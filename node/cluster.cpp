@@ -24,7 +24,9 @@
 #include <sys/stat.h>
 
 #include <algorithm>
+#include <charconv>
 #include <chrono>
+#include <ctime>
 #include <filesystem>
 #include <fstream>
 #include <functional>
@@ -39,6 +41,7 @@
 
 #include "node/rng.h"
 #include "node/topology.h"
+#include "walfmt/reader.h"
 #include "walfmt/segment.h"
 #include "walfmt/writer.h"
 
@@ -69,10 +72,32 @@ enum class MsgType : uint8_t {
   kFinishAckFwd,   // backup -> primary
   kCommit1pc,      // near -> primary: all keys live here, commit in one phase
   kDecide1pc,      // primary -> deciding backup
-  kDecided1pc,     // deciding backup -> primary: committed, with the marker
+  kDecided1pc,     // deciding backup -> primary: committed (ok) with the marker, or refused
   kCommit1pcResp,  // primary -> near
   kCutStart,       // initiator -> node: join the cut named by cut_id
-  kCutDone,        // node -> initiator: CUT_FINISH(marker) written and synced
+  kCutDone,        // node -> initiator: CUT_FINISH (ok) or CUT_ABORT written for cut `marker`
+  kQuery,          // recovery: what do you know about tx?
+  kQueryResp,      // recovery: participant state and, from the near node, its decision
+  kHello,          // restarted node -> initiator: which cut is current?
+  kHelloResp,      // initiator -> restarted node: current cut id (marker), running (ok)
+  kReady,          // restarted node -> initiator: recovered, may be part of the next cut
+};
+
+// Recovery answers (DESIGN.md section 1, "resolves its undecided transactions
+// with the other participants").
+enum class PState : uint8_t {
+  kNone = 0,     // not a participant
+  kPrepared,     // prepared here, outcome unknown here
+  kBusy,         // deciding right now (a 1PC decider between its steps): ask again
+  kCommitted,    // committed here (or the outcome is known to be commit), with marker
+  kRolledBack,   // rolled back here
+  kUnknown,      // a participant that never prepared: it now refuses to, so the tx must roll back
+};
+enum class NState : uint8_t {
+  kNoSay = 0,    // not the near node, a 1PC transaction, or a restarted near that forgot
+  kUndecided,    // the near node is still collecting votes
+  kCommit,       // the near node decided commit, with marker
+  kRollback,     // the near node decided rollback
 };
 
 // What the near node decided to write, per node. Immutable once sent: the
@@ -83,6 +108,7 @@ struct TxPlan {
   bool one_phase = false;
   bool may_fail = false;                       // the prepare may be refused (fault injection)
   bool load = false;                           // part of the initial data
+  uint32_t near_incarnation = 0;               // of the near node when it planned the commit
   std::vector<uint32_t> participants;          // sorted
   std::vector<uint32_t> primaries;             // sorted
   std::vector<std::vector<Write>> writes;      // by node: the writes for the keys that node holds
@@ -95,12 +121,17 @@ struct TxPlan {
 struct Msg {
   MsgType type = MsgType::kLockRead;
   uint32_t from = 0;
+  uint32_t from_incarnation = 0;
   uint32_t to = 0;
   uint64_t cut_id = 0;  // the sender's cut id when it sent this (rule 2)
   TxId tx;
   bool ok = true;
   bool commit = false;
-  uint64_t marker = 0;  // Finish/Decided1pc: m(T); CutDone: the cut reported on
+  uint64_t marker = 0;  // Finish/Decided1pc/QueryResp: m(T); CutDone/HelloResp: a cut id
+  uint32_t round = 0;   // Query/QueryResp
+  PState pstate = PState::kNone;
+  NState nstate = NState::kNoSay;
+  std::vector<uint32_t> participants;  // Query
   std::vector<std::string> keys;
   std::vector<std::optional<std::string>> values;
   std::shared_ptr<const TxPlan> plan;
@@ -109,8 +140,9 @@ struct Msg {
 class Node;
 
 // Events are ordered by (time, sequence); the sequence number makes ties
-// deterministic. An event is either a message delivery or a local step of a
-// node; both are dropped when the node is down.
+// deterministic. An event is a message delivery, a local step of a node, or a
+// step of the driver (node == kNoNode). Node events are dropped when the node
+// is down or restarted since they were scheduled.
 class Scheduler {
  public:
   struct Event {
@@ -160,11 +192,32 @@ class Node {
   // Driver entry points.
   void BeginTx(std::shared_ptr<Program> prog, bool load);
   void InitiateCut(uint64_t k);
+  // Power loss: keeps what was synced (and maybe part of the rest), forgets
+  // everything in memory. Returns the near transactions lost (load, workload).
+  std::pair<uint32_t, uint32_t> Crash();
+  // Restart: reopen the WAL (its torn tail cut off), rebuild state from it,
+  // resolve undecided transactions, learn the current cut from the initiator.
+  Status Restart(const walfmt::WriterOptions& wo);
+  void OnNodeFailed(uint32_t x);
 
   uint32_t id() const { return id_; }
+  // What is unfinished here, for the "simulation stalled" error.
+  std::string Pending() const {
+    std::string out;
+    for (const auto& [id, t] : near_) {
+      out += fmt::format(" near {}(plan={} 1pc={} pending={} voting={} decided={} sent={} acks={})", id.ToString(),
+                         t.plan != nullptr, t.plan && t.plan->one_phase, t.pending, t.voting, t.decided,
+                         t.finish_sent, t.ack_from.size());
+    }
+    for (const auto& [id, lt] : local_) {
+      out += fmt::format(" local {}(role={} st={} pending_from={} doubt={})", id.ToString(), static_cast<int>(lt.role),
+                         static_cast<int>(lt.st), lt.pending_from.size(), in_doubt_.count(id));
+    }
+    return out;
+  }
   bool alive() const { return alive_; }
+  bool ready() const { return alive_ && ready_; }
   uint32_t incarnation() const { return incarnation_; }
-  const std::unordered_map<std::string, std::string>& kv() const { return kv_; }
 
  private:
   // ---- near (coordinator) side
@@ -172,10 +225,18 @@ class Node {
     std::shared_ptr<Program> prog;
     bool load = false;
     std::vector<uint32_t> contacted;  // sorted primaries that may hold locks for the tx
-    uint32_t pending = 0;             // responses still expected
-    bool failed = false;              // a conflict in this round, or a no vote
+    uint32_t pending = 0;             // lock-read responses still expected
+    bool failed = false;              // a conflict in this round, a no vote, a lost participant
+    bool voting = false;              // 2PC votes being collected
+    bool decided = false;             // 2PC commit decided (marker set)
+    bool finish_sent = false;
+    std::vector<uint32_t> ack_from;   // primaries whose FinishAck is awaited
     ReadSet reads;
     std::shared_ptr<const TxPlan> plan;
+    uint64_t marker = 0;
+  };
+  struct Outcome {
+    bool committed = false;
     uint64_t marker = 0;
   };
   void Advance(const TxId& id);
@@ -184,68 +245,109 @@ class Node {
   void OnLockReadResp(const Msg& m);
   void OnVote(const Msg& m);
   void Decide(const TxId& id);
+  void SendFinish(const TxId& id);
   void OnFinishAck(const Msg& m);
+  void CompleteCommit(const TxId& id);
   void OnCommit1pcResp(const Msg& m);
 
   // ---- participant side
-  enum class Role : uint8_t { kPrimary2pc, kBackup, kPrimary1pc, kDecider };
+  enum class Role : uint8_t { kPrimary2pc, kBackup, kPrimary1pc, kDecider, kRecovered };
   enum class TxState : uint8_t {
     kPreparing1pc,  // 1PC primary waiting for the non-deciding backups to prepare
-    kPrepared,      // TX_PREPARE written (2PC, or a non-deciding 1PC backup)
-    kCommitting,    // outcome known (or being decided), TX_COMMIT not written yet
+    kPrepared,      // TX_PREPARE written
+    kCommitting,    // committing (outcome known, or being decided by this 1PC decider), TX_COMMIT not written yet
     kCommitted,     // TX_COMMIT written, waiting for the backups' acknowledgements
   };
   struct LocalTx {
     std::shared_ptr<const TxPlan> plan;
     Role role = Role::kBackup;
     TxState st = TxState::kPrepared;
-    uint32_t waiting = 0;  // votes or acks from the backups this node forwarded to
+    std::vector<uint32_t> pending_from;  // backups whose vote or ack is awaited
     bool all_yes = true;
+    bool voted = false;                  // 2PC primary: vote sent to the near node
+    bool outcome_known = false;          // kCommitting with the decider's marker in hand
     uint64_t marker = 0;
   };
   void OnLockRead(const Msg& m);
   void OnPrepare(const Msg& m);
   void OnPrepareFwd(const Msg& m);
   void OnVoteFwd(const Msg& m);
+  void MaybeVote(const TxId& id);
   void OnFinish(const Msg& m);
   void OnFinishFwd(const Msg& m);
+  bool FinishInDoubt(const Msg& m);
   void OnFinishAckFwd(const Msg& m);
   void OnCommit1pc(const Msg& m);
-  void Enter1pcCommit(const TxId& id, LocalTx& lt);
-  void DeciderBegin(const TxId& id, LocalTx& lt);
+  void Enter1pcCommit(const TxId& id);
+  void Abort1pc(const TxId& id, bool wrote_prepare);
+  void DeciderBegin(const TxId& id);
   void OnDecide1pc(const Msg& m);
   void OnDecided1pc(const Msg& m);
   void CommitStep(const TxId& id);
   void MaybeAck(const TxId& id);
-  void WriteRollback(const TxId& id, const TxPlan& plan);
+  void WriteRollback(const TxId& id, const TxPlan& plan, uint16_t extra_flags);
   void ReleaseLocks(const TxId& id);
+  bool Refusing(const TxId& id) const { return !in_doubt_.empty() || outcomes_.count(id) > 0; }
+  // The 2PC near node crashed after planning the commit: nobody will send
+  // Finish, so do not prepare (a refusal lets the recovery roll it back).
+  bool NearGone(const TxPlan& plan) const;
+  void WatchStuck(const TxId& id);
+  void Refuse(const Msg& m);
+  std::vector<uint32_t> LiveOnly(const std::vector<uint32_t>& nodes) const;
+
+  // ---- recovery protocol
+  struct Answer {
+    PState p = PState::kNone;
+    NState n = NState::kNoSay;
+    uint64_t marker = 0;
+  };
+  struct Recovery {
+    uint32_t round = 0;
+    uint32_t attempts = 0;
+    std::vector<uint32_t> asked;
+    std::map<uint32_t, Answer> answers;
+  };
+  void StartRecovery(const TxId& id);
+  void RecoveryRound(const TxId& id);
+  void OnQuery(const Msg& m);
+  void OnQueryResp(const Msg& m);
+  void Evaluate(const TxId& id);
+  void Resolve(const TxId& id, bool commit, uint64_t marker);
+  void OnHelloResp(const Msg& m);
 
   // ---- cut protocol
   void StartCut(uint64_t k);      // step A: set the cut id, start capturing
   void CutStartStep(uint64_t k);  // step B: CUT_START, collect the tracked set
-  void CutTxFinished(const TxId& id, bool committed, uint64_t marker);
+  void CutTxFinished(const TxId& id, bool committed, uint64_t marker, bool recovered);
   void MaybeFinishCut();
+  void AbortCut(walfmt::CutAbortReason why, std::string detail);
   void OnCutDone(const Msg& m);
+  void MaybeCompleteCut();
 
   // ---- plumbing
   void Send(Msg m);
   void Reply(const Msg& to, MsgType type, bool ok = true);
   void Post(std::function<void()> fn);  // a local step after a small random delay
+  void PostAfter(uint64_t delay_us, std::function<void()> fn);
   void Log(const walfmt::Record& r);
   void Sync();
 
   Cluster& c_;
   uint32_t id_;
   bool alive_ = true;
+  bool ready_ = true;          // false after a restart until the initiator told the current cut
   uint32_t incarnation_ = 0;
   std::unique_ptr<walfmt::WalWriter> wal_;
-  walfmt::Lsn synced_;  // durability point: everything before it survives a crash
+  walfmt::Lsn synced_;         // durability point: everything before it survives a crash
 
   std::unordered_map<std::string, std::string> kv_;
   std::unordered_map<std::string, TxId> locks_;
   std::unordered_map<TxId, std::vector<std::string>, TxIdHash> held_;
   std::unordered_map<TxId, NearTx, TxIdHash> near_;
   std::unordered_map<TxId, LocalTx, TxIdHash> local_;
+  std::unordered_map<TxId, Outcome, TxIdHash> outcomes_;       // finished here (rebuilt from the WAL on restart)
+  std::unordered_map<TxId, Outcome, TxIdHash> near_outcomes_;  // decided as near node (memory only)
+  std::map<TxId, Recovery> in_doubt_;                          // being resolved by the recovery protocol
   uint64_t next_seq_ = 1;
 
   uint64_t cut_id_ = 0;
@@ -256,11 +358,21 @@ class Node {
     std::vector<std::pair<TxId, uint64_t>> captured;  // committed here while capturing, with marker
     std::unordered_set<TxId, TxIdHash> tracked;       // tracked and not finished yet
     std::vector<TxId> before, after;
+    uint64_t after_early = 0;  // rule-5 counts, added to the summary when CUT_FINISH is written
+    uint64_t before_late = 0;
   } cut_;
+  // After a restart: the last cut this node started and never finished, and
+  // the last one it finished (from the WAL).
+  uint64_t open_cut_ = 0;
+  uint64_t last_finished_cut_ = 0;
 
   // Initiator state (node 0).
   uint64_t init_k_ = 0;
-  uint32_t reports_ = 0;
+  std::vector<bool> expected_;  // nodes whose report on init_k_ is awaited
+  uint32_t remaining_ = 0;
+  bool init_inconsistent_ = false;
+  bool init_lost_node_ = false;
+  std::string init_why_;
 };
 
 class Cluster {
@@ -285,25 +397,30 @@ class Cluster {
   uint64_t now() const { return sched_.now(); }
   void Send(Msg m);
   void PostLocal(uint32_t node, uint32_t incarnation, uint64_t delay, std::function<void()> fn);
+  void PostDriver(uint64_t delay, std::function<void()> fn) { PostLocal(kNoNode, 0, delay, std::move(fn)); }
   uint64_t StepDelay() { return rng_.Range(1, opt_.step_delay_max_us); }
   void Fail(const Status& st) {
     if (error_.ok()) error_ = st;
     sched_.Clear();
   }
   bool failed() const { return !error_.ok(); }
-  void RecordCommit(const TxPlan& plan, uint64_t marker, bool load);
-  void TxEnded(const TxId& id, bool load, bool committed, AbortReason why, bool one_phase);
+  bool IsAlive(uint32_t n) const { return nodes_[n]->alive(); }
+  uint32_t IncarnationOf(uint32_t n) const { return nodes_[n]->incarnation(); }
+  void RecordBegin(const TxId& id) { began_.push_back(id); }
+  void RecordCommit(const TxPlan& plan, uint64_t marker, bool recovered);
+  void TxEnded(bool load, bool committed, AbortReason why, bool one_phase);
   void CutCompleted(uint64_t k, bool consistent);
-  uint32_t LiveNodes() const {
-    uint32_t n = 0;
-    for (const auto& x : nodes_) n += x->alive() ? 1 : 0;
-    return n;
+  void SetCutReady(uint32_t n, bool ready) {
+    cut_ready_[n] = ready;
+    if (ready) MaybeStartCut();
   }
 
  private:
   void FillSlots();
   void StartTx(std::shared_ptr<Program> prog, bool load);
   void MaybeStartCut();
+  void CrashNode(uint32_t n, uint64_t restart_delay_us);
+  void ScheduleCrashes();
   Status WriteClusterJson() const;
 
   ClusterOptions opt_;
@@ -311,9 +428,13 @@ class Cluster {
   Rng rng_;
   Scheduler sched_;
   std::vector<std::unique_ptr<Node>> nodes_;
+  std::vector<walfmt::WriterOptions> writer_opts_;
+  std::vector<bool> cut_ready_;
   Status error_;
   RunSummary sum_;
   History history_;
+  std::vector<TxId> began_;
+  std::unordered_set<TxId, TxIdHash> committed_ids_;
 
   std::vector<std::vector<Write>> loads_;
   size_t loads_started_ = 0;
@@ -323,6 +444,8 @@ class Cluster {
   uint64_t committed_since_cut_ = 0;
   bool cut_running_ = false;
   uint64_t next_cut_ = 1;
+  std::vector<std::pair<uint64_t, uint32_t>> crash_at_tx_;  // random crashes: (started count, node), sorted
+  size_t next_crash_ = 0;
 };
 
 // ===================================================================== Node
@@ -344,7 +467,7 @@ Status Node::Close() {
 }
 
 void Node::Log(const walfmt::Record& r) {
-  if (c_.failed()) return;
+  if (c_.failed() || !wal_) return;
   wal_->set_time_us(c_.now());
   auto at = wal_->Append(r);
   if (!at.ok()) {
@@ -358,14 +481,15 @@ void Node::Log(const walfmt::Record& r) {
 // WalWriter::Sync writes them; calling that on every simulated sync would cost
 // a write(2) per prepare and per commit on every participant for nothing, as
 // the simulation never fsyncs. Instead the node remembers how far it synced,
-// and a simulated power loss keeps exactly that prefix (plus, maybe, a torn
-// part of what follows). The file bytes are the same either way.
+// and a simulated power loss (Crash) keeps exactly that prefix plus, maybe, a
+// torn part of what follows. The file bytes are the same either way.
 void Node::Sync() {
   if (wal_) synced_ = wal_->end();
 }
 
 void Node::Send(Msg m) {
   m.from = id_;
+  m.from_incarnation = incarnation_;
   m.cut_id = cut_id_;
   c_.Send(std::move(m));
 }
@@ -380,8 +504,33 @@ void Node::Reply(const Msg& to, MsgType type, bool ok) {
 }
 
 void Node::Post(std::function<void()> fn) { c_.PostLocal(id_, incarnation_, c_.StepDelay(), std::move(fn)); }
+void Node::PostAfter(uint64_t delay_us, std::function<void()> fn) {
+  c_.PostLocal(id_, incarnation_, delay_us, std::move(fn));
+}
+
+std::vector<uint32_t> Node::LiveOnly(const std::vector<uint32_t>& nodes) const {
+  std::vector<uint32_t> out;
+  for (uint32_t n : nodes) {
+    if (c_.IsAlive(n)) out.push_back(n);
+  }
+  return out;
+}
 
 void Node::Deliver(Msg& m) {
+  if (!ready_) {
+    // Restarted and not yet told the current cut: the node answers recovery
+    // queries and refuses work. It must not adopt cut ids from messages now:
+    // it could start a cut that the crash already made inconsistent.
+    switch (m.type) {
+      case MsgType::kHelloResp: OnHelloResp(m); break;
+      case MsgType::kQuery: OnQuery(m); break;
+      case MsgType::kQueryResp: OnQueryResp(m); break;
+      case MsgType::kFinish:
+      case MsgType::kFinishFwd: FinishInDoubt(m); break;
+      default: Refuse(m); break;
+    }
+    return;
+  }
   // Rule 2: a message from a later cut starts that cut here before the
   // message is applied.
   if (m.cut_id > cut_id_) StartCut(m.cut_id);
@@ -403,6 +552,32 @@ void Node::Deliver(Msg& m) {
     case MsgType::kCommit1pcResp: OnCommit1pcResp(m); break;
     case MsgType::kCutStart: break;  // joining the cut was all it asked for
     case MsgType::kCutDone: OnCutDone(m); break;
+    case MsgType::kQuery: OnQuery(m); break;
+    case MsgType::kQueryResp: OnQueryResp(m); break;
+    case MsgType::kHello: {
+      Msg r;
+      r.type = MsgType::kHelloResp;
+      r.to = m.from;
+      r.marker = cut_id_;
+      r.ok = init_k_ != 0;  // a cut is running
+      Send(std::move(r));
+      break;
+    }
+    case MsgType::kHelloResp: break;
+    case MsgType::kReady: c_.SetCutReady(m.from, true); break;
+  }
+}
+
+// A node that cannot take part answers requests with a refusal, so nobody
+// waits for it: a conflict, a no vote, a failed 1PC.
+void Node::Refuse(const Msg& m) {
+  switch (m.type) {
+    case MsgType::kLockRead: Reply(m, MsgType::kLockReadResp, false); break;
+    case MsgType::kPrepare: Reply(m, MsgType::kVote, false); break;
+    case MsgType::kPrepareFwd: Reply(m, MsgType::kVoteFwd, false); break;
+    case MsgType::kCommit1pc: Reply(m, MsgType::kCommit1pcResp, false); break;
+    case MsgType::kDecide1pc: Reply(m, MsgType::kDecided1pc, false); break;
+    default: break;
   }
 }
 
@@ -410,6 +585,7 @@ void Node::Deliver(Msg& m) {
 
 void Node::BeginTx(std::shared_ptr<Program> prog, bool load) {
   const TxId id{id_, next_seq_++};
+  c_.RecordBegin(id);
   NearTx& t = near_[id];
   t.prog = std::move(prog);
   t.load = load;
@@ -424,11 +600,14 @@ void Node::Advance(const TxId& id) {
   std::map<uint32_t, std::vector<std::string>> by_primary;
   for (auto& k : s.keys) by_primary[c_.topo().PrimaryOf(k)].push_back(std::move(k));
   if (by_primary.empty()) return AbortTx(id, AbortReason::kBadRead);  // a program bug; tests require none
+  for (const auto& [p, keys] : by_primary) {
+    auto pos = std::lower_bound(t.contacted.begin(), t.contacted.end(), p);
+    if (pos == t.contacted.end() || *pos != p) t.contacted.insert(pos, p);
+    if (!c_.IsAlive(p)) return AbortTx(id, AbortReason::kParticipantLost);
+  }
   t.pending = static_cast<uint32_t>(by_primary.size());
   t.failed = false;
   for (auto& [p, keys] : by_primary) {
-    auto pos = std::lower_bound(t.contacted.begin(), t.contacted.end(), p);
-    if (pos == t.contacted.end() || *pos != p) t.contacted.insert(pos, p);
     Msg m;
     m.type = MsgType::kLockRead;
     m.to = p;
@@ -440,7 +619,7 @@ void Node::Advance(const TxId& id) {
 
 void Node::OnLockReadResp(const Msg& m) {
   auto it = near_.find(m.tx);
-  if (it == near_.end()) return;
+  if (it == near_.end() || it->second.plan || it->second.pending == 0) return;
   NearTx& t = it->second;
   if (!m.ok) t.failed = true;
   for (size_t i = 0; i < m.keys.size() && i < m.values.size(); ++i) t.reads[m.keys[i]] = m.values[i];
@@ -460,7 +639,8 @@ void Node::AbortTx(const TxId& id, AbortReason why) {
   }
   const bool load = t.load;
   near_.erase(id);
-  c_.TxEnded(id, load, false, why, false);
+  near_outcomes_[id] = Outcome{false, 0};
+  c_.TxEnded(load, false, why, false);
 }
 
 void Node::CommitTx(const TxId& id, std::vector<Write> writes) {
@@ -490,6 +670,7 @@ void Node::CommitTx(const TxId& id, std::vector<Write> writes) {
   plan->participants.assign(parts.begin(), parts.end());
   plan->one_phase = plan->primaries.size() == 1;
   plan->load = t.load;
+  plan->near_incarnation = incarnation_;
   plan->may_fail = !t.load && !plan->one_phase && c_.opt().vote_no_per_million > 0;
   if (plan->one_phase) {
     const uint32_t p = plan->primaries[0];
@@ -517,8 +698,13 @@ void Node::CommitTx(const TxId& id, std::vector<Write> writes) {
   if (c_.opt().keep_history) plan->all_writes = std::move(writes);
   t.plan = plan;
   t.failed = false;
+  for (uint32_t p : plan->participants) {
+    if (!c_.IsAlive(p)) {
+      t.plan.reset();  // still in the lock phase as far as AbortTx is concerned
+      return AbortTx(id, AbortReason::kParticipantLost);
+    }
+  }
   if (plan->one_phase) {
-    t.pending = 1;
     Msg m;
     m.type = MsgType::kCommit1pc;
     m.to = plan->primaries[0];
@@ -528,6 +714,7 @@ void Node::CommitTx(const TxId& id, std::vector<Write> writes) {
     return;
   }
   t.pending = static_cast<uint32_t>(plan->primaries.size());
+  t.voting = true;
   for (uint32_t p : plan->primaries) {
     Msg m;
     m.type = MsgType::kPrepare;
@@ -540,9 +727,10 @@ void Node::CommitTx(const TxId& id, std::vector<Write> writes) {
 
 void Node::OnVote(const Msg& m) {
   auto it = near_.find(m.tx);
-  if (it == near_.end()) return;
+  if (it == near_.end() || !it->second.voting) return;
   if (!m.ok) it->second.failed = true;
   if (--it->second.pending > 0) return;
+  it->second.voting = false;
   const TxId id = m.tx;
   Post([this, id] { Decide(id); });
 }
@@ -563,55 +751,70 @@ void Node::Decide(const TxId& id) {
     }
     const bool load = t.load;
     near_.erase(id);
-    c_.TxEnded(id, load, false, AbortReason::kVoteNo, false);
+    near_outcomes_[id] = Outcome{false, 0};
+    c_.TxEnded(load, false, AbortReason::kVoteNo, false);
     return;
   }
   t.marker = cut_id_;
-  c_.RecordCommit(*t.plan, t.marker, t.load);
-  Post([this, id] {
-    NearTx& t2 = near_.at(id);
-    t2.pending = static_cast<uint32_t>(t2.plan->primaries.size());
-    for (uint32_t p : t2.plan->primaries) {
-      Msg m;
-      m.type = MsgType::kFinish;
-      m.to = p;
-      m.tx = id;
-      m.commit = true;
-      m.marker = t2.marker;
-      Send(std::move(m));
-    }
-  });
+  t.decided = true;
+  near_outcomes_[id] = Outcome{true, t.marker};
+  Post([this, id] { SendFinish(id); });
+}
+
+void Node::SendFinish(const TxId& id) {
+  auto it = near_.find(id);
+  if (it == near_.end()) return;
+  NearTx& t = it->second;
+  t.finish_sent = true;
+  t.ack_from = LiveOnly(t.plan->primaries);
+  for (uint32_t p : t.ack_from) {
+    Msg m;
+    m.type = MsgType::kFinish;
+    m.to = p;
+    m.tx = id;
+    m.commit = true;
+    m.marker = t.marker;
+    Send(std::move(m));
+  }
+  if (t.ack_from.empty()) CompleteCommit(id);
 }
 
 void Node::OnFinishAck(const Msg& m) {
   auto it = near_.find(m.tx);
   if (it == near_.end()) return;
-  if (--it->second.pending > 0) return;
+  auto& acks = it->second.ack_from;
+  acks.erase(std::remove(acks.begin(), acks.end(), m.from), acks.end());
+  if (acks.empty()) CompleteCommit(m.tx);
+}
+
+void Node::CompleteCommit(const TxId& id) {
+  auto it = near_.find(id);
   // Every participant committed: now the primaries may let the next
   // transaction take these keys (see the comment at the top of the file).
   for (uint32_t p : it->second.plan->primaries) {
     Msg r;
     r.type = MsgType::kRelease;
     r.to = p;
-    r.tx = m.tx;
+    r.tx = id;
     Send(std::move(r));
   }
   const bool load = it->second.load;
   near_.erase(it);
-  c_.TxEnded(m.tx, load, true, AbortReason::kNone, false);
+  c_.TxEnded(load, true, AbortReason::kNone, false);
 }
 
 void Node::OnCommit1pcResp(const Msg& m) {
   auto it = near_.find(m.tx);
-  if (it == near_.end()) return;
+  if (it == near_.end() || !it->second.plan) return;
   const bool load = it->second.load;
   near_.erase(it);
-  c_.TxEnded(m.tx, load, true, AbortReason::kNone, true);
+  c_.TxEnded(load, m.ok, m.ok ? AbortReason::kNone : AbortReason::kVoteNo, true);
 }
 
 // ---- participant side
 
 void Node::OnLockRead(const Msg& m) {
+  if (!in_doubt_.empty()) return Refuse(m);  // may hold stale copies until resolved
   Msg r;
   r.type = MsgType::kLockReadResp;
   r.to = m.from;
@@ -648,9 +851,16 @@ void Node::ReleaseLocks(const TxId& id) {
 
 void Node::OnPrepare(const Msg& m) {
   const TxPlan& plan = *m.plan;
+  // A node resolving an undecided transaction takes no new ones: a backup
+  // could otherwise commit a later transaction on a key before the undecided
+  // one, and its WAL order would disagree with the primary's.
+  if (Refusing(plan.id) || local_.count(plan.id) || NearGone(plan)) return Refuse(m);
   if (plan.may_fail && c_.rng().Chance(c_.opt().vote_no_per_million)) {
     Reply(m, MsgType::kVote, false);  // refused: nothing written, nothing forwarded
     return;
+  }
+  for (uint32_t b : plan.forward[id_]) {
+    if (!c_.IsAlive(b)) return Refuse(m);
   }
   Log(walfmt::TxData{plan.id, plan.writes[id_]});
   Log(walfmt::TxPrepare{plan.id, c_.now(), plan.participants});
@@ -659,7 +869,8 @@ void Node::OnPrepare(const Msg& m) {
   lt.plan = m.plan;
   lt.role = Role::kPrimary2pc;
   lt.st = TxState::kPrepared;
-  lt.waiting = static_cast<uint32_t>(plan.forward[id_].size());
+  lt.pending_from = plan.forward[id_];
+  WatchStuck(plan.id);
   for (uint32_t b : plan.forward[id_]) {
     Msg f;
     f.type = MsgType::kPrepareFwd;
@@ -668,11 +879,31 @@ void Node::OnPrepare(const Msg& m) {
     f.plan = m.plan;
     Send(std::move(f));
   }
-  if (lt.waiting == 0) Reply(m, MsgType::kVote, true);
+  MaybeVote(plan.id);
+}
+
+void Node::MaybeVote(const TxId& id) {
+  auto it = local_.find(id);
+  if (it == local_.end()) return;
+  LocalTx& lt = it->second;
+  if (lt.voted || !lt.pending_from.empty()) return;
+  if (lt.role == Role::kPrimary1pc) {
+    if (lt.st != TxState::kPreparing1pc) return;
+    if (!lt.all_yes) return Abort1pc(id, false);
+    return Enter1pcCommit(id);
+  }
+  lt.voted = true;
+  Msg v;
+  v.type = MsgType::kVote;
+  v.to = lt.plan->id.node;
+  v.tx = id;
+  v.ok = lt.all_yes;
+  Send(std::move(v));
 }
 
 void Node::OnPrepareFwd(const Msg& m) {
   const TxPlan& plan = *m.plan;
+  if (Refusing(plan.id) || local_.count(plan.id) || NearGone(plan)) return Refuse(m);
   Log(walfmt::TxData{plan.id, plan.writes[id_]});
   Log(walfmt::TxPrepare{plan.id, c_.now(), plan.participants});
   Sync();
@@ -680,6 +911,7 @@ void Node::OnPrepareFwd(const Msg& m) {
   lt.plan = m.plan;
   lt.role = Role::kBackup;
   lt.st = TxState::kPrepared;
+  WatchStuck(plan.id);
   Reply(m, MsgType::kVoteFwd, true);
 }
 
@@ -687,30 +919,47 @@ void Node::OnVoteFwd(const Msg& m) {
   auto it = local_.find(m.tx);
   if (it == local_.end()) return;
   LocalTx& lt = it->second;
+  auto& pf = lt.pending_from;
+  if (std::find(pf.begin(), pf.end(), m.from) == pf.end()) return;
+  pf.erase(std::remove(pf.begin(), pf.end(), m.from), pf.end());
   if (!m.ok) lt.all_yes = false;
-  if (--lt.waiting > 0) return;
-  if (lt.role == Role::kPrimary1pc) return Enter1pcCommit(m.tx, lt);
-  Msg v;
-  v.type = MsgType::kVote;
-  v.to = lt.plan->id.node;
-  v.tx = m.tx;
-  v.ok = lt.all_yes;
-  Send(std::move(v));
+  MaybeVote(m.tx);
 }
 
-void Node::WriteRollback(const TxId& id, const TxPlan& plan) {
-  Log(walfmt::TxRollback{id, c_.now(), static_cast<uint16_t>(plan.one_phase ? walfmt::kTxFlagOnePhase : 0),
+void Node::WriteRollback(const TxId& id, const TxPlan& plan, uint16_t extra_flags) {
+  Log(walfmt::TxRollback{id, c_.now(),
+                         static_cast<uint16_t>((plan.one_phase ? walfmt::kTxFlagOnePhase : 0) | extra_flags),
                          plan.participants});
   Sync();
-  CutTxFinished(id, false, 0);
+  outcomes_[id] = Outcome{false, 0};
+  CutTxFinished(id, false, 0, (extra_flags & walfmt::kTxFlagRecovered) != 0);
+}
+
+// A node resolving a transaction by the recovery protocol that receives its
+// outcome from the normal path (say it restarted between prepare and finish)
+// takes it: the outcome is definite, and the sender waits for the ack.
+bool Node::FinishInDoubt(const Msg& m) {
+  if (!in_doubt_.count(m.tx)) {
+    // Already resolved by the recovery protocol: acknowledge again.
+    auto o = outcomes_.find(m.tx);
+    if (m.commit && !local_.count(m.tx) && o != outcomes_.end() && o->second.committed) {
+      Reply(m, m.type == MsgType::kFinish ? MsgType::kFinishAck : MsgType::kFinishAckFwd, true);
+      return true;
+    }
+    return false;
+  }
+  Resolve(m.tx, m.commit, m.marker);
+  if (m.commit) Reply(m, m.type == MsgType::kFinish ? MsgType::kFinishAck : MsgType::kFinishAckFwd, true);
+  return true;
 }
 
 void Node::OnFinish(const Msg& m) {
   auto it = local_.find(m.tx);
+  if (FinishInDoubt(m)) return;
   if (!m.commit) {
     if (it != local_.end()) {
       const auto plan = it->second.plan;
-      WriteRollback(m.tx, *plan);
+      WriteRollback(m.tx, *plan, 0);
       for (uint32_t b : plan->forward[id_]) {
         Msg f;
         f.type = MsgType::kFinishFwd;
@@ -720,6 +969,8 @@ void Node::OnFinish(const Msg& m) {
         Send(std::move(f));
       }
       local_.erase(it);
+    } else {
+      outcomes_[m.tx] = Outcome{false, 0};  // a late Prepare must find it decided
     }
     ReleaseLocks(m.tx);
     return;
@@ -727,9 +978,10 @@ void Node::OnFinish(const Msg& m) {
   if (it == local_.end()) return;
   LocalTx& lt = it->second;
   lt.st = TxState::kCommitting;
+  lt.outcome_known = true;
   lt.marker = m.marker;
-  lt.waiting = static_cast<uint32_t>(lt.plan->forward[id_].size());
-  for (uint32_t b : lt.plan->forward[id_]) {
+  lt.pending_from = LiveOnly(lt.plan->forward[id_]);
+  for (uint32_t b : lt.pending_from) {
     Msg f;
     f.type = MsgType::kFinishFwd;
     f.to = b;
@@ -743,14 +995,19 @@ void Node::OnFinish(const Msg& m) {
 }
 
 void Node::OnFinishFwd(const Msg& m) {
+  if (FinishInDoubt(m)) return;
   auto it = local_.find(m.tx);
-  if (it == local_.end()) return;
+  if (it == local_.end()) {
+    if (!m.commit) outcomes_[m.tx] = Outcome{false, 0};  // overtook its PrepareFwd
+    return;
+  }
   if (!m.commit) {
-    WriteRollback(m.tx, *it->second.plan);
+    WriteRollback(m.tx, *it->second.plan, 0);
     local_.erase(it);
     return;
   }
   it->second.st = TxState::kCommitting;
+  it->second.outcome_known = true;
   it->second.marker = m.marker;
   const TxId id = m.tx;
   Post([this, id] { CommitStep(id); });
@@ -761,7 +1018,7 @@ void Node::OnFinishFwd(const Msg& m) {
 // cut id on a 1PC decider) ran in an earlier event.
 void Node::CommitStep(const TxId& id) {
   auto it = local_.find(id);
-  if (it == local_.end()) return;
+  if (it == local_.end() || in_doubt_.count(id)) return;
   LocalTx& lt = it->second;
   const TxPlan& plan = *lt.plan;
   Log(walfmt::TxCommit{id, lt.marker, c_.now(), static_cast<uint16_t>(plan.one_phase ? walfmt::kTxFlagOnePhase : 0),
@@ -771,15 +1028,18 @@ void Node::CommitStep(const TxId& id) {
     if (w.op == walfmt::WriteOp::kDelete) kv_.erase(w.key);
     else kv_[w.key] = w.value;
   }
+  outcomes_[id] = Outcome{true, lt.marker};
+  c_.RecordCommit(plan, lt.marker, false);
   lt.st = TxState::kCommitted;
-  CutTxFinished(id, true, lt.marker);
+  CutTxFinished(id, true, lt.marker, false);
   MaybeAck(id);
 }
 
 void Node::MaybeAck(const TxId& id) {
   auto it = local_.find(id);
+  if (it == local_.end()) return;
   LocalTx& lt = it->second;
-  if (lt.st != TxState::kCommitted || lt.waiting > 0) return;
+  if (lt.st != TxState::kCommitted || !lt.pending_from.empty()) return;
   const TxPlan& plan = *lt.plan;
   Msg r;
   r.tx = id;
@@ -803,6 +1063,9 @@ void Node::MaybeAck(const TxId& id) {
       r.type = MsgType::kCommit1pcResp;
       r.to = plan.id.node;
       break;
+    case Role::kRecovered:
+      local_.erase(it);
+      return;
   }
   local_.erase(it);
   Send(std::move(r));
@@ -811,7 +1074,8 @@ void Node::MaybeAck(const TxId& id) {
 void Node::OnFinishAckFwd(const Msg& m) {
   auto it = local_.find(m.tx);
   if (it == local_.end()) return;
-  if (it->second.waiting > 0) --it->second.waiting;
+  auto& pf = it->second.pending_from;
+  pf.erase(std::remove(pf.begin(), pf.end(), m.from), pf.end());
   MaybeAck(m.tx);
 }
 
@@ -821,12 +1085,21 @@ void Node::OnFinishAckFwd(const Msg& m) {
 // only from the outcome could not have tracked it).
 void Node::OnCommit1pc(const Msg& m) {
   const TxPlan& plan = *m.plan;
+  if (Refusing(plan.id) || local_.count(plan.id)) {
+    ReleaseLocks(plan.id);
+    return Refuse(m);
+  }
+  for (uint32_t b : plan.participants) {
+    if (!c_.IsAlive(b)) {
+      ReleaseLocks(plan.id);
+      return Refuse(m);
+    }
+  }
   LocalTx& lt = local_[plan.id];
   lt.plan = m.plan;
   lt.role = Role::kPrimary1pc;
   lt.st = TxState::kPreparing1pc;
-  lt.waiting = static_cast<uint32_t>(plan.forward[id_].size());
-  if (lt.waiting == 0) return Enter1pcCommit(plan.id, lt);
+  lt.pending_from = plan.forward[id_];
   for (uint32_t b : plan.forward[id_]) {
     Msg f;
     f.type = MsgType::kPrepareFwd;
@@ -835,15 +1108,23 @@ void Node::OnCommit1pc(const Msg& m) {
     f.plan = m.plan;
     Send(std::move(f));
   }
+  MaybeVote(plan.id);
 }
 
-// The primary's own copy enters the commit: TX_DATA now (it is tracked from
-// here on), TX_COMMIT once the decider answered.
-void Node::Enter1pcCommit(const TxId& id, LocalTx& lt) {
+// The primary's own copy enters the commit: TX_DATA and TX_PREPARE, synced
+// before the decider hears of it (if the primary crashes after the decider
+// committed, its WAL must still know the transaction), TX_COMMIT once the
+// decider answered. It is tracked from here on.
+void Node::Enter1pcCommit(const TxId& id) {
+  LocalTx& lt = local_.at(id);
   const TxPlan& plan = *lt.plan;
-  if (plan.decider == id_) return DeciderBegin(id, lt);
+  if (plan.decider == id_) return DeciderBegin(id);
+  if (!c_.IsAlive(plan.decider)) return Abort1pc(id, false);  // lost while the others prepared
   Log(walfmt::TxData{id, plan.writes[id_]});
+  Log(walfmt::TxPrepare{id, c_.now(), plan.participants});
+  Sync();
   lt.st = TxState::kCommitting;
+  WatchStuck(id);
   Msg d;
   d.type = MsgType::kDecide1pc;
   d.to = plan.decider;
@@ -852,31 +1133,59 @@ void Node::Enter1pcCommit(const TxId& id, LocalTx& lt) {
   Send(std::move(d));
 }
 
+// A 1PC transaction that cannot commit: a backup refused or was lost before
+// the decider was asked, or the decider refused.
+void Node::Abort1pc(const TxId& id, bool wrote_prepare) {
+  auto it = local_.find(id);
+  const auto plan = it->second.plan;
+  if (wrote_prepare) WriteRollback(id, *plan, 0);
+  else outcomes_[id] = Outcome{false, 0};
+  for (uint32_t b : LiveOnly(plan->forward[id_])) {
+    Msg f;
+    f.type = MsgType::kFinishFwd;
+    f.to = b;
+    f.tx = id;
+    f.commit = false;
+    Send(std::move(f));
+  }
+  local_.erase(it);
+  ReleaseLocks(id);
+  Msg r;
+  r.type = MsgType::kCommit1pcResp;
+  r.to = plan->id.node;
+  r.tx = id;
+  r.ok = false;
+  Send(std::move(r));
+}
+
 // First step of the 1PC decider: read the cut id (the marker) and log the
 // data. TX_COMMIT follows in CommitStep, a separate event.
-void Node::DeciderBegin(const TxId& id, LocalTx& lt) {
+void Node::DeciderBegin(const TxId& id) {
+  LocalTx& lt = local_.at(id);
   const TxPlan& plan = *lt.plan;
   lt.marker = cut_id_;
   lt.st = TxState::kCommitting;
   Log(walfmt::TxData{id, plan.writes[id_]});
-  c_.RecordCommit(plan, lt.marker, plan.load);
   Post([this, id] { CommitStep(id); });
 }
 
 void Node::OnDecide1pc(const Msg& m) {
+  if (Refusing(m.tx) || local_.count(m.tx)) return Refuse(m);
   LocalTx& lt = local_[m.tx];
   lt.plan = m.plan;
   lt.role = Role::kDecider;
-  DeciderBegin(m.tx, lt);
+  DeciderBegin(m.tx);
 }
 
 void Node::OnDecided1pc(const Msg& m) {
   auto it = local_.find(m.tx);
-  if (it == local_.end()) return;
+  if (it == local_.end() || in_doubt_.count(m.tx) || it->second.st != TxState::kCommitting) return;
+  if (!m.ok) return Abort1pc(m.tx, true);
   LocalTx& lt = it->second;
   lt.marker = m.marker;
-  lt.waiting = static_cast<uint32_t>(lt.plan->forward[id_].size());
-  for (uint32_t b : lt.plan->forward[id_]) {
+  lt.outcome_known = true;
+  lt.pending_from = LiveOnly(lt.plan->forward[id_]);
+  for (uint32_t b : lt.pending_from) {
     Msg f;
     f.type = MsgType::kFinishFwd;
     f.to = b;
@@ -887,6 +1196,469 @@ void Node::OnDecided1pc(const Msg& m) {
   }
   const TxId id = m.tx;
   Post([this, id] { CommitStep(id); });
+}
+
+// ---- failures and recovery
+
+std::pair<uint32_t, uint32_t> Node::Crash() {
+  Rng& rng = c_.rng();
+  const walfmt::Lsn end = wal_->end();
+  const uint64_t unsynced = wal_->unsynced_bytes();
+  const uint64_t flushed = end.offset - unsynced;  // of the current segment, already in the file
+  uint64_t keep = 0;
+  if (synced_.segment == end.segment && synced_.offset > flushed) keep = synced_.offset - flushed;
+  const uint64_t rest = unsynced - keep;
+  // Half the time the unsynced tail is lost entirely; otherwise a random part
+  // of it reached the disk, often ending inside a record (a torn tail).
+  if (rest > 0 && rng.Below(2) == 0) keep += rng.Below(rest + 1);
+  if (Status st = wal_->SimulateCrash(keep); !st.ok()) c_.Fail(st);
+  wal_.reset();
+  uint32_t lost_load = 0, lost = 0;
+  for (const auto& [id, t] : near_) ++(t.load ? lost_load : lost);
+  kv_.clear();
+  locks_.clear();
+  held_.clear();
+  near_.clear();
+  local_.clear();
+  outcomes_.clear();
+  near_outcomes_.clear();
+  in_doubt_.clear();
+  cut_ = CutState{};
+  alive_ = false;
+  ready_ = false;
+  ++incarnation_;
+  return {lost_load, lost};
+}
+
+Status Node::Restart(const walfmt::WriterOptions& wo) {
+  alive_ = true;
+  ready_ = false;
+  auto w = walfmt::WalWriter::Open(wo, c_.now());  // cuts the torn tail off
+  if (!w.ok()) return w.status();
+  wal_ = std::move(w.value());
+  synced_ = wal_->end();
+
+  // Rebuild the state from the WAL: committed data applied in WAL order,
+  // outcomes remembered, prepared-but-undecided transactions kept aside.
+  auto segs = walfmt::ListSegments(wo.wal_dir, nullptr);
+  if (!segs.ok()) return segs.status();
+  std::map<TxId, std::vector<Write>> data;
+  std::map<TxId, std::vector<uint32_t>> prepared;
+  uint64_t max_cut = 0;
+  Status bad;
+  walfmt::NodeReadOptions ro;
+  ro.mode = walfmt::RecoveryMode::kTolerateTornTail;
+  auto read = walfmt::ReadNodeWal(
+      *segs, ro,
+      [&](const walfmt::RecordView& v) {
+        auto rec = walfmt::DecodePayload(v.type, v.payload);
+        if (!rec.ok()) {
+          bad = rec.status();
+          return false;
+        }
+        std::visit(
+            [&](auto& r) {
+              using T = std::decay_t<decltype(r)>;
+              if constexpr (std::is_same_v<T, walfmt::TxData>) {
+                auto& d = data[r.tx];
+                d.insert(d.end(), r.writes.begin(), r.writes.end());
+              } else if constexpr (std::is_same_v<T, walfmt::TxPrepare>) {
+                prepared[r.tx] = r.participants;
+              } else if constexpr (std::is_same_v<T, walfmt::TxCommit>) {
+                for (const Write& w : data[r.tx]) {
+                  if (w.op == walfmt::WriteOp::kDelete) kv_.erase(w.key);
+                  else kv_[w.key] = w.value;
+                }
+                outcomes_[r.tx] = Outcome{true, r.marker};
+                data.erase(r.tx);
+                prepared.erase(r.tx);
+              } else if constexpr (std::is_same_v<T, walfmt::TxRollback>) {
+                outcomes_[r.tx] = Outcome{false, 0};
+                data.erase(r.tx);
+                prepared.erase(r.tx);
+              } else if constexpr (std::is_same_v<T, walfmt::CutStart>) {
+                max_cut = std::max(max_cut, r.cut_id);
+                open_cut_ = r.cut_id;
+              } else if constexpr (std::is_same_v<T, walfmt::CutFinish> || std::is_same_v<T, walfmt::CutAbort>) {
+                max_cut = std::max(max_cut, r.cut_id);
+                if (open_cut_ == r.cut_id) open_cut_ = 0;
+                last_finished_cut_ = std::max(last_finished_cut_, r.cut_id);
+              }
+            },
+            rec.value());
+        return true;
+      },
+      nullptr);
+  if (!bad.ok()) return bad;
+  if (read.failed) return Status::Corruption(fmt::format("node {}: cannot recover: its WAL is damaged", id_));
+
+  // Transaction ids stay unique across restarts: the incarnation is in the
+  // high bits of the sequence.
+  next_seq_ = (static_cast<uint64_t>(incarnation_) << 40) + 1;
+  cut_id_ = max_cut;
+  Log(walfmt::NodeStart{incarnation_, c_.now()});
+  // Data without a prepare: this node never voted (or, as a 1PC decider,
+  // never committed), so nobody can have committed it: roll it back here.
+  for (const auto& [id, writes] : data) {
+    if (prepared.count(id)) continue;
+    Log(walfmt::TxRollback{id, c_.now(), walfmt::kTxFlagRecovered, {}});
+    outcomes_[id] = Outcome{false, 0};
+    ++c_.sum().recovered_rollbacks;
+  }
+  Sync();
+  // Prepared and undecided: keep the keys this node is primary of locked and
+  // ask the others.
+  for (const auto& [id, parts] : prepared) {
+    auto plan = std::make_shared<TxPlan>();
+    plan->id = id;
+    plan->participants = parts;
+    plan->writes.resize(c_.topo().nodes());
+    plan->forward.resize(c_.topo().nodes());
+    plan->forwarder.assign(c_.topo().nodes(), kNoNode);
+    plan->writes[id_] = data[id];
+    LocalTx& lt = local_[id];
+    lt.plan = plan;
+    lt.role = Role::kRecovered;
+    lt.st = TxState::kPrepared;
+    auto& held = held_[id];
+    for (const Write& w : plan->writes[id_]) {
+      if (c_.topo().PrimaryOf(w.key) == id_ && locks_.emplace(w.key, id).second) held.push_back(w.key);
+    }
+  }
+  for (const auto& [id, parts] : prepared) StartRecovery(id);
+  Msg h;
+  h.type = MsgType::kHello;
+  h.to = kInitiator;
+  Send(std::move(h));
+  return Status::Ok();
+}
+
+void Node::OnHelloResp(const Msg& m) {
+  if (ready_) return;
+  const uint64_t current = m.marker;
+  const bool running = m.ok;
+  // The cut this node was in when it crashed cannot be consistent: its
+  // capture and tracked set were lost with its memory.
+  if (open_cut_ != 0 && !(running && open_cut_ == current)) {
+    Log(walfmt::CutAbort{open_cut_, c_.now(), walfmt::CutAbortReason::kNodeRestart,
+                         fmt::format("node {} restarted (incarnation {})", id_, incarnation_)});
+    ++c_.sum().cut_aborts;
+  }
+  if (running && last_finished_cut_ < current) {
+    Log(walfmt::CutAbort{current, c_.now(), walfmt::CutAbortReason::kNodeRestart,
+                         fmt::format("node {} restarted (incarnation {}) while the cut ran", id_, incarnation_)});
+    ++c_.sum().cut_aborts;
+  }
+  Sync();
+  open_cut_ = 0;
+  cut_id_ = std::max(cut_id_, current);
+  ready_ = true;
+  Msg r;
+  r.type = MsgType::kReady;
+  r.to = kInitiator;
+  Send(std::move(r));
+}
+
+void Node::OnNodeFailed(uint32_t x) {
+  // Near side, in id order (deterministic).
+  std::vector<TxId> ids;
+  for (const auto& [id, t] : near_) ids.push_back(id);
+  std::sort(ids.begin(), ids.end());
+  for (const TxId& id : ids) {
+    auto it = near_.find(id);
+    if (it == near_.end()) continue;
+    NearTx& t = it->second;
+    if (!t.plan) {
+      if (std::binary_search(t.contacted.begin(), t.contacted.end(), x)) AbortTx(id, AbortReason::kParticipantLost);
+      continue;
+    }
+    const auto& parts = t.plan->participants;
+    if (!std::binary_search(parts.begin(), parts.end(), x)) continue;
+    if (t.plan->one_phase) {
+      if (x == t.plan->primaries[0]) {
+        // The primary decides what happens now (via its decider); this near
+        // node cannot learn it. The client sees the transaction as lost.
+        const bool load = t.load;
+        near_.erase(it);
+        ++c_.sum().lost_at_near;
+        c_.TxEnded(load, false, AbortReason::kParticipantLost, true);
+      }
+      continue;
+    }
+    if (!t.decided) {
+      t.failed = true;
+      if (t.voting) {
+        t.voting = false;
+        Post([this, id] { Decide(id); });
+      }
+      continue;
+    }
+    if (t.finish_sent) {
+      t.ack_from.erase(std::remove(t.ack_from.begin(), t.ack_from.end(), x), t.ack_from.end());
+      if (t.ack_from.empty()) CompleteCommit(id);
+    }
+  }
+
+  // Participant side.
+  ids.clear();
+  for (const auto& [id, lt] : local_) ids.push_back(id);
+  std::sort(ids.begin(), ids.end());
+  for (const TxId& id : ids) {
+    auto it = local_.find(id);
+    if (it == local_.end() || in_doubt_.count(id)) continue;
+    LocalTx& lt = it->second;
+    const TxPlan& plan = *lt.plan;
+    auto& pf = lt.pending_from;
+    const bool was_pending = std::find(pf.begin(), pf.end(), x) != pf.end();
+    pf.erase(std::remove(pf.begin(), pf.end(), x), pf.end());
+    switch (lt.role) {
+      case Role::kPrimary2pc:
+        if (lt.st == TxState::kPrepared) {
+          if (x == plan.id.node) {
+            StartRecovery(id);
+          } else if (was_pending) {
+            lt.all_yes = false;
+            MaybeVote(id);
+          }
+        } else if (lt.st == TxState::kCommitted) {
+          MaybeAck(id);
+        }
+        break;
+      case Role::kBackup:
+        if (lt.st == TxState::kPrepared &&
+            (x == plan.forwarder[id_] || (!plan.one_phase && x == plan.id.node) ||
+             (plan.one_phase && x == plan.decider))) {
+          StartRecovery(id);
+        }
+        break;
+      case Role::kPrimary1pc:
+        if (lt.st == TxState::kPreparing1pc) {
+          if (was_pending) lt.all_yes = false;
+          MaybeVote(id);
+        } else if (lt.st == TxState::kCommitting && !lt.outcome_known && x == plan.decider) {
+          StartRecovery(id);
+        } else if (lt.st == TxState::kCommitted) {
+          MaybeAck(id);
+        }
+        break;
+      case Role::kDecider:
+      case Role::kRecovered:
+        break;
+    }
+  }
+
+  // Locks taken for a near node that is gone, by transactions that never
+  // prepared here, are dropped.
+  std::vector<TxId> orphans;
+  for (const auto& [id, keys] : held_) {
+    if (id.node == x && !local_.count(id)) orphans.push_back(id);
+  }
+  std::sort(orphans.begin(), orphans.end());
+  for (const TxId& id : orphans) ReleaseLocks(id);
+
+  // The initiator: a cut running across a crash cannot be consistent.
+  if (id_ == kInitiator && init_k_ != 0 && x < expected_.size() && expected_[x]) {
+    expected_[x] = false;
+    --remaining_;
+    init_inconsistent_ = true;
+    init_lost_node_ = true;
+    init_why_ = fmt::format("node {} crashed while cut {} ran", x, init_k_);
+    MaybeCompleteCut();
+  }
+}
+
+bool Node::NearGone(const TxPlan& plan) const {
+  return !plan.one_phase && (!c_.IsAlive(plan.id.node) || c_.IncarnationOf(plan.id.node) != plan.near_incarnation);
+}
+
+// A safety net under the failure handling: a transaction prepared here that
+// has not moved for far longer than any fault-free transaction takes goes to
+// the recovery protocol, which is safe at any time (it learns the outcome
+// from the near node if that is alive). Fault-free runs never get here.
+void Node::WatchStuck(const TxId& id) {
+  constexpr uint64_t kStuckUs = 200000;
+  const auto st = local_.at(id).st;
+  PostAfter(kStuckUs, [this, id, st] {
+    auto it = local_.find(id);
+    if (it == local_.end() || it->second.st != st || in_doubt_.count(id)) return;
+    ++c_.sum().stuck_recoveries;
+    StartRecovery(id);
+  });
+}
+
+void Node::StartRecovery(const TxId& id) {
+  if (in_doubt_.count(id)) return;
+  in_doubt_[id] = Recovery{};
+  RecoveryRound(id);
+}
+
+void Node::RecoveryRound(const TxId& id) {
+  auto rit = in_doubt_.find(id);
+  if (rit == in_doubt_.end()) return;
+  Recovery& r = rit->second;
+  constexpr uint32_t kMaxRounds = 100000;  // ~5 minutes of virtual time at the default retry
+  if (++r.attempts > kMaxRounds) {
+    std::string answers;
+    for (const auto& [n, a] : r.answers) {
+      answers += fmt::format(" {}:p{}/n{}/m{}", n, static_cast<int>(a.p), static_cast<int>(a.n), a.marker);
+    }
+    c_.Fail(Status::Internal(fmt::format("node {}: recovery of {} did not converge (seed {}); participants {}, "
+                                         "last answers{}, ready {}",
+                                         id_, id.ToString(), c_.opt().seed, fmt::join(local_.at(id).plan->participants, ","),
+                                         answers, ready_)));
+    return;
+  }
+  ++r.round;
+  r.answers.clear();
+  r.asked.clear();
+  const TxPlan& plan = *local_.at(id).plan;
+  std::vector<uint32_t> targets = plan.participants;
+  if (!std::binary_search(targets.begin(), targets.end(), id.node)) {
+    targets.insert(std::upper_bound(targets.begin(), targets.end(), id.node), id.node);
+  }
+  for (uint32_t y : targets) {
+    if (y == id_ || !c_.IsAlive(y)) continue;
+    r.asked.push_back(y);
+    Msg q;
+    q.type = MsgType::kQuery;
+    q.to = y;
+    q.tx = id;
+    q.round = r.round;
+    q.participants = plan.participants;
+    Send(std::move(q));
+  }
+  const uint32_t round = r.round;
+  PostAfter(c_.opt().recovery_retry_us, [this, id, round] {
+    auto it = in_doubt_.find(id);
+    if (it == in_doubt_.end() || it->second.round != round) return;
+    Evaluate(id);
+    if (in_doubt_.count(id)) RecoveryRound(id);
+  });
+}
+
+void Node::OnQuery(const Msg& m) {
+  Msg r;
+  r.type = MsgType::kQueryResp;
+  r.to = m.from;
+  r.tx = m.tx;
+  r.round = m.round;
+  if (auto o = outcomes_.find(m.tx); o != outcomes_.end()) {
+    r.pstate = o->second.committed ? PState::kCommitted : PState::kRolledBack;
+    r.marker = o->second.marker;
+  } else if (auto l = local_.find(m.tx); l != local_.end()) {
+    const LocalTx& lt = l->second;
+    switch (lt.st) {
+      case TxState::kPreparing1pc:
+      case TxState::kPrepared:
+        r.pstate = PState::kPrepared;
+        break;
+      case TxState::kCommitting:
+        r.pstate = lt.outcome_known ? PState::kCommitted : PState::kBusy;
+        r.marker = lt.marker;
+        break;
+      case TxState::kCommitted:
+        r.pstate = PState::kCommitted;
+        r.marker = lt.marker;
+        break;
+    }
+  } else if (std::binary_search(m.participants.begin(), m.participants.end(), id_)) {
+    // Never prepared here: from now on this node refuses to, so the
+    // transaction can only roll back.
+    r.pstate = PState::kUnknown;
+    outcomes_[m.tx] = Outcome{false, 0};
+  }
+  if (m.tx.node == id_) {
+    if (auto o = near_outcomes_.find(m.tx); o != near_outcomes_.end()) {
+      r.nstate = o->second.committed ? NState::kCommit : NState::kRollback;
+      if (o->second.committed) r.marker = o->second.marker;
+    } else if (auto n = near_.find(m.tx); n != near_.end() && n->second.plan && !n->second.plan->one_phase) {
+      r.nstate = NState::kUndecided;
+    }
+  }
+  Send(std::move(r));
+}
+
+void Node::OnQueryResp(const Msg& m) {
+  auto it = in_doubt_.find(m.tx);
+  if (it == in_doubt_.end() || it->second.round != m.round) return;
+  Recovery& r = it->second;
+  r.answers[m.from] = Answer{m.pstate, m.nstate, m.marker};
+  if (r.answers.size() == r.asked.size()) Evaluate(m.tx);
+}
+
+// The decision table of the recovery protocol, first match wins:
+//  1. someone committed it, or the near node decided commit -> commit, same marker
+//  2. someone rolled it back or never prepared it (and now refuses to), or the
+//     near node decided rollback                           -> roll back
+//  3. the near node is still collecting votes, someone is deciding right now,
+//     or a participant did not answer (down: it may have committed)  -> ask again
+//  4. every participant prepared and the near node is gone -> the lowest
+//     participant commits with its own cut id as the marker; the others learn
+//     it by rule 1 in their next round.
+void Node::Evaluate(const TxId& id) {
+  auto rit = in_doubt_.find(id);
+  if (rit == in_doubt_.end()) return;
+  const Recovery& r = rit->second;
+  const TxPlan& plan = *local_.at(id).plan;
+  bool commit = false, rollback = false, all_prepared = true, wait = false;
+  uint64_t marker = 0;
+  for (const auto& [node, a] : r.answers) {
+    if (a.p == PState::kCommitted || a.n == NState::kCommit) {
+      commit = true;
+      marker = a.marker;
+    }
+    if (a.p == PState::kRolledBack || a.p == PState::kUnknown || a.n == NState::kRollback) rollback = true;
+    if (a.p == PState::kBusy || a.n == NState::kUndecided) wait = true;
+  }
+  for (uint32_t p : plan.participants) {
+    if (p == id_) continue;
+    auto a = r.answers.find(p);
+    if (a == r.answers.end() || a->second.p != PState::kPrepared) all_prepared = false;
+  }
+  if (commit && rollback) {
+    c_.Fail(Status::Internal(fmt::format("node {}: {} is both committed and rolled back (seed {})", id_,
+                                         id.ToString(), c_.opt().seed)));
+    return;
+  }
+  if (commit) return Resolve(id, true, marker);
+  if (rollback) return Resolve(id, false, 0);
+  if (wait || !all_prepared || !ready_) return;
+  if (id_ == plan.participants.front()) Resolve(id, true, cut_id_);
+}
+
+void Node::Resolve(const TxId& id, bool commit, uint64_t marker) {
+  auto it = local_.find(id);
+  const auto plan = it->second.plan;
+  const Role role = it->second.role;
+  if (commit) {
+    Log(walfmt::TxCommit{id, marker, c_.now(),
+                         static_cast<uint16_t>((plan->one_phase ? walfmt::kTxFlagOnePhase : 0) |
+                                               walfmt::kTxFlagRecovered),
+                         plan->participants});
+    Sync();
+    for (const Write& w : plan->writes[id_]) {
+      if (w.op == walfmt::WriteOp::kDelete) kv_.erase(w.key);
+      else kv_[w.key] = w.value;
+    }
+    outcomes_[id] = Outcome{true, marker};
+    c_.RecordCommit(*plan, marker, true);
+    ++c_.sum().recovered_commits;
+    CutTxFinished(id, true, marker, true);
+  } else {
+    WriteRollback(id, *plan, walfmt::kTxFlagRecovered);
+    ++c_.sum().recovered_rollbacks;
+  }
+  in_doubt_.erase(id);
+  local_.erase(id);
+  ReleaseLocks(id);
+  if (role == Role::kPrimary1pc) {
+    Msg r;
+    r.type = MsgType::kCommit1pcResp;
+    r.to = plan->id.node;
+    r.tx = id;
+    r.ok = commit;
+    Send(std::move(r));
+  }
 }
 
 // ---- cut protocol
@@ -914,7 +1686,7 @@ void Node::CutStartStep(uint64_t k) {
   for (const auto& [id, marker] : cut_.captured) {
     if (marker >= k) {
       cut_.after.push_back(id);
-      ++c_.sum().after_commit_before_start;
+      ++cut_.after_early;
     } else {
       cut_.before.push_back(id);
     }
@@ -924,21 +1696,29 @@ void Node::CutStartStep(uint64_t k) {
   MaybeFinishCut();
 }
 
-void Node::CutTxFinished(const TxId& id, bool committed, uint64_t marker) {
+void Node::CutTxFinished(const TxId& id, bool committed, uint64_t marker, bool recovered) {
   if (!cut_.active) return;
   if (cut_.capturing) {
+    if (recovered) {
+      return AbortCut(walfmt::CutAbortReason::kRecoveredTx,
+                      fmt::format("{} was finished by the recovery protocol while the cut started", id.ToString()));
+    }
     if (committed) cut_.captured.emplace_back(id, marker);
     return;
   }
   auto it = cut_.tracked.find(id);
   if (it == cut_.tracked.end()) return;
+  if (recovered) {
+    return AbortCut(walfmt::CutAbortReason::kRecoveredTx,
+                    fmt::format("tracked {} was finished by the recovery protocol", id.ToString()));
+  }
   cut_.tracked.erase(it);
   if (committed) {
     if (marker >= cut_.k) {
       cut_.after.push_back(id);
     } else {
       cut_.before.push_back(id);
-      ++c_.sum().before_commit_after_start;
+      ++cut_.before_late;
     }
   }
   MaybeFinishCut();
@@ -948,8 +1728,11 @@ void Node::MaybeFinishCut() {
   if (!cut_.active || cut_.capturing || !cut_.tracked.empty()) return;
   std::sort(cut_.before.begin(), cut_.before.end());
   std::sort(cut_.after.begin(), cut_.after.end());
-  c_.sum().before += cut_.before.size();
-  c_.sum().after += cut_.after.size();
+  RunSummary& s = c_.sum();
+  s.before += cut_.before.size();
+  s.after += cut_.after.size();
+  s.after_commit_before_start += cut_.after_early;
+  s.before_commit_after_start += cut_.before_late;
   Log(walfmt::CutFinish{cut_.k, c_.now(), std::move(cut_.before), std::move(cut_.after)});
   Sync();  // durable before reporting
   const uint64_t k = cut_.k;
@@ -962,9 +1745,32 @@ void Node::MaybeFinishCut() {
   Send(std::move(r));
 }
 
+void Node::AbortCut(walfmt::CutAbortReason why, std::string detail) {
+  const uint64_t k = cut_.k;
+  Log(walfmt::CutAbort{k, c_.now(), why, std::move(detail)});
+  Sync();
+  ++c_.sum().cut_aborts;
+  cut_ = CutState{};
+  Msg r;
+  r.type = MsgType::kCutDone;
+  r.to = kInitiator;
+  r.ok = false;
+  r.marker = k;
+  Send(std::move(r));
+}
+
 void Node::InitiateCut(uint64_t k) {
   init_k_ = k;
-  reports_ = 0;
+  init_inconsistent_ = false;
+  init_lost_node_ = false;
+  init_why_.clear();
+  expected_.assign(c_.topo().nodes(), false);
+  remaining_ = 0;
+  for (uint32_t n = 0; n < c_.topo().nodes(); ++n) {
+    if (!c_.IsAlive(n)) continue;  // cannot be consistent; MaybeStartCut waits for all nodes
+    expected_[n] = true;
+    ++remaining_;
+  }
   if (cut_id_ < k) StartCut(k);
   for (uint32_t n = 0; n < c_.topo().nodes(); ++n) {
     if (n == id_) continue;
@@ -976,10 +1782,25 @@ void Node::InitiateCut(uint64_t k) {
 }
 
 void Node::OnCutDone(const Msg& m) {
-  if (m.marker != init_k_ || init_k_ == 0) return;
-  if (++reports_ < c_.LiveNodes()) return;
-  c_.CutCompleted(init_k_, true);
+  if (m.marker != init_k_ || init_k_ == 0 || m.from >= expected_.size() || !expected_[m.from]) return;
+  expected_[m.from] = false;
+  --remaining_;
+  if (!m.ok) init_inconsistent_ = true;
+  MaybeCompleteCut();
+}
+
+void Node::MaybeCompleteCut() {
+  if (init_k_ == 0 || remaining_ > 0) return;
+  const uint64_t k = init_k_;
+  if (init_lost_node_) {
+    // The crashed node may never write anything for this cut: the initiator
+    // records why the cut is inconsistent.
+    Log(walfmt::CutAbort{k, c_.now(), walfmt::CutAbortReason::kParticipantLost, init_why_});
+    Sync();
+    ++c_.sum().cut_aborts;
+  }
   init_k_ = 0;
+  c_.CutCompleted(k, !init_inconsistent_);
 }
 
 // ================================================================== Cluster
@@ -1007,28 +1828,30 @@ void Cluster::PostLocal(uint32_t node, uint32_t incarnation, uint64_t delay, std
   sched_.Push(std::move(e));
 }
 
-void Cluster::RecordCommit(const TxPlan& plan, uint64_t marker, bool load) {
+// The oracle learns of a commit when the first TX_COMMIT is written (and
+// synced): that is when the transaction is committed, whatever happens next.
+void Cluster::RecordCommit(const TxPlan& plan, uint64_t marker, bool recovered) {
+  if (!committed_ids_.insert(plan.id).second) return;
   CommittedTx c;
   c.id = plan.id;
   c.marker = marker;
   c.one_phase = plan.one_phase;
-  c.load = load;
+  c.load = plan.load;
   c.participants = plan.participants;
   c.writes = plan.all_writes;
   c.decided_us = sched_.now();
+  c.recovered = recovered;
   history_.committed.push_back(std::move(c));
 }
 
-void Cluster::TxEnded(const TxId& id, bool load, bool committed, AbortReason why, bool one_phase) {
+void Cluster::TxEnded(bool load, bool committed, AbortReason why, bool one_phase) {
   --inflight_;
   if (load) {
     ++loads_done_;
   } else if (committed) {
-    ++sum_.committed;
-    ++(one_phase ? sum_.committed_1pc : sum_.committed_2pc);
     ++committed_since_cut_;
+    (void)one_phase;
   } else {
-    ++sum_.rolled_back;
     switch (why) {
       case AbortReason::kConflict: ++sum_.rolled_back_conflict; break;
       case AbortReason::kInsufficientFunds: ++sum_.rolled_back_funds; break;
@@ -1036,22 +1859,29 @@ void Cluster::TxEnded(const TxId& id, bool load, bool committed, AbortReason why
       default: ++sum_.rolled_back_other; break;
     }
   }
-  if (!committed) history_.rolled_back.push_back(id);
   MaybeStartCut();
   FillSlots();
 }
 
 void Cluster::StartTx(std::shared_ptr<Program> prog, bool load) {
-  // The client picks a live near node at random; the request reaches it after
-  // a short think time.
+  // The client picks a ready near node at random; the request reaches it
+  // after a short think time.
   std::vector<uint32_t> live;
   for (const auto& n : nodes_) {
-    if (n->alive()) live.push_back(n->id());
+    if (n->ready()) live.push_back(n->id());
   }
   Node* near = nodes_[live[rng_.Below(live.size())]].get();
   ++inflight_;
-  PostLocal(near->id(), near->incarnation(), rng_.Range(1, opt_.step_delay_max_us),
-            [near, prog, load] { near->BeginTx(prog, load); });
+  // A driver event, not a node event: if the near node crashes before the
+  // request arrives, the client must still learn that it failed.
+  const uint32_t inc = near->incarnation();
+  PostDriver(rng_.Range(1, opt_.step_delay_max_us), [this, near, inc, prog, load] {
+    if (!near->ready() || near->incarnation() != inc) {
+      TxEnded(load, false, AbortReason::kParticipantLost, false);
+      return;
+    }
+    near->BeginTx(prog, load);
+  });
 }
 
 void Cluster::FillSlots() {
@@ -1062,6 +1892,11 @@ void Cluster::FillSlots() {
       break;  // the workload starts on the loaded cluster
     } else if (started_ < opt_.txs) {
       ++started_;
+      while (next_crash_ < crash_at_tx_.size() && crash_at_tx_[next_crash_].first <= started_) {
+        const uint32_t n = crash_at_tx_[next_crash_++].second;
+        const uint64_t delay = rng_.Range(opt_.restart_delay_us / 2, opt_.restart_delay_us * 2);
+        PostDriver(1, [this, n, delay] { CrashNode(n, delay); });
+      }
       StartTx(MakeWorkloadProgram(opt_.workload, rng_), false);
     } else {
       break;
@@ -1071,7 +1906,11 @@ void Cluster::FillSlots() {
 
 void Cluster::MaybeStartCut() {
   if (cut_running_ || next_cut_ > opt_.cuts || committed_since_cut_ < opt_.cut_every) return;
-  if (loads_done_ < loads_.size() || !nodes_[kInitiator]->alive()) return;
+  if (loads_done_ < loads_.size()) return;
+  // A cut with a node down or still recovering could not be consistent: wait.
+  for (uint32_t n = 0; n < opt_.nodes; ++n) {
+    if (!nodes_[n]->alive() || !cut_ready_[n]) return;
+  }
   cut_running_ = true;
   committed_since_cut_ = 0;
   ++sum_.cuts_started;
@@ -1086,6 +1925,57 @@ void Cluster::CutCompleted(uint64_t, bool consistent) {
   cut_running_ = false;
   ++(consistent ? sum_.cuts_consistent : sum_.cuts_inconsistent);
   MaybeStartCut();
+}
+
+void Cluster::CrashNode(uint32_t n, uint64_t restart_delay_us) {
+  if (failed()) return;
+  if (loads_done_ < loads_.size()) {
+    // The initial data must be complete before faults begin.
+    PostDriver(1000, [this, n, restart_delay_us] { CrashNode(n, restart_delay_us); });
+    return;
+  }
+  Node& node = *nodes_[n];
+  if (!node.alive()) return;  // already down: this crash does not happen
+  ++sum_.crashes;
+  const auto [lost_load, lost] = node.Crash();
+  inflight_ -= lost_load + lost;
+  loads_done_ += lost_load;
+  sum_.lost_at_near += lost;
+  cut_ready_[n] = false;
+  // Failure detection: every live node learns of the crash within
+  // detect_delay_max_us, always before the node is back.
+  for (auto& other : nodes_) {
+    if (!other->alive()) continue;
+    Node* o = other.get();
+    PostLocal(o->id(), o->incarnation(), rng_.Range(1, opt_.detect_delay_max_us), [o, n] { o->OnNodeFailed(n); });
+  }
+  const uint64_t delay = std::max(restart_delay_us, opt_.detect_delay_max_us + 1);
+  PostDriver(delay, [this, n] {
+    if (Status st = nodes_[n]->Restart(writer_opts_[n]); !st.ok()) {
+      Fail(st);
+      return;
+    }
+    ++sum_.restarts;
+  });
+  FillSlots();
+}
+
+void Cluster::ScheduleCrashes() {
+  for (const CrashSpec& c : opt_.crashes) {
+    const uint64_t delay = c.restart_delay_us ? c.restart_delay_us : opt_.restart_delay_us;
+    const uint32_t n = c.node;
+    PostDriver(c.at_us, [this, n, delay] { CrashNode(n, delay); });
+  }
+  // Random crashes: when the k-th workload transaction starts, spread over the
+  // middle 80 % of the workload, on nodes other than the initiator.
+  if (opt_.random_crashes > 0 && opt_.nodes > 1) {
+    for (uint32_t i = 0; i < opt_.random_crashes; ++i) {
+      const uint64_t at = opt_.txs / 10 + rng_.Below(std::max<uint64_t>(1, opt_.txs * 8 / 10));
+      const uint32_t n = 1 + static_cast<uint32_t>(rng_.Below(opt_.nodes - 1));
+      crash_at_tx_.emplace_back(std::max<uint64_t>(1, at), n);
+    }
+    std::sort(crash_at_tx_.begin(), crash_at_tx_.end());
+  }
 }
 
 Status Cluster::WriteClusterJson() const {
@@ -1141,9 +2031,11 @@ Status Cluster::WriteClusterJson() const {
 
 Status Cluster::Run() {
   const auto wall_start = std::chrono::steady_clock::now();
+  const std::clock_t cpu_start = std::clock();
   uint64_t sm = opt_.seed ^ 0x77616C6375742121ull;
   const uint64_t cluster_id = SplitMix64(sm);
   for (uint32_t i = 0; i < opt_.nodes; ++i) nodes_.push_back(std::make_unique<Node>(*this, i));
+  cut_ready_.assign(opt_.nodes, true);
   for (uint32_t i = 0; i < opt_.nodes; ++i) {
     walfmt::WriterOptions wo;
     wo.wal_dir = fmt::format("{}/node-{}/wal", opt_.dir, i);
@@ -1151,6 +2043,7 @@ Status Cluster::Run() {
     wo.cluster_id = cluster_id;
     wo.segment_bytes = opt_.segment_bytes;
     wo.archive_compressed = true;
+    writer_opts_.push_back(wo);
     if (Status st = nodes_[i]->Open(wo); !st.ok()) return st;
   }
   if (failed()) return error_;
@@ -1168,6 +2061,7 @@ Status Cluster::Run() {
   }
   sum_.load_txs = loads_.size();
   sum_.initial_bank_total = InitialBankTotal(opt_.workload);
+  ScheduleCrashes();
   FillSlots();
 
   Scheduler::Event e;
@@ -1177,9 +2071,16 @@ Status Cluster::Run() {
       Fail(Status::Internal(fmt::format("simulation did not end after {} events", kMaxEvents)));
       break;
     }
+    if (e.node == kNoNode) {
+      e.fn();
+      continue;
+    }
     Node& n = *nodes_[e.node];
     if (!n.alive() || n.incarnation() != e.incarnation) continue;
     if (e.msg) {
+      // A crash resets the sender's connections: what it sent before is lost.
+      const Node& from = *nodes_[e.msg->from];
+      if (!from.alive() || from.incarnation() != e.msg->from_incarnation) continue;
       n.Deliver(*e.msg);
     } else {
       e.fn();
@@ -1188,20 +2089,34 @@ Status Cluster::Run() {
   sum_.events = events;
   sum_.sim_time_us = sched_.now();
   if (failed()) return error_;
-  if (inflight_ != 0 || started_ != opt_.txs || cut_running_) {
+  if (inflight_ != 0 || started_ != opt_.txs || cut_running_ || sum_.restarts != sum_.crashes) {
+    std::string pending;
+    for (const auto& n : nodes_) pending += fmt::format("; node {}:{}", n->id(), n->Pending());
     return Status::Internal(fmt::format(
-        "simulation stalled: {} transactions in flight, {} of {} started, cut running: {} (seed {})", inflight_,
-        started_, opt_.txs, cut_running_, opt_.seed));
+        "simulation stalled: {} transactions in flight, {} of {} started, cut running: {} (seed {}){}", inflight_,
+        started_, opt_.txs, cut_running_, opt_.seed, pending));
   }
   for (auto& n : nodes_) {
     if (Status st = n->Close(); !st.ok()) return st;
   }
+  // The final counts come from the history, which knows the outcome of
+  // transactions whose near node crashed.
+  for (const auto& c : history_.committed) {
+    if (c.load) continue;
+    ++sum_.committed;
+    ++(c.one_phase ? sum_.committed_1pc : sum_.committed_2pc);
+  }
+  for (const TxId& id : began_) {
+    if (!committed_ids_.count(id)) history_.rolled_back.push_back(id);
+  }
+  sum_.rolled_back = opt_.txs - std::min<uint64_t>(opt_.txs, sum_.committed);
   std::error_code ec;
   for (auto it = std::filesystem::recursive_directory_iterator(opt_.dir, ec);
        !ec && it != std::filesystem::recursive_directory_iterator(); it.increment(ec)) {
     if (it->is_regular_file(ec)) sum_.wal_bytes += it->file_size(ec);
   }
   sum_.wall_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start).count();
+  sum_.cpu_seconds = static_cast<double>(std::clock() - cpu_start) / CLOCKS_PER_SEC;
   return Status::Ok();
 }
 
@@ -1233,7 +2148,58 @@ Status NormalizeOptions(ClusterOptions& opt) {
     return Status::InvalidArgument("network delays: need 1 <= min <= max");
   }
   if (opt.step_delay_max_us < 1) return Status::InvalidArgument("step delay: at least 1 us");
+  for (const CrashSpec& c : opt.crashes) {
+    if (c.node == kInitiator) {
+      return Status::InvalidArgument("--crash: node 0 is the cut initiator and cannot crash in this version");
+    }
+    if (c.node >= opt.nodes) {
+      return Status::InvalidArgument(fmt::format("--crash: node {} does not exist ({} nodes)", c.node, opt.nodes));
+    }
+  }
+  if (opt.random_crashes > 0 && opt.nodes < 2) {
+    return Status::InvalidArgument("--crashes: needs at least 2 nodes (node 0, the initiator, does not crash)");
+  }
+  if (opt.random_crashes > 1000) return Status::InvalidArgument("--crashes: at most 1000");
+  if (opt.restart_delay_us < 1) return Status::InvalidArgument("restart delay: at least 1 us");
   return Status::Ok();
+}
+
+namespace {
+bool ParseDuration(std::string_view s, uint64_t& us) {
+  uint64_t v = 0;
+  auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+  if (ec != std::errc() || p == s.data()) return false;
+  const std::string_view unit(p, static_cast<size_t>(s.data() + s.size() - p));
+  uint64_t mul = 1;
+  if (unit.empty() || unit == "us") mul = 1;
+  else if (unit == "ms") mul = 1000;
+  else if (unit == "s") mul = 1000000;
+  else return false;
+  if (v > UINT64_MAX / mul) return false;
+  us = v * mul;
+  return true;
+}
+}  // namespace
+
+bool ParseCrashSpec(std::string_view text, CrashSpec& out) {
+  const size_t at = text.find('@');
+  if (at == std::string_view::npos || at == 0) return false;
+  uint32_t node = 0;
+  auto [p, ec] = std::from_chars(text.data(), text.data() + at, node);
+  if (ec != std::errc() || p != text.data() + at) return false;
+  std::string_view rest = text.substr(at + 1);
+  std::string_view delay;
+  if (const size_t plus = rest.find('+'); plus != std::string_view::npos) {
+    delay = rest.substr(plus + 1);
+    rest = rest.substr(0, plus);
+    if (delay.empty()) return false;
+  }
+  CrashSpec c;
+  c.node = node;
+  if (!ParseDuration(rest, c.at_us)) return false;
+  if (!delay.empty() && (!ParseDuration(delay, c.restart_delay_us) || c.restart_delay_us == 0)) return false;
+  out = c;
+  return true;
 }
 
 walfmt::Result<RunResult> RunCluster(ClusterOptions opt) {

@@ -17,6 +17,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "node/workload.h"
@@ -28,8 +29,10 @@ namespace walcut::node {
 struct CrashSpec {
   uint32_t node = 0;
   uint64_t at_us = 0;              // virtual time of the crash
-  uint64_t restart_delay_us = 0;   // 0: default delay
+  uint64_t restart_delay_us = 0;   // 0: ClusterOptions::restart_delay_us
 };
+// "NODE@TIME[+DELAY]", times in microseconds or with a unit (us, ms, s).
+bool ParseCrashSpec(std::string_view text, CrashSpec& out);
 
 struct ClusterOptions {
   std::string dir;                 // must not exist or be empty
@@ -52,6 +55,13 @@ struct ClusterOptions {
   uint64_t step_delay_max_us = 40;
   uint32_t slow_message_per_million = 50000;  // 5 % of messages take up to 10x net_delay_max_us
   bool keep_history = true;        // keep the committed writes in History (tests)
+
+  // Faults. The initiator (node 0) never crashes in this version.
+  std::vector<CrashSpec> crashes;  // explicit crash schedule
+  uint32_t random_crashes = 0;     // crashes drawn from the seed, spread over the workload
+  uint64_t restart_delay_us = 5000;     // default time a crashed node stays down
+  uint64_t detect_delay_max_us = 1000;  // failure detection: other nodes learn of a crash within this
+  uint64_t recovery_retry_us = 3000;    // the recovery protocol asks again after this
 };
 
 // One committed transaction as the simulator saw it decided.
@@ -63,6 +73,7 @@ struct CommittedTx {
   std::vector<uint32_t> participants;     // sorted node ids
   std::vector<walfmt::Write> writes;      // all writes (empty without keep_history)
   uint64_t decided_us = 0;
+  bool recovered = false;                 // first committed by the recovery protocol
 };
 
 struct History {
@@ -87,12 +98,20 @@ struct RunSummary {
   uint64_t after = 0;
   uint64_t after_commit_before_start = 0;  // rule 5: `after` tx whose TX_COMMIT precedes CUT_START
   uint64_t before_commit_after_start = 0;  // rule 5: `before` tx whose TX_COMMIT follows CUT_START
+  uint64_t crashes = 0;
+  uint64_t restarts = 0;
+  uint64_t lost_at_near = 0;       // transactions whose near node crashed (outcome settled by recovery)
+  uint64_t recovered_commits = 0;  // TX_COMMIT records written by the recovery protocol
+  uint64_t recovered_rollbacks = 0;
+  uint64_t cut_aborts = 0;         // CUT_ABORT records
+  uint64_t stuck_recoveries = 0;   // recoveries started by the timeout rather than a failure notice
   uint64_t messages = 0;
   uint64_t events = 0;
   uint64_t records = 0;
   uint64_t wal_bytes = 0;
   uint64_t sim_time_us = 0;
   double wall_seconds = 0;
+  double cpu_seconds = 0;          // process CPU time of the run (a fairer speed measure on a busy machine)
   int64_t initial_bank_total = 0;
 };
 
