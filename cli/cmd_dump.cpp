@@ -1,4 +1,5 @@
 // walcut dump PATH...: one line per record, in the spirit of pg_waldump.
+#include <charconv>
 #include <cstdio>
 #include <memory>
 #include <set>
@@ -43,6 +44,36 @@ class Out {
  private:
   fmt::memory_buffer buf_;
 };
+
+void AppendPadded(std::string& out, std::string_view text, size_t width, bool right) {
+  if (right && text.size() < width) out.append(width - text.size(), ' ');
+  out += text;
+  if (!right && text.size() < width) out.append(width - text.size(), ' ');
+}
+
+// "SEG/OFFSET" in upper-case hex, the offset zero-padded to 8 digits.
+std::string_view LsnText(const walfmt::Lsn& l, char (&buf)[40]) {
+  static constexpr char kDigits[] = "0123456789ABCDEF";
+  char* p = buf;
+  char tmp[16];
+  int n = 0;
+  uint64_t seg = l.segment;
+  do {
+    tmp[n++] = kDigits[seg & 0xF];
+    seg >>= 4;
+  } while (seg != 0);
+  while (n > 0) *p++ = tmp[--n];
+  *p++ = '/';
+  uint64_t off = l.offset;
+  n = 0;
+  do {
+    tmp[n++] = kDigits[off & 0xF];
+    off >>= 4;
+  } while (off != 0);
+  for (int i = n; i < 8; ++i) *p++ = '0';
+  while (n > 0) *p++ = tmp[--n];
+  return std::string_view(buf, static_cast<size_t>(p - buf));
+}
 
 const walfmt::TxId* TxOf(const walfmt::Record& r) {
   return std::visit(
@@ -179,6 +210,8 @@ int RunDump(const DumpOptions& o) {
   const std::set<uint32_t> nodes(o.nodes.begin(), o.nodes.end());
   uint64_t printed = 0;
   bool limit_hit = false;
+  std::string line, tx_buf;
+  char lsn_buf[40];
   for (const NodeWal& n : in->nodes) {
     if (!nodes.empty() && (!n.node_id || nodes.count(*n.node_id) == 0)) continue;
     if (limit_hit) break;
@@ -226,9 +259,32 @@ int RunDump(const DumpOptions& o) {
         out.buf().append(s.data(), s.data() + s.size());
         out.buf().push_back('\n');
       } else {
-        fmt::format_to(std::back_inserter(out.buf()), "node {} {:>18} {:<11} len {:>6}  tx {:<12} {}\n", node_label,
-                       v.lsn.ToString(), walfmt::RecordTypeName(v.type), v.size(),
-                       t ? t->ToString() : std::string("-"), walfmt::Describe(*rec, o.max_bytes));
+        // Built by hand: a format-string parse per record would dominate.
+        line.clear();
+        line += "node ";
+        line += node_label;
+        line.push_back(' ');
+        AppendPadded(line, LsnText(v.lsn, lsn_buf), 18, /*right=*/true);
+        line.push_back(' ');
+        AppendPadded(line, walfmt::RecordTypeName(v.type), 11, false);
+        line += " len ";
+        char num[24];
+        const auto nr = std::to_chars(num, num + sizeof(num), v.size());
+        AppendPadded(line, std::string_view(num, static_cast<size_t>(nr.ptr - num)), 6, true);
+        line += "  tx ";
+        if (t != nullptr) {
+          tx_buf.clear();
+          tx_buf += std::to_string(t->node);
+          tx_buf.push_back(':');
+          tx_buf += std::to_string(t->seq);
+          AppendPadded(line, tx_buf, 12, false);
+        } else {
+          AppendPadded(line, "-", 12, false);
+        }
+        line.push_back(' ');
+        walfmt::AppendDescription(line, *rec, o.max_bytes);
+        line.push_back('\n');
+        out.buf().append(line.data(), line.data() + line.size());
       }
       out.MaybeFlush();
       if (o.limit != 0 && ++printed >= o.limit) {

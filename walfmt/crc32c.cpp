@@ -41,10 +41,21 @@ __attribute__((target("sse4.2"))) uint32_t ExtendHw(uint32_t crc, const uint8_t*
     n -= 8;
   }
   uint32_t c32 = static_cast<uint32_t>(c);
-  while (n > 0) {
-    c32 = _mm_crc32_u8(c32, *p++);
-    --n;
+  if (n >= 4) {
+    uint32_t w;
+    std::memcpy(&w, p, 4);
+    c32 = _mm_crc32_u32(c32, w);
+    p += 4;
+    n -= 4;
   }
+  if (n >= 2) {
+    uint16_t w;
+    std::memcpy(&w, p, 2);
+    c32 = _mm_crc32_u16(c32, w);
+    p += 2;
+    n -= 2;
+  }
+  if (n > 0) c32 = _mm_crc32_u8(c32, *p);
   return ~c32;
 }
 

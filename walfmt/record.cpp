@@ -320,82 +320,168 @@ Result<Record> DecodePayload(RecordType type, std::span<const uint8_t> payload) 
   return rec;
 }
 
+namespace {
+
+// Hand-rolled appenders: `walcut dump` formats millions of records a second,
+// and a format-string parse per field costs more than the rest of the work.
+void AppendU64(std::string& out, uint64_t v) {
+  char buf[24];
+  const auto r = std::to_chars(buf, buf + sizeof(buf), v);
+  out.append(buf, r.ptr);
+}
+void AppendHex64(std::string& out, uint64_t v) {
+  static constexpr char kDigits[] = "0123456789abcdef";
+  char buf[16];
+  for (int i = 15; i >= 0; --i) {
+    buf[i] = kDigits[v & 0xF];
+    v >>= 4;
+  }
+  out.append(buf, 16);
+}
+void AppendTx(std::string& out, const TxId& t) {
+  AppendU64(out, t.node);
+  out.push_back(':');
+  AppendU64(out, t.seq);
+}
+void AppendTxList(std::string& out, const std::vector<TxId>& v, size_t limit) {
+  for (size_t i = 0; i < v.size() && i < limit; ++i) {
+    if (i) out.push_back(',');
+    AppendTx(out, v[i]);
+  }
+  if (v.size() > limit) {
+    out += ",...(+";
+    AppendU64(out, v.size() - limit);
+    out.push_back(')');
+  }
+}
+void AppendNodes(std::string& out, const std::vector<uint32_t>& v) {
+  for (size_t i = 0; i < v.size(); ++i) {
+    if (i) out.push_back(',');
+    AppendU64(out, v[i]);
+  }
+}
+void AppendTxFlags(std::string& out, uint16_t f) {
+  if (f & kTxFlagOnePhase) out += " 1pc";
+  if (f & kTxFlagRecovered) out += " recovered";
+}
+void AppendCutTime(std::string& out, uint64_t cut, uint64_t time_us) {
+  out += "cut ";
+  AppendU64(out, cut);
+  out += " time ";
+  AppendU64(out, time_us);
+  out += "us";
+}
+
+}  // namespace
+
+void AppendPrintable(std::string& out, std::string_view bytes, size_t max_bytes) {
+  static constexpr char kDigits[] = "0123456789abcdef";
+  const size_t n = (max_bytes == 0 || bytes.size() <= max_bytes) ? bytes.size() : max_bytes;
+  auto plain = [](unsigned char c) { return c >= 0x20 && c < 0x7F && c != '\\'; };
+  size_t i = 0;
+  while (i < n) {
+    size_t j = i;
+    while (j < n && plain(static_cast<unsigned char>(bytes[j]))) ++j;
+    out.append(bytes.data() + i, j - i);  // a run of plain bytes at once
+    if (j == n) break;
+    const auto c = static_cast<unsigned char>(bytes[j]);
+    const char esc[4] = {'\\', 'x', kDigits[c >> 4], kDigits[c & 0xF]};
+    out.append(esc, 4);
+    i = j + 1;
+  }
+  if (n < bytes.size()) {
+    out += "...(+";
+    AppendU64(out, bytes.size() - n);
+    out.push_back(')');
+  }
+}
+
 std::string Printable(std::string_view bytes, size_t max_bytes) {
   std::string out;
-  const size_t n = (max_bytes == 0 || bytes.size() <= max_bytes) ? bytes.size() : max_bytes;
-  for (size_t i = 0; i < n; ++i) {
-    const auto c = static_cast<unsigned char>(bytes[i]);
-    if (c >= 0x20 && c < 0x7F && c != '\\') {
-      out.push_back(static_cast<char>(c));
-    } else {
-      out += fmt::format("\\x{:02x}", c);
-    }
-  }
-  if (n < bytes.size()) out += fmt::format("...(+{})", bytes.size() - n);
+  AppendPrintable(out, bytes, max_bytes);
   return out;
 }
 
-namespace {
-std::string JoinTx(const std::vector<TxId>& v, size_t limit) {
-  std::string s;
-  for (size_t i = 0; i < v.size() && i < limit; ++i) {
-    if (i) s += ',';
-    s += v[i].ToString();
-  }
-  if (v.size() > limit) s += fmt::format(",...(+{})", v.size() - limit);
-  return s;
-}
-std::string JoinNodes(const std::vector<uint32_t>& v) {
-  std::string s;
-  for (size_t i = 0; i < v.size(); ++i) s += fmt::format("{}{}", i ? "," : "", v[i]);
-  return s;
-}
-std::string TxFlags(uint16_t f) {
-  std::string s;
-  if (f & kTxFlagOnePhase) s += " 1pc";
-  if (f & kTxFlagRecovered) s += " recovered";
-  return s;
-}
-}  // namespace
-
-std::string Describe(const Record& rec, size_t max_bytes) {
-  return std::visit(
-      [&](const auto& r) -> std::string {
+void AppendDescription(std::string& out, const Record& rec, size_t max_bytes) {
+  std::visit(
+      [&](const auto& r) {
         using T = std::decay_t<decltype(r)>;
         if constexpr (std::is_same_v<T, TxData>) {
-          std::string s = fmt::format("writes {}:", r.writes.size());
+          out += "writes ";
+          AppendU64(out, r.writes.size());
+          out.push_back(':');
           const size_t shown = max_bytes == 0 ? r.writes.size() : std::min<size_t>(r.writes.size(), 8);
           for (size_t i = 0; i < shown; ++i) {
             const Write& w = r.writes[i];
             if (w.op == WriteOp::kDelete) {
-              s += fmt::format(" del {}", Printable(w.key, max_bytes));
+              out += " del ";
+              AppendPrintable(out, w.key, max_bytes);
             } else {
-              s += fmt::format(" {}={}", Printable(w.key, max_bytes), Printable(w.value, max_bytes));
+              out.push_back(' ');
+              AppendPrintable(out, w.key, max_bytes);
+              out.push_back('=');
+              AppendPrintable(out, w.value, max_bytes);
             }
           }
-          if (shown < r.writes.size()) s += fmt::format(" ...(+{} writes)", r.writes.size() - shown);
-          return s;
+          if (shown < r.writes.size()) {
+            out += " ...(+";
+            AppendU64(out, r.writes.size() - shown);
+            out += " writes)";
+          }
         } else if constexpr (std::is_same_v<T, TxPrepare>) {
-          return fmt::format("participants {}", JoinNodes(r.participants));
+          out += "participants ";
+          AppendNodes(out, r.participants);
         } else if constexpr (std::is_same_v<T, TxCommit>) {
-          return fmt::format("marker {} participants {}{}", r.marker, JoinNodes(r.participants), TxFlags(r.flags));
+          out += "marker ";
+          AppendU64(out, r.marker);
+          out += " participants ";
+          AppendNodes(out, r.participants);
+          AppendTxFlags(out, r.flags);
         } else if constexpr (std::is_same_v<T, TxRollback>) {
-          return fmt::format("participants {}{}", JoinNodes(r.participants), TxFlags(r.flags));
+          out += "participants ";
+          AppendNodes(out, r.participants);
+          AppendTxFlags(out, r.flags);
         } else if constexpr (std::is_same_v<T, CutStart>) {
-          return fmt::format("cut {} time {}us", r.cut_id, r.time_us);
+          AppendCutTime(out, r.cut_id, r.time_us);
         } else if constexpr (std::is_same_v<T, CutFinish>) {
-          return fmt::format("cut {} time {}us before {} [{}] after {} [{}]", r.cut_id, r.time_us, r.before.size(),
-                             JoinTx(r.before, 8), r.after.size(), JoinTx(r.after, 8));
+          AppendCutTime(out, r.cut_id, r.time_us);
+          out += " before ";
+          AppendU64(out, r.before.size());
+          out += " [";
+          AppendTxList(out, r.before, 8);
+          out += "] after ";
+          AppendU64(out, r.after.size());
+          out += " [";
+          AppendTxList(out, r.after, 8);
+          out.push_back(']');
         } else if constexpr (std::is_same_v<T, CutAbort>) {
-          return fmt::format("cut {} time {}us reason {}: {}", r.cut_id, r.time_us, CutAbortReasonName(r.reason),
-                             Printable(r.detail, 0));
+          AppendCutTime(out, r.cut_id, r.time_us);
+          out += " reason ";
+          out += CutAbortReasonName(r.reason);
+          out += ": ";
+          AppendPrintable(out, r.detail, 0);
         } else if constexpr (std::is_same_v<T, Snapshot>) {
-          return fmt::format("name {} time {}us fingerprint {:016x}", Printable(r.name, 0), r.time_us, r.fingerprint);
+          out += "name ";
+          AppendPrintable(out, r.name, 0);
+          out += " time ";
+          AppendU64(out, r.time_us);
+          out += "us fingerprint ";
+          AppendHex64(out, r.fingerprint);
         } else {
-          return fmt::format("incarnation {} time {}us", r.incarnation, r.time_us);
+          out += "incarnation ";
+          AppendU64(out, r.incarnation);
+          out += " time ";
+          AppendU64(out, r.time_us);
+          out += "us";
         }
       },
       rec);
+}
+
+std::string Describe(const Record& rec, size_t max_bytes) {
+  std::string out;
+  AppendDescription(out, rec, max_bytes);
+  return out;
 }
 
 }  // namespace walfmt

@@ -151,8 +151,13 @@ Result<Record> DecodePayload(RecordType type, std::span<const uint8_t> payload);
 // shortened to `max_bytes` each (0 = no limit).
 std::string Describe(const Record& r, size_t max_bytes = 32);
 
-// Escapes a key or value for printing: printable ASCII as is, other bytes as
-// \xNN; longer than max_bytes (0 = no limit) ends in "...(+N)".
+// Escapes a key or value for printing: printable ASCII as is, other bytes
+// (and the backslash) as \xNN; longer than max_bytes (0 = no limit) ends in
+// "...(+N)".
 std::string Printable(std::string_view bytes, size_t max_bytes);
+
+// The same two, appending to `out` (no temporary strings: the dump hot path).
+void AppendPrintable(std::string& out, std::string_view bytes, size_t max_bytes);
+void AppendDescription(std::string& out, const Record& r, size_t max_bytes = 32);
 
 }  // namespace walfmt

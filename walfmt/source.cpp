@@ -48,6 +48,11 @@ class MmapSource final : public ByteSource {
     released_ = end;
   }
   std::optional<uint64_t> size() const override { return size_; }
+  bool Contiguous(const uint8_t*& base, uint64_t& size) const override {
+    base = base_;
+    size = size_;
+    return true;
+  }
 
  private:
   const uint8_t* base_;
@@ -69,6 +74,11 @@ class MemSource final : public ByteSource {
     return Status::Ok();
   }
   std::optional<uint64_t> size() const override { return d_.size(); }
+  bool Contiguous(const uint8_t*& base, uint64_t& size) const override {
+    base = d_.data();
+    size = d_.size();
+    return true;
+  }
 
  private:
   std::span<const uint8_t> d_;

@@ -26,6 +26,14 @@ class ByteSource {
   virtual void Release(uint64_t offset) { (void)offset; }
   // Total size when known up front (plain files, buffers).
   virtual std::optional<uint64_t> size() const = 0;
+  // The whole data as one readable range, when the source has it (a map, a
+  // buffer): readers then walk it without a call per record. Release() still
+  // applies.
+  virtual bool Contiguous(const uint8_t*& base, uint64_t& size) const {
+    (void)base;
+    (void)size;
+    return false;
+  }
 };
 
 // Opens a segment file read-only. `compressed` selects the zstd decoder.
