@@ -43,6 +43,16 @@ bool ParseSize(const std::string& s, uint64_t& out) {
   return true;
 }
 
+nlohmann::json SnapshotsJson(const node::RunResult& r) {
+  nlohmann::json a = nlohmann::json::array();
+  for (const auto& sn : r.snapshots) {
+    nlohmann::json pos = nlohmann::json::array();
+    for (const auto& l : sn.wal_position) pos.push_back(l.ToString());
+    a.push_back({{"name", sn.name}, {"at_tx", sn.at_tx}, {"time_us", sn.time_us}, {"wal_positions", pos}});
+  }
+  return a;
+}
+
 nlohmann::json SummaryJson(const node::RunResult& r) {
   const auto& s = r.summary;
   const auto& o = r.options;
@@ -83,7 +93,8 @@ nlohmann::json SummaryJson(const node::RunResult& r) {
             {"virtual_time_us", s.sim_time_us},
             {"wall_seconds", s.wall_seconds},
             {"cpu_seconds", s.cpu_seconds}}},
-          {"initial_bank_total", s.initial_bank_total}};
+          {"initial_bank_total", s.initial_bank_total},
+          {"full_snapshots", SnapshotsJson(r)}};
 }
 
 void PrintSummary(const node::RunResult& r) {
@@ -104,6 +115,10 @@ void PrintSummary(const node::RunResult& r) {
     fmt::print("faults: {} crashes, {} restarts; {} transactions lost their near node; recovery committed {} and "
                "rolled back {} copies; {} CUT_ABORT records\n",
                s.crashes, s.restarts, s.lost_at_near, s.recovered_commits, s.recovered_rollbacks, s.cut_aborts);
+  }
+  for (const auto& sn : r.snapshots) {
+    fmt::print("full snapshot {}: after {} transactions, at {:.3f} s, files in {}/snapshots/{}/\n", sn.name, sn.at_tx,
+               static_cast<double>(sn.time_us) / 1e6, o.dir, sn.name);
   }
   if (s.initial_bank_total != 0) fmt::print("bank total: {}\n", s.initial_bank_total);
   const double txs = static_cast<double>(s.committed + s.rolled_back);
@@ -169,6 +184,8 @@ void RegisterRun(CLI::App& root, Registry& reg) {
   sub->add_option("--ring-keys", c.workload.ring, "Keys in the cycle workload's ring (default 1000)");
   sub->add_option("--crash", opts->crashes,
                   "Crash NODE at virtual TIME, restart after DELAY: NODE@TIME[+DELAY], e.g. 2@40ms+5ms (repeatable)");
+  sub->add_option("--full-snapshot-at", c.full_snapshot_at_tx,
+                  "Take a full snapshot (transactions quiesced) after this many workload transactions started");
   sub->add_option("--crashes", c.random_crashes, "Random crashes drawn from the seed (nodes other than 0)");
   AddFormatOption(sub, opts->format);
   reg.Add(sub, [opts, cuts, every] {

@@ -40,6 +40,7 @@
 #include <nlohmann/json.hpp>
 
 #include "node/rng.h"
+#include "node/snapshot.h"
 #include "node/topology.h"
 #include "walfmt/reader.h"
 #include "walfmt/segment.h"
@@ -199,6 +200,11 @@ class Node {
   // resolve undecided transactions, learn the current cut from the initiator.
   Status Restart(const walfmt::WriterOptions& wo);
   void OnNodeFailed(uint32_t x);
+  // Quiesced: no transaction is open here.
+  bool Idle() const { return local_.empty() && near_.empty() && in_doubt_.empty(); }
+  // Writes the SNAPSHOT record and the snapshot file (transactions quiesced).
+  Status TakeSnapshot(const std::string& name, const std::string& path, uint64_t cluster_id, walfmt::Lsn& at,
+                      uint64_t& fingerprint);
 
   uint32_t id() const { return id_; }
   // What is unfinished here, for the "simulation stalled" error.
@@ -385,6 +391,7 @@ class Cluster {
     RunResult r;
     r.summary = sum_;
     r.history = std::move(history_);
+    r.snapshots = snapshots_;
     r.options = opt_;
     return r;
   }
@@ -421,7 +428,8 @@ class Cluster {
   void MaybeStartCut();
   void CrashNode(uint32_t n, uint64_t restart_delay_us);
   void ScheduleCrashes();
-  Status WriteClusterJson() const;
+  void TrySnapshot();
+  Status WriteClusterJson(bool complete) const;
 
   ClusterOptions opt_;
   Topology topo_;
@@ -444,6 +452,11 @@ class Cluster {
   uint64_t committed_since_cut_ = 0;
   bool cut_running_ = false;
   uint64_t next_cut_ = 1;
+  std::vector<SnapshotTaken> snapshots_;
+  bool quiescing_ = false;       // a full snapshot is waiting for the cluster to be idle
+  bool snapshot_done_ = false;
+  uint32_t snapshot_waits_ = 0;
+  uint64_t cluster_id_ = 0;
   std::vector<std::pair<uint64_t, uint32_t>> crash_at_tx_;  // random crashes: (started count, node), sorted
   size_t next_crash_ = 0;
 };
@@ -1198,6 +1211,27 @@ void Node::OnDecided1pc(const Msg& m) {
   Post([this, id] { CommitStep(id); });
 }
 
+// ---- full snapshot
+
+Status Node::TakeSnapshot(const std::string& name, const std::string& path, uint64_t cluster_id, walfmt::Lsn& at,
+                          uint64_t& fingerprint) {
+  SnapshotFile f;
+  f.node_id = id_;
+  f.cluster_id = cluster_id;
+  f.name = name;
+  f.time_us = c_.now();
+  f.entries.insert(kv_.begin(), kv_.end());
+  fingerprint = StateFingerprint(f.entries);
+  wal_->set_time_us(c_.now());
+  auto lsn = wal_->Append(walfmt::Snapshot{name, c_.now(), fingerprint});
+  if (!lsn.ok()) return lsn.status();
+  ++c_.sum().records;
+  Sync();
+  at = *lsn;
+  f.wal_position = at;
+  return WriteSnapshotFile(path, f);
+}
+
 // ---- failures and recovery
 
 std::pair<uint32_t, uint32_t> Node::Crash() {
@@ -1890,6 +1924,12 @@ void Cluster::FillSlots() {
       StartTx(MakeLoadProgram(std::move(loads_[loads_started_++])), true);
     } else if (loads_done_ < loads_.size()) {
       break;  // the workload starts on the loaded cluster
+    } else if (quiescing_) {
+      break;
+    } else if (opt_.full_snapshot_at_tx > 0 && !snapshot_done_ && started_ >= opt_.full_snapshot_at_tx) {
+      quiescing_ = true;
+      PostDriver(100, [this] { TrySnapshot(); });
+      break;
     } else if (started_ < opt_.txs) {
       ++started_;
       while (next_crash_ < crash_at_tx_.size() && crash_at_tx_[next_crash_].first <= started_) {
@@ -1906,7 +1946,7 @@ void Cluster::FillSlots() {
 
 void Cluster::MaybeStartCut() {
   if (cut_running_ || next_cut_ > opt_.cuts || committed_since_cut_ < opt_.cut_every) return;
-  if (loads_done_ < loads_.size()) return;
+  if (loads_done_ < loads_.size() || quiescing_) return;
   // A cut with a node down or still recovering could not be consistent: wait.
   for (uint32_t n = 0; n < opt_.nodes; ++n) {
     if (!nodes_[n]->alive() || !cut_ready_[n]) return;
@@ -1960,6 +2000,47 @@ void Cluster::CrashNode(uint32_t n, uint64_t restart_delay_us) {
   FillSlots();
 }
 
+// The full snapshot is taken with transactions quiesced, as Ignite does under
+// partition-map exchange: nothing in flight anywhere, no cut running, every
+// node up. Then every node writes its state in the same event.
+void Cluster::TrySnapshot() {
+  if (failed()) return;
+  bool idle = inflight_ == 0 && !cut_running_;
+  for (const auto& n : nodes_) idle = idle && n->ready() && n->Idle();
+  if (!idle) {
+    constexpr uint32_t kMaxWaits = 100000;  // 50 s of virtual time
+    if (++snapshot_waits_ > kMaxWaits) {
+      return Fail(Status::Internal(fmt::format("full snapshot: the cluster never became idle (seed {})", opt_.seed)));
+    }
+    PostDriver(500, [this] { TrySnapshot(); });
+    return;
+  }
+  SnapshotTaken snap;
+  snap.name = fmt::format("full-{}", started_);
+  snap.at_tx = started_;
+  snap.time_us = sched_.now();
+  const std::string dir = fmt::format("{}/snapshots/{}", opt_.dir, snap.name);
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec) return Fail(Status::Io(fmt::format("{}: cannot create: {}", dir, ec.message())));
+  for (auto& n : nodes_) {
+    walfmt::Lsn at;
+    uint64_t fp = 0;
+    if (Status st = n->TakeSnapshot(snap.name, fmt::format("{}/node-{}.snap", dir, n->id()), cluster_id_, at, fp);
+        !st.ok()) {
+      return Fail(st);
+    }
+    snap.wal_position.push_back(at);
+    snap.fingerprint.push_back(fp);
+  }
+  snapshots_.push_back(std::move(snap));
+  ++sum_.snapshots;
+  snapshot_done_ = true;
+  quiescing_ = false;
+  MaybeStartCut();
+  FillSlots();
+}
+
 void Cluster::ScheduleCrashes() {
   for (const CrashSpec& c : opt_.crashes) {
     const uint64_t delay = c.restart_delay_us ? c.restart_delay_us : opt_.restart_delay_us;
@@ -1978,7 +2059,7 @@ void Cluster::ScheduleCrashes() {
   }
 }
 
-Status Cluster::WriteClusterJson() const {
+Status Cluster::WriteClusterJson(bool complete) const {
   using nlohmann::json;
   json j;
   j["format"] = "walcut-cluster";
@@ -2021,6 +2102,34 @@ Status Cluster::WriteClusterJson() const {
   j["parameters"] = params;
   j["initial_bank_total"] = InitialBankTotal(opt_.workload);
   j["base"] = "genesis";  // the empty cluster at creation
+  json snaps = json::array();
+  for (const auto& sn : snapshots_) {
+    json e;
+    e["name"] = sn.name;
+    e["dir"] = "snapshots/" + sn.name;
+    e["at_tx"] = sn.at_tx;
+    e["time_us"] = sn.time_us;
+    json per = json::array();
+    for (size_t i = 0; i < sn.wal_position.size(); ++i) {
+      per.push_back({{"node", i},
+                     {"file", fmt::format("node-{}.snap", i)},
+                     {"wal_position", sn.wal_position[i].ToString()},
+                     {"fingerprint", fmt::format("{:016x}", sn.fingerprint[i])}});
+    }
+    e["nodes"] = per;
+    snaps.push_back(e);
+  }
+  j["full_snapshots"] = snaps;
+  j["snapshot_format_version"] = kSnapshotVersion;
+  json faults;
+  json crashes = json::array();
+  for (const auto& c : opt_.crashes) {
+    crashes.push_back({{"node", c.node}, {"at_us", c.at_us}, {"restart_delay_us", c.restart_delay_us}});
+  }
+  faults["crashes"] = crashes;
+  faults["random_crashes"] = opt_.random_crashes;
+  j["faults"] = faults;
+  j["complete"] = complete;
   const std::string path = opt_.dir + "/cluster.json";
   std::ofstream out(path, std::ios::binary | std::ios::trunc);
   out << j.dump(2) << '\n';
@@ -2047,7 +2156,7 @@ Status Cluster::Run() {
     if (Status st = nodes_[i]->Open(wo); !st.ok()) return st;
   }
   if (failed()) return error_;
-  if (Status st = WriteClusterJson(); !st.ok()) return st;
+  if (Status st = WriteClusterJson(false); !st.ok()) return st;
 
   // The initial data, grouped by primary node so each load is one-phase.
   std::map<uint32_t, std::vector<Write>> by_primary;
@@ -2110,6 +2219,9 @@ Status Cluster::Run() {
     if (!committed_ids_.count(id)) history_.rolled_back.push_back(id);
   }
   sum_.rolled_back = opt_.txs - std::min<uint64_t>(opt_.txs, sum_.committed);
+  // Rewritten now that the snapshots are known; "complete": false marks a run
+  // that stopped early.
+  if (Status st = WriteClusterJson(true); !st.ok()) return st;
   std::error_code ec;
   for (auto it = std::filesystem::recursive_directory_iterator(opt_.dir, ec);
        !ec && it != std::filesystem::recursive_directory_iterator(); it.increment(ec)) {
@@ -2158,6 +2270,10 @@ Status NormalizeOptions(ClusterOptions& opt) {
   }
   if (opt.random_crashes > 0 && opt.nodes < 2) {
     return Status::InvalidArgument("--crashes: needs at least 2 nodes (node 0, the initiator, does not crash)");
+  }
+  if (opt.full_snapshot_at_tx > opt.txs) {
+    return Status::InvalidArgument(
+        fmt::format("--full-snapshot-at {}: beyond the {} workload transactions", opt.full_snapshot_at_tx, opt.txs));
   }
   if (opt.random_crashes > 1000) return Status::InvalidArgument("--crashes: at most 1000");
   if (opt.restart_delay_us < 1) return Status::InvalidArgument("restart delay: at least 1 us");

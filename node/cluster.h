@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "node/workload.h"
+#include "walfmt/lsn.h"
 #include "walfmt/record.h"
 #include "walfmt/status.h"
 
@@ -55,6 +56,10 @@ struct ClusterOptions {
   uint64_t step_delay_max_us = 40;
   uint32_t slow_message_per_million = 50000;  // 5 % of messages take up to 10x net_delay_max_us
   bool keep_history = true;        // keep the committed writes in History (tests)
+  // Full snapshot: when this many workload transactions have started, stop
+  // starting new ones, wait until nothing is in flight, and have every node
+  // write DIR/snapshots/<name>/node-<i>.snap and a SNAPSHOT record. 0: none.
+  uint64_t full_snapshot_at_tx = 0;
 
   // Faults. The initiator (node 0) never crashes in this version.
   std::vector<CrashSpec> crashes;  // explicit crash schedule
@@ -104,6 +109,7 @@ struct RunSummary {
   uint64_t recovered_commits = 0;  // TX_COMMIT records written by the recovery protocol
   uint64_t recovered_rollbacks = 0;
   uint64_t cut_aborts = 0;         // CUT_ABORT records
+  uint64_t snapshots = 0;          // full snapshots taken
   uint64_t stuck_recoveries = 0;   // recoveries started by the timeout rather than a failure notice
   uint64_t messages = 0;
   uint64_t events = 0;
@@ -115,9 +121,18 @@ struct RunSummary {
   int64_t initial_bank_total = 0;
 };
 
+struct SnapshotTaken {
+  std::string name;                 // snapshots/<name>/node-<i>.snap
+  uint64_t at_tx = 0;               // workload transactions started before it
+  uint64_t time_us = 0;
+  std::vector<walfmt::Lsn> wal_position;   // by node: the SNAPSHOT record
+  std::vector<uint64_t> fingerprint;       // by node
+};
+
 struct RunResult {
   RunSummary summary;
   History history;
+  std::vector<SnapshotTaken> snapshots;
   ClusterOptions options;          // with defaults filled in
 };
 

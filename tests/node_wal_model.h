@@ -24,6 +24,7 @@ using walfmt::TxId;
 
 struct NodeLog {
   std::vector<walfmt::Record> recs;  // in WAL order
+  std::vector<walfmt::Lsn> lsns;     // position of each
   std::vector<std::string> problems;
   bool failed = false;
 };
@@ -48,6 +49,7 @@ inline NodeLog ReadNodeLog(const std::string& dir, uint32_t node) {
           return false;
         }
         log.recs.push_back(std::move(rec.value()));
+        log.lsns.push_back(v.lsn);
         return true;
       },
       sink);
@@ -127,12 +129,13 @@ inline std::set<TxId> NaiveMembers(const NodeView& v, uint64_t k) {
 }
 
 // Replays the node's WAL, applying the data of exactly `members` at their
-// commit records.
-inline std::map<std::string, std::string> RestoreNode(const NodeView& v, const std::set<TxId>& members) {
+// commit records, on top of `base`.
+inline std::map<std::string, std::string> RestoreNode(const NodeView& v, const std::set<TxId>& members,
+                                                      std::map<std::string, std::string> base = {}) {
   std::vector<std::pair<size_t, TxId>> order;
   for (const auto& tx : members) order.emplace_back(v.commit_pos.at(tx), tx);
   std::sort(order.begin(), order.end());
-  std::map<std::string, std::string> state;
+  std::map<std::string, std::string> state = std::move(base);
   for (const auto& [pos, tx] : order) {
     auto it = v.data.find(tx);
     if (it == v.data.end()) continue;

@@ -1,0 +1,171 @@
+#include "node/snapshot.h"
+
+#include <cstring>
+#include <fstream>
+#include <iterator>
+
+#include <fmt/format.h>
+
+#include "walfmt/bytes.h"
+#include "walfmt/crc32c.h"
+#include "walfmt/segment.h"
+
+namespace walcut::node {
+namespace {
+
+constexpr char kMagic[8] = {'W', 'A', 'L', 'C', 'U', 'T', 'S', 'N'};
+constexpr char kTrailerMagic[4] = {'S', 'N', 'E', 'N'};
+constexpr size_t kMaxName = 255;
+
+void AppendEntries(std::string& out, const std::map<std::string, std::string>& entries) {
+  for (const auto& [k, v] : entries) {
+    walfmt::PutU16(out, static_cast<uint16_t>(k.size()));
+    out += k;
+    walfmt::PutU32(out, static_cast<uint32_t>(v.size()));
+    out += v;
+  }
+}
+
+uint64_t Fnv(std::string_view s) {
+  uint64_t h = 0xCBF29CE484222325ull;
+  for (unsigned char c : s) {
+    h ^= c;
+    h *= 0x100000001B3ull;
+  }
+  return h;
+}
+
+}  // namespace
+
+uint64_t StateFingerprint(const std::map<std::string, std::string>& entries) {
+  std::string body;
+  AppendEntries(body, entries);
+  return Fnv(body);
+}
+
+walfmt::Result<std::string> EncodeSnapshot(SnapshotFile& s) {
+  if (s.name.size() > kMaxName) {
+    return walfmt::Status::InvalidArgument(fmt::format("snapshot name of {} bytes exceeds {}", s.name.size(), kMaxName));
+  }
+  for (const auto& [k, v] : s.entries) {
+    if (k.size() > 0xFFFF || v.size() > 0xFFFFFFFFull) {
+      return walfmt::Status::InvalidArgument(fmt::format("snapshot entry with a {}-byte key is too large", k.size()));
+    }
+  }
+  std::string out;
+  out.append(kMagic, sizeof(kMagic));
+  walfmt::PutU16(out, kSnapshotVersion);
+  walfmt::PutU16(out, static_cast<uint16_t>(kSnapshotHeaderSize));
+  walfmt::PutU32(out, s.node_id);
+  walfmt::PutU64(out, s.cluster_id);
+  walfmt::PutU64(out, s.entries.size());
+  walfmt::PutU64(out, s.wal_position.segment);
+  walfmt::PutU64(out, s.wal_position.offset);
+  walfmt::PutU64(out, s.time_us);
+  walfmt::PutU16(out, static_cast<uint16_t>(s.name.size()));
+  walfmt::PutU16(out, 0);
+  walfmt::PutU32(out, walfmt::MaskCrc(walfmt::crc32c::Value(out.data(), 60)));
+  static_assert(kSnapshotHeaderSize == 64);
+  const size_t body_start = out.size();
+  out += s.name;
+  const size_t entries_start = out.size();
+  AppendEntries(out, s.entries);
+  s.fingerprint = Fnv(std::string_view(out).substr(entries_start));
+  const uint32_t body_crc = walfmt::MaskCrc(walfmt::crc32c::Value(out.data() + body_start, out.size() - body_start));
+  out.append(kTrailerMagic, sizeof(kTrailerMagic));
+  walfmt::PutU32(out, body_crc);
+  walfmt::PutU64(out, s.fingerprint);
+  return out;
+}
+
+walfmt::Result<SnapshotFile> DecodeSnapshot(const std::string& bytes) {
+  using walfmt::Status;
+  const auto* p = reinterpret_cast<const uint8_t*>(bytes.data());
+  if (bytes.size() < kSnapshotHeaderSize + kSnapshotTrailerSize) {
+    return Status::Corruption(fmt::format("snapshot of {} bytes is shorter than header and trailer ({})", bytes.size(),
+                                          kSnapshotHeaderSize + kSnapshotTrailerSize));
+  }
+  if (std::memcmp(p, kMagic, sizeof(kMagic)) != 0) return Status::Corruption("snapshot: bad magic at offset 0");
+  const uint32_t want = walfmt::MaskCrc(walfmt::crc32c::Value(p, 60));
+  const uint32_t have = walfmt::LoadU32(p + 60);
+  if (want != have) {
+    return Status::Corruption(fmt::format("snapshot: header checksum at offset 60: expected {:08x}, found {:08x}", want,
+                                          have));
+  }
+  if (walfmt::LoadU16(p + 8) != kSnapshotVersion) {
+    return Status::Corruption(fmt::format("snapshot: version {} at offset 8, expected {}", walfmt::LoadU16(p + 8),
+                                          kSnapshotVersion));
+  }
+  if (walfmt::LoadU16(p + 10) != kSnapshotHeaderSize) return Status::Corruption("snapshot: header size at offset 10");
+  SnapshotFile s;
+  s.node_id = walfmt::LoadU32(p + 12);
+  s.cluster_id = walfmt::LoadU64(p + 16);
+  const uint64_t count = walfmt::LoadU64(p + 24);
+  s.wal_position = walfmt::Lsn{walfmt::LoadU64(p + 32), walfmt::LoadU64(p + 40)};
+  s.time_us = walfmt::LoadU64(p + 48);
+  const size_t name_len = walfmt::LoadU16(p + 56);
+  const size_t end = bytes.size() - kSnapshotTrailerSize;
+  size_t at = kSnapshotHeaderSize;
+  if (name_len > kMaxName || at + name_len > end) return Status::Corruption("snapshot: name length at offset 56");
+  s.name.assign(bytes, at, name_len);
+  at += name_len;
+  const size_t entries_start = at;
+  // Each entry takes at least 6 bytes: never believe a count the bytes cannot hold.
+  if (count > (end - at) / 6) {
+    return Status::Corruption(fmt::format("snapshot: entry count {} cannot fit in {} bytes", count, end - at));
+  }
+  std::string prev;
+  for (uint64_t i = 0; i < count; ++i) {
+    if (at + 2 > end) return Status::Corruption(fmt::format("snapshot: entry {} cut short at offset {}", i, at));
+    const size_t kl = walfmt::LoadU16(p + at);
+    at += 2;
+    if (at + kl + 4 > end) return Status::Corruption(fmt::format("snapshot: key of entry {} overruns at offset {}", i, at));
+    std::string key(bytes, at, kl);
+    at += kl;
+    const uint64_t vl = walfmt::LoadU32(p + at);
+    at += 4;
+    if (vl > end - at) return Status::Corruption(fmt::format("snapshot: value of entry {} overruns at offset {}", i, at));
+    if (i > 0 && !(prev < key)) return Status::Corruption(fmt::format("snapshot: entry {} is out of order", i));
+    prev = key;
+    s.entries.emplace(std::move(key), std::string(bytes, at, vl));
+    at += vl;
+  }
+  if (at != end) return Status::Corruption(fmt::format("snapshot: {} unexpected bytes after the entries", end - at));
+  if (std::memcmp(p + end, kTrailerMagic, sizeof(kTrailerMagic)) != 0) {
+    return Status::Corruption(fmt::format("snapshot: bad trailer magic at offset {}", end));
+  }
+  const uint32_t body_want = walfmt::MaskCrc(walfmt::crc32c::Value(p + kSnapshotHeaderSize, end - kSnapshotHeaderSize));
+  const uint32_t body_have = walfmt::LoadU32(p + end + 4);
+  if (body_want != body_have) {
+    return Status::Corruption(fmt::format("snapshot: body checksum at offset {}: expected {:08x}, found {:08x}",
+                                          end + 4, body_want, body_have));
+  }
+  s.fingerprint = walfmt::LoadU64(p + end + 8);
+  const uint64_t fp = Fnv(std::string_view(bytes).substr(entries_start, end - entries_start));
+  if (fp != s.fingerprint) {
+    return Status::Corruption(fmt::format("snapshot: fingerprint at offset {}: expected {:016x}, found {:016x}", end + 8,
+                                          fp, s.fingerprint));
+  }
+  return s;
+}
+
+walfmt::Status WriteSnapshotFile(const std::string& path, SnapshotFile& s) {
+  auto bytes = EncodeSnapshot(s);
+  if (!bytes.ok()) return bytes.status();
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out.write(bytes->data(), static_cast<std::streamsize>(bytes->size()));
+  out.close();
+  if (!out) return walfmt::Status::Io(fmt::format("{}: cannot write", path));
+  return walfmt::Status::Ok();
+}
+
+walfmt::Result<SnapshotFile> ReadSnapshotFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return walfmt::Status::NotFound(fmt::format("{}: cannot open", path));
+  std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  auto s = DecodeSnapshot(bytes);
+  if (!s.ok()) return walfmt::Status::Corruption(fmt::format("{}: {}", path, s.status().message()));
+  return s;
+}
+
+}  // namespace walcut::node
