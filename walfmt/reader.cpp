@@ -166,10 +166,16 @@ SegmentScan ScanSegment(ByteSource& src, const SegmentFile& file, const ScanOpti
     if (sink) sink(p);
   };
   auto io_fail = [&](const Status& st, uint64_t offset) {
-    // A zstd frame that does not decode is damage to the file, not an I/O
-    // failure of this machine.
-    report(st.code() == ErrorCode::kCorruption ? ProblemKind::kCompression : ProblemKind::kIo, true, offset, 0,
-           st.message());
+    if (st.code() == ErrorCode::kCorruption) {
+      // A zstd frame that does not decode is damage to the file, not an I/O
+      // failure of this machine: the modes treat it like any other damage.
+      // Nothing after this point of the segment can be read.
+      report(ProblemKind::kCompression, true, offset, 0, st.message());
+      s.end = opt.mode == RecoveryMode::kSalvage ? SegmentEnd::kSalvaged : SegmentEnd::kDamaged;
+      s.damaged_to_end = true;
+      return;
+    }
+    report(ProblemKind::kIo, true, offset, 0, st.message());
     s.end = SegmentEnd::kIoError;
     s.failed = true;
   };
@@ -222,7 +228,10 @@ SegmentScan ScanSegment(ByteSource& src, const SegmentFile& file, const ScanOpti
     if (FailsRead(opt.mode, true)) s.failed = true;
   }
   if (!identity_ok && opt.mode != RecoveryMode::kSalvage) {
+    // Rejected before any record was read: no intact prefix here.
     s.end = SegmentEnd::kDamaged;
+    s.valid_end = 0;
+    s.last_end = 0;
     return s;
   }
 

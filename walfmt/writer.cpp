@@ -107,6 +107,13 @@ Result<std::unique_ptr<WalWriter>> WalWriter::Open(const WriterOptions& opt, uin
   if (!scan.header_ok || scan.failed) {
     return Status::Corruption(fmt::format("{}: cannot continue this WAL: its last segment is damaged", last.path));
   }
+  // Appending to another node's or cluster's log would chain foreign
+  // segments to it: refuse before touching the file.
+  if (scan.header.node_id != opt.node_id || scan.header.cluster_id != opt.cluster_id) {
+    return Status::InvalidArgument(fmt::format(
+        "{}: cannot continue this WAL: it belongs to node {} of cluster {:016x}, not node {} of cluster {:016x}",
+        last.path, scan.header.node_id, scan.header.cluster_id, opt.node_id, opt.cluster_id));
+  }
   if (last.compressed) {
     // Archived segments are never appended to: continue in a new one.
     if (Status st = w->StartSegment(last.index + 1, scan.valid_end, scan.last_record_crc); !st.ok()) return st;
