@@ -235,7 +235,9 @@ void CheckPlain(std::span<const uint8_t> bytes, const RunSpec& spec, const Trace
     Check(s.end == SegmentEnd::kBadHeader || s.end == SegmentEnd::kDamaged, "bad header, end not kBadHeader");
     return;
   }
-  Check(s.valid_end >= kSegmentHeaderSize, "valid_end inside the header");
+  // A segment rejected on its identity has no intact prefix (valid_end 0).
+  Check(s.valid_end >= kSegmentHeaderSize || (s.end == SegmentEnd::kDamaged && s.records == 0),
+        "valid_end inside the header");
   if (!t.records.empty() && !AnyRecordDamage(t)) {
     // Once damage was skipped (salvage), valid_end stays where it began.
     const SeenRecord& last = t.records.back();
@@ -428,13 +430,17 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   }
   // A compressed segment cut short is a damaged frame, never a crash (for a
   // quarter of the inputs: a zstd source is the costly part of a run).
+  // Strict fails on it; salvage reports it and does not fail (a frame that
+  // does not decode is damage to the file, like any other).
   if (z.size() > 8 && size % 4 == 0) {
     RunSpec spec;
-    spec.mode = RecoveryMode::kSalvage;
+    spec.mode = (size / 4) % 2 == 0 ? RecoveryMode::kStrict : RecoveryMode::kSalvage;
     spec.zstd = true;
     spec.index = index;
     const Trace t = Run(z.first(z.size() - 1 - size % 7), spec);
-    Check(t.scan.failed, "a truncated zstd frame read without failing");
+    Check(!t.problems.empty(), "a truncated zstd frame read without a problem");
+    if (spec.mode == RecoveryMode::kStrict) Check(t.scan.failed, "a truncated zstd frame read in strict mode without failing");
+    Check(t.scan.end != SegmentEnd::kClean, "a truncated zstd frame read to a clean end");
   }
   return 0;
 }
