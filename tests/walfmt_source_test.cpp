@@ -1,0 +1,234 @@
+// Byte sources (source.h): the memory buffer, the memory map and the
+// streaming zstd decoder agree byte for byte under the reader's access
+// pattern; bad zstd input is an error, never a crash.
+#include <cstdint>
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <string>
+#include <vector>
+
+#include <catch2/catch.hpp>
+
+#include "walfmt/source.h"
+
+namespace {
+
+using namespace walfmt;
+
+class TempDir {
+ public:
+  TempDir() {
+    char tmpl[] = "/tmp/walfmt_source_test.XXXXXX";
+    const char* p = mkdtemp(tmpl);
+    REQUIRE(p != nullptr);
+    path_ = p;
+  }
+  ~TempDir() {
+    std::error_code ec;
+    std::filesystem::remove_all(path_, ec);
+  }
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+};
+
+void WriteFileBytes(const std::string& path, const std::string& data) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out.write(data.data(), static_cast<std::streamsize>(data.size()));
+  out.close();
+  REQUIRE(out.good());
+}
+
+std::span<const uint8_t> Span(const std::string& s) { return {reinterpret_cast<const uint8_t*>(s.data()), s.size()}; }
+
+// Compressible but not trivial: records-like runs of text and random bytes.
+std::string TestData(std::mt19937_64& rng, size_t n) {
+  std::string s;
+  while (s.size() < n) {
+    if (rng() % 3 == 0) {
+      for (int i = 0; i < 50; ++i) s.push_back(static_cast<char>(rng()));
+    } else {
+      s += "key-" + std::to_string(rng() % 1000) + "=value;";
+    }
+  }
+  s.resize(n);
+  return s;
+}
+
+// Reads the whole source the way the reader does: forward, in steps of
+// varying size, sometimes re-reading the start of the last step.
+std::string ReadLikeTheReader(ByteSource& src, std::mt19937_64& rng, Status& st) {
+  std::string out;
+  uint64_t off = 0;
+  for (;;) {
+    const size_t n = 1 + rng() % 70000;
+    const uint8_t* p = nullptr;
+    size_t got = 0;
+    st = src.Get(off, n, p, got);
+    if (!st.ok()) return out;
+    if (got == 0) return out;
+    REQUIRE(got <= n);
+    // Look at the same bytes again with a shorter request (header, then record).
+    const uint8_t* p2 = nullptr;
+    size_t got2 = 0;
+    st = src.Get(off, std::min<size_t>(got, 16), p2, got2);
+    if (!st.ok()) return out;
+    REQUIRE(got2 == std::min<size_t>(got, 16));
+    REQUIRE(std::equal(p2, p2 + got2, p));
+    out.append(reinterpret_cast<const char*>(p), got);
+    off += got;
+    src.Release(off);
+  }
+}
+
+}  // namespace
+
+TEST_CASE("source: memory, mmap and zstd sources return the same bytes", "[source]") {
+  const uint64_t seed = 0x50C0001;
+  INFO("seed " << seed);
+  std::mt19937_64 rng(seed);
+  // Larger than zstd's 128 KiB block and input buffer, so the decoder's
+  // window slides and refills many times.
+  const std::string data = TestData(rng, 3 << 20);
+  auto packed = ZstdCompress(Span(data), 3);
+  REQUIRE(packed.ok());
+  CHECK(packed->size() < data.size());
+  TempDir tmp;
+  WriteFileBytes(tmp.path() + "/plain", data);
+  WriteFileBytes(tmp.path() + "/packed", *packed);
+
+  auto mem = MemorySource(Span(data));
+  auto zmem = MemorySource(Span(*packed), true);
+  auto map = OpenSegmentSource(tmp.path() + "/plain", false);
+  auto zfile = OpenSegmentSource(tmp.path() + "/packed", true);
+  REQUIRE(map.ok());
+  REQUIRE(zfile.ok());
+  CHECK(mem->size() == data.size());
+  CHECK((*map)->size() == data.size());
+  CHECK_FALSE(zmem->size().has_value());
+  CHECK_FALSE((*zfile)->size().has_value());
+  for (ByteSource* src : {mem.get(), zmem.get(), map->get(), zfile->get()}) {
+    Status st;
+    const std::string back = ReadLikeTheReader(*src, rng, st);
+    INFO(st.message());
+    CHECK(st.ok());
+    CHECK(back.size() == data.size());
+    CHECK(back == data);
+  }
+}
+
+TEST_CASE("source: reads past the end and backwards", "[source]") {
+  const std::string data = "0123456789";
+  auto mem = MemorySource(Span(data));
+  const uint8_t* p = nullptr;
+  size_t got = 99;
+  REQUIRE(mem->Get(8, 16, p, got).ok());
+  CHECK(got == 2);
+  CHECK(std::string(reinterpret_cast<const char*>(p), got) == "89");
+  REQUIRE(mem->Get(10, 16, p, got).ok());
+  CHECK(got == 0);
+  REQUIRE(mem->Get(1000, 16, p, got).ok());
+  CHECK(got == 0);
+
+  auto packed = ZstdCompress(Span(data));
+  REQUIRE(packed.ok());
+  auto z = MemorySource(Span(*packed), true);
+  REQUIRE(z->Get(3, 4, p, got).ok());
+  CHECK(std::string(reinterpret_cast<const char*>(p), got) == "3456");
+  REQUIRE(z->Get(8, 16, p, got).ok());
+  CHECK(std::string(reinterpret_cast<const char*>(p), got) == "89");
+  REQUIRE(z->Get(10, 16, p, got).ok());
+  CHECK(got == 0);
+  // Behind the window: an error, not stale bytes.
+  const Status back = z->Get(0, 4, p, got);
+  CHECK(back.code() == ErrorCode::kInternal);
+}
+
+TEST_CASE("source: bad zstd input", "[source]") {
+  const uint64_t seed = 0x50C0002;
+  INFO("seed " << seed);
+  std::mt19937_64 rng(seed);
+  const std::string data = TestData(rng, 400000);
+  auto packed = ZstdCompress(Span(data));
+  REQUIRE(packed.ok());
+
+  auto read_all = [&](const std::string& input, std::string& out) {
+    auto z = MemorySource(Span(input), true);
+    std::mt19937_64 r2(1);
+    Status st;
+    out = ReadLikeTheReader(*z, r2, st);
+    return st;
+  };
+  std::string out;
+  SECTION("empty") {
+    const Status st = read_all("", out);
+    CHECK(st.code() == ErrorCode::kCorruption);
+    CHECK(st.message() == "<memory>: empty file, not a zstd frame");
+    CHECK(out.empty());
+  }
+  SECTION("truncated at many points: an error, and only a prefix of the data before it") {
+    for (size_t cut = 1; cut < packed->size(); cut += 1 + cut / 8) {
+      INFO("cut at " << cut << " of " << packed->size());
+      const Status st = read_all(packed->substr(0, cut), out);
+      CHECK(st.code() == ErrorCode::kCorruption);
+      CHECK(st.message().rfind("<memory>: zstd frame cut short after ", 0) == 0);
+      CHECK(out.size() < data.size());
+      CHECK(data.compare(0, out.size(), out) == 0);
+    }
+  }
+  SECTION("garbage after a complete frame") {
+    const Status st = read_all(*packed + "trailing garbage", out);
+    CHECK(st.code() == ErrorCode::kCorruption);
+    CHECK(st.message().find("zstd") != std::string::npos);
+    CHECK(data.compare(0, out.size(), out) == 0);
+  }
+  SECTION("two frames back to back are one stream") {
+    auto second = ZstdCompress(Span(std::string("tail")));
+    REQUIRE(second.ok());
+    const Status st = read_all(*packed + *second, out);
+    CHECK(st.ok());
+    CHECK(out == data + "tail");
+  }
+  SECTION("random bytes") {
+    for (size_t n : {1u, 3u, 4u, 13u, 1000u}) {
+      std::string junk(n, '\0');
+      for (char& c : junk) c = static_cast<char>(rng());
+      INFO(n << " random bytes");
+      const Status st = read_all(junk, out);
+      CHECK(st.code() == ErrorCode::kCorruption);
+      CHECK(out.empty());
+    }
+  }
+}
+
+TEST_CASE("source: opening files", "[source]") {
+  TempDir tmp;
+  auto missing = OpenSegmentSource(tmp.path() + "/nope.wal", false);
+  REQUIRE_FALSE(missing.ok());
+  CHECK(missing.status().code() == ErrorCode::kNotFound);
+  CHECK(missing.status().message() == tmp.path() + "/nope.wal: open: No such file or directory");
+  auto dir = OpenSegmentSource(tmp.path(), false);
+  REQUIRE_FALSE(dir.ok());
+  CHECK(dir.status().code() == ErrorCode::kIo);
+  CHECK(dir.status().message() == tmp.path() + ": not a regular file");
+
+  WriteFileBytes(tmp.path() + "/empty.wal", "");
+  auto empty = OpenSegmentSource(tmp.path() + "/empty.wal", false);
+  REQUIRE(empty.ok());
+  CHECK((*empty)->size() == 0u);
+  const uint8_t* p = nullptr;
+  size_t got = 5;
+  REQUIRE((*empty)->Get(0, 64, p, got).ok());
+  CHECK(got == 0);
+
+  WriteFileBytes(tmp.path() + "/empty.wal.zst", "");
+  auto zempty = OpenSegmentSource(tmp.path() + "/empty.wal.zst", true);
+  REQUIRE(zempty.ok());
+  const Status st = (*zempty)->Get(0, 64, p, got);
+  CHECK(st.code() == ErrorCode::kCorruption);
+  CHECK(st.message() == tmp.path() + "/empty.wal.zst: empty file, not a zstd frame");
+}
