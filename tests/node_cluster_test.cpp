@@ -1,5 +1,6 @@
 // The node runtime against its oracle: runs simulated clusters over many seeds
 // and shapes, then checks the WAL they wrote (tests/node_wal_model.h).
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
@@ -264,4 +265,40 @@ TEST_CASE("seed sweep - cuts match the oracle and the invariants hold") {
   CHECK(before_late > 0);
   CHECK(naive_wrong > 0);
   CHECK(naive_breaks > 0);
+}
+
+// The soak: many more seeds than CI runs, crashes on every other run. Hidden
+// ([.]); run it with `node_tests "[soak]"`, WALCUT_SOAK_SEEDS=N (default 2000)
+// and WALCUT_SOAK_FIRST=S to shift the seed range.
+TEST_CASE("soak", "[.][soak]") {
+  const char* env = std::getenv("WALCUT_SOAK_SEEDS");
+  const char* first_env = std::getenv("WALCUT_SOAK_FIRST");
+  const uint64_t seeds = env ? std::strtoull(env, nullptr, 10) : 2000;
+  const uint64_t first = first_env ? std::strtoull(first_env, nullptr, 10) : 1;
+  uint64_t runs = 0, crash_runs = 0, after_early = 0, before_late = 0, consistent = 0, inconsistent = 0;
+  for (uint64_t seed = first; seed < first + seeds; ++seed) {
+    TempDir d("soak");
+    const uint32_t nodes = seed % 2 ? 3 : 5;
+    const uint32_t backups = static_cast<uint32_t>((seed / 2) % 3);
+    const Workload w = (seed / 6) % 3 == 0 ? Workload::kBank : (seed / 6) % 3 == 1 ? Workload::kCycle : Workload::kMixed;
+    auto o = SmallOptions(d.path.string(), seed, nodes, backups, w);
+    if ((seed / 18) % 2 == 1) o.random_crashes = 2;
+    INFO(fmt::format("seed {} nodes {} backups {} workload {} crashes {}", seed, nodes, backups,
+                     walcut::node::WorkloadName(w), o.random_crashes));
+    auto run = RunCluster(o);
+    INFO((run.ok() ? std::string() : run.status().message()));
+    REQUIRE(run.ok());
+    ClusterCheck c = CheckCluster(*run);
+    INFO(fmt::format("failures:\n{}", fmt::join(c.failures, "\n")));
+    REQUIRE(c.failures.empty());
+    ++runs;
+    crash_runs += o.random_crashes > 0 ? 1 : 0;
+    after_early += c.after_commit_before_start;
+    before_late += c.before_commit_after_start;
+    consistent += c.consistent_cuts;
+    inconsistent += c.inconsistent_cuts;
+  }
+  WARN(fmt::format("soak: {} runs ({} with crashes), {} consistent / {} inconsistent cuts; rule 5: {} after-early, "
+                   "{} before-late",
+                   runs, crash_runs, consistent, inconsistent, after_early, before_late));
 }
