@@ -286,6 +286,7 @@ SegmentScan ScanSegment(ByteSource& src, const SegmentFile& file, const ScanOpti
     if (got == 0) break;
     Damage dmg;
     bool ok = false;
+    uint64_t zero_payload_end = 0;  // end of a record whose payload is all zeros
     uint64_t skip_to = 0;  // for intact records that are rejected (unknown type)
     RecordHeader rh{};
     if (got < kRecordHeaderSize) {
@@ -318,6 +319,12 @@ SegmentScan ScanSegment(ByteSource& src, const SegmentFile& file, const ScanOpti
           if (pcrc != rh.payload_crc) {
             dmg = {ProblemKind::kPayloadChecksum, fmt::format("{:08x}", pcrc), fmt::format("{:08x}", rh.payload_crc),
                    "record payload checksum mismatch", false};
+            // The header reached the disk but the payload did not: zeros
+            // up to the end of the data are a crash artefact (decided below,
+            // once it is known that nothing follows).
+            zero_payload_end = std::all_of(payload.begin(), payload.end(), [](uint8_t b) { return b == 0; })
+                                   ? off + total
+                                   : 0;
           } else if (rh.type > kMaxKnownRecordType && (rh.flags & kRecordFlagSkippable) == 0) {
             dmg = {ProblemKind::kUnknownType, fmt::format("a type up to {}", kMaxKnownRecordType),
                    fmt::format("type {}", rh.type), "unknown record type (not marked skippable)", false};
@@ -376,6 +383,10 @@ SegmentScan ScanSegment(ByteSource& src, const SegmentFile& file, const ScanOpti
     if (!found) {
       s.damaged_to_end = true;
       s.file_bytes = end;
+      if (zero_payload_end != 0 && zero_payload_end == end && rh.payload_len > 0) {
+        dmg.incomplete = true;
+        dmg.detail = "record payload never written (zeros)";
+      }
       if (opt.is_last && (dmg.incomplete || zero)) {
         // A crash while appending: the record is shorter than it says, or
         // the file was extended with zeros the write never reached.

@@ -293,6 +293,9 @@ Result<Record> DecodePayload(RecordType type, std::span<const uint8_t> payload) 
       ok = d.U64(r.cut_id, "cut id") && d.U64(r.time_us, "time") && d.U16(reason, "reason") &&
            d.Str16(r.detail, "detail");
       r.reason = static_cast<CutAbortReason>(reason);
+      if (ok && (reason == 0 || reason > static_cast<uint16_t>(CutAbortReason::kOther))) {
+        ok = d.Fail(fmt::format("invalid cut abort reason {}", reason));
+      }
       rec = std::move(r);
       break;
     }
@@ -377,7 +380,12 @@ void AppendCutTime(std::string& out, uint64_t cut, uint64_t time_us) {
 void AppendPrintable(std::string& out, std::string_view bytes, size_t max_bytes) {
   static constexpr char kDigits[] = "0123456789abcdef";
   const size_t n = (max_bytes == 0 || bytes.size() <= max_bytes) ? bytes.size() : max_bytes;
-  auto plain = [](unsigned char c) { return c >= 0x20 && c < 0x7F && c != '\\'; };
+  static constexpr auto kPlain = [] {
+    std::array<bool, 256> t{};
+    for (int c = 0x20; c < 0x7F; ++c) t[static_cast<size_t>(c)] = c != '\\';
+    return t;
+  }();
+  auto plain = [](unsigned char c) { return kPlain[c]; };
   size_t i = 0;
   while (i < n) {
     size_t j = i;
@@ -402,32 +410,60 @@ std::string Printable(std::string_view bytes, size_t max_bytes) {
   return out;
 }
 
+bool ParseTxData(std::span<const uint8_t> payload, TxId& tx, std::vector<WriteView>& writes) {
+  ByteReader r(payload);
+  uint32_t n = 0;
+  writes.clear();
+  if (!r.U32(tx.node) || !r.U64(tx.seq) || !r.U32(n)) return false;
+  if (static_cast<uint64_t>(n) * 7 > r.remaining()) return false;
+  for (uint32_t i = 0; i < n; ++i) {
+    uint8_t op = 0;
+    uint16_t klen = 0;
+    uint32_t vlen = 0;
+    WriteView w;
+    if (!r.U8(op) || (op != static_cast<uint8_t>(WriteOp::kPut) && op != static_cast<uint8_t>(WriteOp::kDelete)) ||
+        !r.U16(klen) || !r.Bytes(klen, w.key) || !r.U32(vlen) || !r.Bytes(vlen, w.value)) {
+      return false;
+    }
+    w.op = static_cast<WriteOp>(op);
+    writes.push_back(w);
+  }
+  return r.remaining() == 0;
+}
+
+void AppendWritesDescription(std::string& out, const std::vector<WriteView>& writes, size_t max_bytes) {
+  out += "writes ";
+  AppendU64(out, writes.size());
+  out.push_back(':');
+  const size_t shown = max_bytes == 0 ? writes.size() : std::min<size_t>(writes.size(), 8);
+  for (size_t i = 0; i < shown; ++i) {
+    const WriteView& w = writes[i];
+    if (w.op == WriteOp::kDelete) {
+      out += " del ";
+      AppendPrintable(out, w.key, max_bytes);
+    } else {
+      out.push_back(' ');
+      AppendPrintable(out, w.key, max_bytes);
+      out.push_back('=');
+      AppendPrintable(out, w.value, max_bytes);
+    }
+  }
+  if (shown < writes.size()) {
+    out += " ...(+";
+    AppendU64(out, writes.size() - shown);
+    out += " writes)";
+  }
+}
+
 void AppendDescription(std::string& out, const Record& rec, size_t max_bytes) {
   std::visit(
       [&](const auto& r) {
         using T = std::decay_t<decltype(r)>;
         if constexpr (std::is_same_v<T, TxData>) {
-          out += "writes ";
-          AppendU64(out, r.writes.size());
-          out.push_back(':');
-          const size_t shown = max_bytes == 0 ? r.writes.size() : std::min<size_t>(r.writes.size(), 8);
-          for (size_t i = 0; i < shown; ++i) {
-            const Write& w = r.writes[i];
-            if (w.op == WriteOp::kDelete) {
-              out += " del ";
-              AppendPrintable(out, w.key, max_bytes);
-            } else {
-              out.push_back(' ');
-              AppendPrintable(out, w.key, max_bytes);
-              out.push_back('=');
-              AppendPrintable(out, w.value, max_bytes);
-            }
-          }
-          if (shown < r.writes.size()) {
-            out += " ...(+";
-            AppendU64(out, r.writes.size() - shown);
-            out += " writes)";
-          }
+          std::vector<WriteView> views;
+          views.reserve(r.writes.size());
+          for (const Write& w : r.writes) views.push_back({w.op, w.key, w.value});
+          AppendWritesDescription(out, views, max_bytes);
         } else if constexpr (std::is_same_v<T, TxPrepare>) {
           out += "participants ";
           AppendNodes(out, r.participants);

@@ -156,6 +156,17 @@ std::string Describe(const Record& r, size_t max_bytes = 32);
 // "...(+N)".
 std::string Printable(std::string_view bytes, size_t max_bytes);
 
+// Zero-copy view of a TX_DATA payload for hot paths (`walcut dump`): the
+// views point into the payload. ParseTxData reuses `writes`' capacity and
+// returns false on any payload DecodePayload would reject.
+struct WriteView {
+  WriteOp op = WriteOp::kPut;
+  std::string_view key;
+  std::string_view value;
+};
+bool ParseTxData(std::span<const uint8_t> payload, TxId& tx, std::vector<WriteView>& writes);
+void AppendWritesDescription(std::string& out, const std::vector<WriteView>& writes, size_t max_bytes);
+
 // The same two, appending to `out` (no temporary strings: the dump hot path).
 void AppendPrintable(std::string& out, std::string_view bytes, size_t max_bytes);
 void AppendDescription(std::string& out, const Record& r, size_t max_bytes = 32);

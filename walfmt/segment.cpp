@@ -63,6 +63,15 @@ bool DecodeSegmentHeader(std::span<const uint8_t> bytes, SegmentHeader& h, Heade
   h.prev_last_crc = LoadU32(p + 40);
   h.flags = LoadU32(p + 44);
   h.created_time_us = LoadU64(p + 48);
+  if ((h.flags & ~kSegmentFlagHasPredecessor) != 0) {
+    err = {"unsupported segment header flags", fmt::format("{:08x}", kSegmentFlagHasPredecessor & h.flags),
+           fmt::format("{:08x}", h.flags), 44};
+    return false;
+  }
+  if (LoadU32(p + 56) != 0) {
+    err = {"reserved segment header field is not zero", "00000000", fmt::format("{:08x}", LoadU32(p + 56)), 56};
+    return false;
+  }
   return true;
 }
 

@@ -97,8 +97,8 @@ inline RecordHeader LoadRecordHeader(const uint8_t* p);
 uint32_t ComputeRecordHeaderCrc(const uint8_t* p);
 uint32_t ComputePayloadCrc(std::span<const uint8_t> payload);
 
-// File names: 16 hex digits (upper case) and ".wal", or ".wal.zst" when
-// archived. ParseSegmentName accepts exactly those forms.
+// File names: 16 hex digits and ".wal", or ".wal.zst" when archived. The
+// writer uses upper-case digits; ParseSegmentName accepts either case.
 std::string SegmentFileName(uint64_t index, bool compressed);
 bool ParseSegmentName(std::string_view name, uint64_t& index, bool& compressed);
 
