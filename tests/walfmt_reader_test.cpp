@@ -21,6 +21,7 @@
 #include <catch2/catch.hpp>
 #include <fmt/format.h>
 
+#include "test_files.h"
 #include "walfmt/bytes.h"
 #include "walfmt/crc32c.h"
 #include "walfmt/reader.h"
@@ -32,43 +33,14 @@
 namespace {
 
 using namespace walfmt;
+using walcut::testing::ReadFileBytes;
+using walcut::testing::TempDir;
+using walcut::testing::WriteFileBytes;
 
 // --- Files -----------------------------------------------------------------
 
-class TempDir {
- public:
-  TempDir() {
-    char tmpl[] = "/tmp/walfmt_reader_test.XXXXXX";
-    const char* p = mkdtemp(tmpl);
-    REQUIRE(p != nullptr);
-    path_ = p;
-  }
-  ~TempDir() {
-    std::error_code ec;
-    std::filesystem::remove_all(path_, ec);
-  }
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-  const std::string& path() const { return path_; }
 
- private:
-  std::string path_;
-};
 
-std::string ReadFileBytes(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  REQUIRE(in.good());
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
-void WriteFileBytes(const std::string& path, const std::string& data) {
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  out.write(data.data(), static_cast<std::streamsize>(data.size()));
-  out.close();
-  REQUIRE(out.good());
-}
 
 std::span<const uint8_t> Span(const std::string& s) { return {reinterpret_cast<const uint8_t*>(s.data()), s.size()}; }
 

@@ -13,6 +13,7 @@
 #include <fmt/format.h>
 #include <zstd.h>
 
+#include "test_files.h"
 #include "walfmt/bytes.h"
 #include "walfmt/reader.h"
 #include "walfmt/record.h"
@@ -22,41 +23,12 @@
 namespace {
 
 using namespace walfmt;
+using walcut::testing::ReadFileBytes;
+using walcut::testing::TempDir;
+using walcut::testing::WriteFileBytes;
 
-class TempDir {
- public:
-  TempDir() {
-    char tmpl[] = "/tmp/walfmt_writer_test.XXXXXX";
-    const char* p = mkdtemp(tmpl);
-    REQUIRE(p != nullptr);
-    path_ = p;
-  }
-  ~TempDir() {
-    std::error_code ec;
-    std::filesystem::remove_all(path_, ec);
-  }
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-  const std::string& path() const { return path_; }
 
- private:
-  std::string path_;
-};
 
-std::string ReadFileBytes(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  REQUIRE(in.good());
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
-void WriteFileBytes(const std::string& path, const std::string& data) {
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  out.write(data.data(), static_cast<std::streamsize>(data.size()));
-  out.close();
-  REQUIRE(out.good());
-}
 
 std::string Unzstd(const std::string& packed) {
   const unsigned long long n = ZSTD_getFrameContentSize(packed.data(), packed.size());
