@@ -345,6 +345,7 @@ class Node {
   void RecoveryRound(const TxId& id);
   void OnQuery(const Msg& m);
   void OnQueryResp(const Msg& m);
+  Answer NearAnswer(const TxId& id) const;  // this node's decision as the near node of id
   void Evaluate(const TxId& id);
   void Resolve(const TxId& id, bool commit, uint64_t marker);
   void OnHelloResp(const Msg& m);
@@ -1531,7 +1532,8 @@ void Node::OnNodeFailed(uint32_t x) {
 }
 
 void Node::Remember(std::unordered_map<TxId, Outcome, TxIdHash>& map, const TxId& id, Outcome o) {
-  if (c_.faults()) map[id] = o;
+  // Never overwrites: a late rollback notice must not erase a commit.
+  if (c_.faults()) map.emplace(id, o);
 }
 
 bool Node::NearGone(const TxPlan& plan) const {
@@ -1636,14 +1638,22 @@ void Node::OnQuery(const Msg& m) {
     outcomes_[m.tx] = Outcome{false, 0};
   }
   if (m.tx.node == id_) {
-    if (auto o = near_outcomes_.find(m.tx); o != near_outcomes_.end()) {
-      r.nstate = o->second.committed ? NState::kCommit : NState::kRollback;
-      if (o->second.committed) r.marker = o->second.marker;
-    } else if (auto n = near_.find(m.tx); n != near_.end() && n->second.plan && !n->second.plan->one_phase) {
-      r.nstate = NState::kUndecided;
-    }
+    const Answer a = NearAnswer(m.tx);
+    r.nstate = a.n;
+    if (a.n == NState::kCommit) r.marker = a.marker;
   }
   Send(std::move(r));
+}
+
+Node::Answer Node::NearAnswer(const TxId& id) const {
+  Answer a;
+  if (auto o = near_outcomes_.find(id); o != near_outcomes_.end()) {
+    a.n = o->second.committed ? NState::kCommit : NState::kRollback;
+    a.marker = o->second.marker;
+  } else if (auto n = near_.find(id); n != near_.end() && (!n->second.plan || !n->second.plan->one_phase)) {
+    a.n = NState::kUndecided;
+  }
+  return a;
 }
 
 void Node::OnQueryResp(const Msg& m) {
@@ -1670,7 +1680,10 @@ void Node::Evaluate(const TxId& id) {
   const TxPlan& plan = *local_.at(id).plan;
   bool commit = false, rollback = false, all_prepared = true, wait = false;
   uint64_t marker = 0;
-  for (const auto& [node, a] : r.answers) {
+  std::map<uint32_t, Answer> answers = r.answers;
+  // This node may be the near node itself: its own decision counts too.
+  if (id.node == id_) answers[id_] = NearAnswer(id);
+  for (const auto& [node, a] : answers) {
     if (a.p == PState::kCommitted || a.n == NState::kCommit) {
       commit = true;
       marker = a.marker;
@@ -1684,8 +1697,12 @@ void Node::Evaluate(const TxId& id) {
     if (a == r.answers.end() || a->second.p != PState::kPrepared) all_prepared = false;
   }
   if (commit && rollback) {
-    c_.Fail(Status::Internal(fmt::format("node {}: {} is both committed and rolled back (seed {})", id_,
-                                         id.ToString(), c_.opt().seed)));
+    std::string text;
+    for (const auto& [n, a] : answers) {
+      text += fmt::format(" {}:p{}/n{}/m{}", n, static_cast<int>(a.p), static_cast<int>(a.n), a.marker);
+    }
+    c_.Fail(Status::Internal(fmt::format("node {}: {} is both committed and rolled back (seed {}); answers{}", id_,
+                                         id.ToString(), c_.opt().seed, text)));
     return;
   }
   if (commit) return Resolve(id, true, marker);
