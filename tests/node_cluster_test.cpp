@@ -56,6 +56,17 @@ ClusterOptions SmallOptions(const std::string& dir, uint64_t seed, uint32_t node
   return o;
 }
 
+// The soak's shape for a seed: nodes, backups, workload and crashes all vary
+// with the seed.
+ClusterOptions SoakOptions(const std::string& dir, uint64_t seed) {
+  const uint32_t nodes = seed % 2 ? 3 : 5;
+  const uint32_t backups = static_cast<uint32_t>((seed / 2) % 3);
+  const Workload w = (seed / 6) % 3 == 0 ? Workload::kBank : (seed / 6) % 3 == 1 ? Workload::kCycle : Workload::kMixed;
+  auto o = SmallOptions(dir, seed, nodes, backups, w);
+  if ((seed / 18) % 2 == 1) o.random_crashes = 2;
+  return o;
+}
+
 std::string ReadAll(const fs::path& p) {
   std::ifstream in(p, std::ios::binary);
   return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
@@ -267,6 +278,23 @@ TEST_CASE("seed sweep - cuts match the oracle and the invariants hold") {
   CHECK(naive_breaks > 0);
 }
 
+// Seeds the soak once failed on, kept as regression tests:
+//  9099 - a near node that was also a participant recovered a transaction
+//         without counting its own decision (fixed in 9ea04f3).
+TEST_CASE("soak regressions") {
+  for (uint64_t seed : {9099ull}) {
+    TempDir d("regress");
+    auto o = SoakOptions(d.path.string(), seed);
+    INFO(fmt::format("seed {}", seed));
+    auto run = RunCluster(o);
+    INFO((run.ok() ? std::string() : run.status().message()));
+    REQUIRE(run.ok());
+    ClusterCheck c = CheckCluster(*run);
+    INFO(fmt::format("failures:\n{}", fmt::join(c.failures, "\n")));
+    CHECK(c.failures.empty());
+  }
+}
+
 // The soak: many more seeds than CI runs, crashes on every other run. Hidden
 // ([.]); run it with `node_tests "[soak]"`, WALCUT_SOAK_SEEDS=N (default 2000)
 // and WALCUT_SOAK_FIRST=S to shift the seed range.
@@ -278,13 +306,9 @@ TEST_CASE("soak", "[.][soak]") {
   uint64_t runs = 0, crash_runs = 0, after_early = 0, before_late = 0, consistent = 0, inconsistent = 0;
   for (uint64_t seed = first; seed < first + seeds; ++seed) {
     TempDir d("soak");
-    const uint32_t nodes = seed % 2 ? 3 : 5;
-    const uint32_t backups = static_cast<uint32_t>((seed / 2) % 3);
-    const Workload w = (seed / 6) % 3 == 0 ? Workload::kBank : (seed / 6) % 3 == 1 ? Workload::kCycle : Workload::kMixed;
-    auto o = SmallOptions(d.path.string(), seed, nodes, backups, w);
-    if ((seed / 18) % 2 == 1) o.random_crashes = 2;
-    INFO(fmt::format("seed {} nodes {} backups {} workload {} crashes {}", seed, nodes, backups,
-                     walcut::node::WorkloadName(w), o.random_crashes));
+    auto o = SoakOptions(d.path.string(), seed);
+    INFO(fmt::format("seed {} nodes {} backups {} workload {} crashes {}", seed, o.nodes, o.backups,
+                     walcut::node::WorkloadName(o.workload.workload), o.random_crashes));
     auto run = RunCluster(o);
     INFO((run.ok() ? std::string() : run.status().message()));
     REQUIRE(run.ok());
