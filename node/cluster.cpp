@@ -1852,7 +1852,14 @@ void Node::InitiateCut(uint64_t k) {
   expected_.assign(c_.topo().nodes(), false);
   remaining_ = 0;
   for (uint32_t n = 0; n < c_.topo().nodes(); ++n) {
-    if (!c_.IsAlive(n)) continue;  // cannot be consistent; MaybeStartCut waits for all nodes
+    if (!c_.IsAlive(n)) {
+      // MaybeStartCut saw every node up, but this event runs later: a node
+      // that crashed in between never joins, so the cut cannot be consistent.
+      init_inconsistent_ = true;
+      init_lost_node_ = true;
+      init_why_ = fmt::format("node {} was down when cut {} started", n, k);
+      continue;
+    }
     expected_[n] = true;
     ++remaining_;
   }
