@@ -9,10 +9,11 @@
 namespace walcut::cli {
 
 void AddFormatOption(CLI::App* cmd, Format& f) {
-  static const std::map<std::string, Format> kMap{{"text", Format::kText}, {"json", Format::kJson}};
-  cmd->add_option("--format", f, "Output format: text for people, json for machines (versioned schema)")
-      ->transform(CLI::CheckedTransformer(kMap, CLI::ignore_case))
-      ->default_str("text");
+  cmd->add_option_function<std::string>(
+         "--format", [&f](const std::string& v) { f = v == "json" ? Format::kJson : Format::kText; },
+         "Output format: text for people (default), json for machines (versioned schema)")
+      ->check(CLI::IsMember({"text", "json"}))
+      ->type_name("text|json");
 }
 
 nlohmann::json ProblemJson(const walfmt::Problem& p) {
