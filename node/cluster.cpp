@@ -303,6 +303,8 @@ class Node {
   void OnPrepareFwd(const Msg& m);
   void OnVoteFwd(const Msg& m);
   void MaybeVote(const TxId& id);
+  // A primary forwards the prepare to its backups, then votes once they have.
+  void ForwardPrepare(const std::shared_ptr<const TxPlan>& plan);
   void OnFinish(const Msg& m);
   void OnFinishFwd(const Msg& m);
   bool FinishInDoubt(const Msg& m);
@@ -914,15 +916,19 @@ void Node::OnPrepare(const Msg& m) {
   lt.st = TxState::kPrepared;
   lt.pending_from = plan.forward[id_];
   WatchStuck(plan.id);
-  for (uint32_t b : plan.forward[id_]) {
+  ForwardPrepare(m.plan);
+}
+
+void Node::ForwardPrepare(const std::shared_ptr<const TxPlan>& plan) {
+  for (uint32_t b : plan->forward[id_]) {
     Msg f;
     f.type = MsgType::kPrepareFwd;
     f.to = b;
-    f.tx = plan.id;
-    f.plan = m.plan;
+    f.tx = plan->id;
+    f.plan = plan;
     Send(std::move(f));
   }
-  MaybeVote(plan.id);
+  MaybeVote(plan->id);
 }
 
 void Node::MaybeVote(const TxId& id) {
@@ -1143,15 +1149,7 @@ void Node::OnCommit1pc(const Msg& m) {
   lt.role = Role::kPrimary1pc;
   lt.st = TxState::kPreparing1pc;
   lt.pending_from = plan.forward[id_];
-  for (uint32_t b : plan.forward[id_]) {
-    Msg f;
-    f.type = MsgType::kPrepareFwd;
-    f.to = b;
-    f.tx = plan.id;
-    f.plan = m.plan;
-    Send(std::move(f));
-  }
-  MaybeVote(plan.id);
+  ForwardPrepare(m.plan);
 }
 
 // The primary's own copy enters the commit: TX_DATA and TX_PREPARE, synced
