@@ -402,3 +402,23 @@ TEST_CASE("stats: counts per type, per node and transactions once cluster-wide",
   // One thread and two give the same numbers.
   CHECK(Walcut("stats --format json --jobs 1 " + t.path).out == r.out);
 }
+
+TEST_CASE("dump: an intact record whose payload does not decode is a finding at its position", "[cli][dump]") {
+  TempDir t;
+  walfmt::WriterOptions o;
+  o.wal_dir = t.path + "/wal";
+  o.node_id = 4;
+  auto w = walfmt::WalWriter::Create(o);
+  REQUIRE(w.ok());
+  REQUIRE((*w)->Append(walfmt::CutStart{1, 2}).ok());
+  const uint8_t short_commit[5] = {1, 0, 0, 0, 7};  // a TX_COMMIT needs at least 34 bytes
+  auto at = (*w)->AppendRaw(static_cast<uint16_t>(walfmt::RecordType::kTxCommit), 0, short_commit);
+  REQUIRE(at.ok());
+  REQUIRE((*w)->Append(walfmt::CutStart{2, 3}).ok());
+  REQUIRE((*w)->Close().ok());
+  auto r = Walcut("dump " + t.path + "/wal");
+  CHECK(r.code == 1);
+  CHECK(Lines(r.out).size() == 2);  // the records around it are printed
+  CHECK(r.err == "walcut: corruption: node 4, " + t.path + "/wal at " + at->ToString() +
+                     ": TX_COMMIT payload: TX_COMMIT: transaction id cut short\n");
+}
