@@ -353,4 +353,8 @@ void RegisterDump(CLI::App& root, Registry& reg) {
   reg.Add(cmd, [o] { return RunDump(*o); });
 }
 
+namespace {
+const CommandRegistrar kRegister{20, RegisterDump};
+}  // namespace
+
 }  // namespace walcut::cli

@@ -195,4 +195,8 @@ void RegisterRun(CLI::App& root, Registry& reg) {
   });
 }
 
+namespace {
+const CommandRegistrar kRegister{50, RegisterRun};
+}  // namespace
+
 }  // namespace walcut::cli

@@ -268,4 +268,8 @@ void RegisterStats(CLI::App& root, Registry& reg) {
   reg.Add(cmd, [o] { return RunStats(*o); });
 }
 
+namespace {
+const CommandRegistrar kRegister{30, RegisterStats};
+}  // namespace
+
 }  // namespace walcut::cli

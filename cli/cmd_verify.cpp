@@ -215,4 +215,8 @@ void RegisterVerify(CLI::App& root, Registry& reg) {
   reg.Add(cmd, [o] { return RunVerify(*o); });
 }
 
+namespace {
+const CommandRegistrar kRegister{10, RegisterVerify};
+}  // namespace
+
 }  // namespace walcut::cli

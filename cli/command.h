@@ -28,9 +28,17 @@ class Registry {
   std::vector<std::pair<CLI::App*, Action>> commands_;
 };
 
-void RegisterDump(CLI::App& root, Registry& reg);
-void RegisterStats(CLI::App& root, Registry& reg);
-void RegisterVerify(CLI::App& root, Registry& reg);
-void RegisterRun(CLI::App& root, Registry& reg);
+// Each cmd_*.cpp registers itself with a file-scope CommandRegistrar, so a
+// new subcommand is a new file and nothing else. `order` fixes the order of
+// the subcommands in `walcut --help`.
+using RegisterFn = void (*)(CLI::App& root, Registry& reg);
+struct CommandEntry {
+  int order;
+  RegisterFn fn;
+};
+std::vector<CommandEntry>& CommandTable();
+struct CommandRegistrar {
+  CommandRegistrar(int order, RegisterFn fn) { CommandTable().push_back({order, fn}); }
+};
 
 }  // namespace walcut::cli

@@ -1,11 +1,19 @@
 // walcut: the command-line entry point. Parsing and dispatch only; every
 // subcommand lives in its own cli/cmd_*.cpp. No exception leaves main.
+#include <algorithm>
 #include <cstdio>
 #include <exception>
 
 #include <fmt/format.h>
 
 #include "cli/command.h"
+
+namespace walcut::cli {
+std::vector<CommandEntry>& CommandTable() {
+  static std::vector<CommandEntry> table;
+  return table;
+}
+}  // namespace walcut::cli
 
 int main(int argc, char** argv) {
   using namespace walcut::cli;
@@ -15,10 +23,9 @@ int main(int argc, char** argv) {
     app.require_subcommand(1);
     app.fallthrough(false);
     Registry reg;
-    RegisterDump(app, reg);
-    RegisterStats(app, reg);
-    RegisterVerify(app, reg);
-    RegisterRun(app, reg);
+    auto table = CommandTable();
+    std::sort(table.begin(), table.end(), [](const CommandEntry& a, const CommandEntry& b) { return a.order < b.order; });
+    for (const auto& e : table) e.fn(app, reg);
     try {
       app.parse(argc, argv);
     } catch (const CLI::ParseError& e) {

@@ -40,8 +40,8 @@
 #include <nlohmann/json.hpp>
 
 #include "node/rng.h"
-#include "node/snapshot.h"
-#include "node/topology.h"
+#include "walfmt/snapshot.h"
+#include "walfmt/topology.h"
 #include "walfmt/reader.h"
 #include "walfmt/segment.h"
 #include "walfmt/writer.h"
@@ -53,6 +53,11 @@ using walfmt::Status;
 using walfmt::TxId;
 using walfmt::TxIdHash;
 using walfmt::Write;
+using walfmt::SnapshotFile;
+using walfmt::StateFingerprint;
+using walfmt::WriteSnapshotFile;
+using walfmt::Topology;
+using walfmt::kSnapshotVersion;
 
 constexpr uint32_t kNoNode = 0xFFFFFFFFu;
 constexpr uint32_t kInitiator = 0;  // node 0 starts every cut

@@ -8,11 +8,12 @@
 #include <fmt/format.h>
 
 #include "node/cluster.h"
-#include "node/snapshot.h"
+#include "walfmt/snapshot.h"
 #include "node_wal_model.h"
 
 namespace fs = std::filesystem;
 using namespace walcut::node;
+using namespace walfmt;
 using namespace walcut::node::testing;
 
 namespace {

@@ -14,7 +14,7 @@
 #include <fmt/format.h>
 
 #include "node/cluster.h"
-#include "node/topology.h"
+#include "walfmt/topology.h"
 #include "walfmt/reader.h"
 #include "walfmt/record.h"
 
@@ -168,7 +168,7 @@ inline ClusterCheck CheckCluster(const RunResult& run) {
     if (out.failures.size() < 20) out.failures.push_back(std::move(s));
   };
   const ClusterOptions& opt = run.options;
-  const Topology topo(opt.nodes, opt.backups, opt.partitions);
+  const walfmt::Topology topo(opt.nodes, opt.backups, opt.partitions);
   std::vector<NodeView> views;
   for (uint32_t n = 0; n < opt.nodes; ++n) {
     NodeLog log = ReadNodeLog(opt.dir, n);

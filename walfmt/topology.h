@@ -8,7 +8,7 @@
 #include <string_view>
 #include <vector>
 
-namespace walcut::node {
+namespace walfmt {
 
 // FNV-1a, 64 bit. A fixed function (not std::hash, which differs between
 // standard libraries) so that the key -> partition map is part of the format:
@@ -53,4 +53,4 @@ class Topology {
   uint32_t partitions_;
 };
 
-}  // namespace walcut::node
+}  // namespace walfmt

@@ -1,4 +1,4 @@
-#include "node/snapshot.h"
+#include "walfmt/snapshot.h"
 
 #include <cstring>
 #include <fstream>
@@ -10,7 +10,7 @@
 #include "walfmt/crc32c.h"
 #include "walfmt/segment.h"
 
-namespace walcut::node {
+namespace walfmt {
 namespace {
 
 constexpr char kMagic[8] = {'W', 'A', 'L', 'C', 'U', 'T', 'S', 'N'};
@@ -43,13 +43,13 @@ uint64_t StateFingerprint(const std::map<std::string, std::string>& entries) {
   return Fnv(body);
 }
 
-walfmt::Result<std::string> EncodeSnapshot(SnapshotFile& s) {
+Result<std::string> EncodeSnapshot(SnapshotFile& s) {
   if (s.name.size() > kMaxName) {
-    return walfmt::Status::InvalidArgument(fmt::format("snapshot name of {} bytes exceeds {}", s.name.size(), kMaxName));
+    return Status::InvalidArgument(fmt::format("snapshot name of {} bytes exceeds {}", s.name.size(), kMaxName));
   }
   for (const auto& [k, v] : s.entries) {
     if (k.size() > 0xFFFF || v.size() > 0xFFFFFFFFull) {
-      return walfmt::Status::InvalidArgument(fmt::format("snapshot entry with a {}-byte key is too large", k.size()));
+      return Status::InvalidArgument(fmt::format("snapshot entry with a {}-byte key is too large", k.size()));
     }
   }
   std::string out;
@@ -78,8 +78,7 @@ walfmt::Result<std::string> EncodeSnapshot(SnapshotFile& s) {
   return out;
 }
 
-walfmt::Result<SnapshotFile> DecodeSnapshot(const std::string& bytes) {
-  using walfmt::Status;
+Result<SnapshotFile> DecodeSnapshot(const std::string& bytes) {
   const auto* p = reinterpret_cast<const uint8_t*>(bytes.data());
   if (bytes.size() < kSnapshotHeaderSize + kSnapshotTrailerSize) {
     return Status::Corruption(fmt::format("snapshot of {} bytes is shorter than header and trailer ({})", bytes.size(),
@@ -101,7 +100,7 @@ walfmt::Result<SnapshotFile> DecodeSnapshot(const std::string& bytes) {
   s.node_id = walfmt::LoadU32(p + 12);
   s.cluster_id = walfmt::LoadU64(p + 16);
   const uint64_t count = walfmt::LoadU64(p + 24);
-  s.wal_position = walfmt::Lsn{walfmt::LoadU64(p + 32), walfmt::LoadU64(p + 40)};
+  s.wal_position = Lsn{walfmt::LoadU64(p + 32), walfmt::LoadU64(p + 40)};
   s.time_us = walfmt::LoadU64(p + 48);
   const size_t name_len = walfmt::LoadU16(p + 56);
   const size_t end = bytes.size() - kSnapshotTrailerSize;
@@ -149,23 +148,23 @@ walfmt::Result<SnapshotFile> DecodeSnapshot(const std::string& bytes) {
   return s;
 }
 
-walfmt::Status WriteSnapshotFile(const std::string& path, SnapshotFile& s) {
+Status WriteSnapshotFile(const std::string& path, SnapshotFile& s) {
   auto bytes = EncodeSnapshot(s);
   if (!bytes.ok()) return bytes.status();
   std::ofstream out(path, std::ios::binary | std::ios::trunc);
   out.write(bytes->data(), static_cast<std::streamsize>(bytes->size()));
   out.close();
-  if (!out) return walfmt::Status::Io(fmt::format("{}: cannot write", path));
-  return walfmt::Status::Ok();
+  if (!out) return Status::Io(fmt::format("{}: cannot write", path));
+  return Status::Ok();
 }
 
-walfmt::Result<SnapshotFile> ReadSnapshotFile(const std::string& path) {
+Result<SnapshotFile> ReadSnapshotFile(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
-  if (!in) return walfmt::Status::NotFound(fmt::format("{}: cannot open", path));
+  if (!in) return Status::NotFound(fmt::format("{}: cannot open", path));
   std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   auto s = DecodeSnapshot(bytes);
-  if (!s.ok()) return walfmt::Status::Corruption(fmt::format("{}: {}", path, s.status().message()));
+  if (!s.ok()) return Status::Corruption(fmt::format("{}: {}", path, s.status().message()));
   return s;
 }
 
-}  // namespace walcut::node
+}  // namespace walfmt

@@ -39,7 +39,7 @@
 #include "walfmt/lsn.h"
 #include "walfmt/status.h"
 
-namespace walcut::node {
+namespace walfmt {
 
 constexpr uint16_t kSnapshotVersion = 1;
 constexpr size_t kSnapshotHeaderSize = 64;
@@ -48,7 +48,7 @@ constexpr size_t kSnapshotTrailerSize = 16;
 struct SnapshotFile {
   uint32_t node_id = 0;
   uint64_t cluster_id = 0;
-  walfmt::Lsn wal_position;  // of the SNAPSHOT record
+  Lsn wal_position;  // of the SNAPSHOT record
   uint64_t time_us = 0;
   std::string name;
   std::map<std::string, std::string> entries;
@@ -60,11 +60,11 @@ uint64_t StateFingerprint(const std::map<std::string, std::string>& entries);
 
 // Encodes the file; sets s.fingerprint. Fails on a key over 65535 bytes or a
 // name over 255 bytes.
-walfmt::Result<std::string> EncodeSnapshot(SnapshotFile& s);
+Result<std::string> EncodeSnapshot(SnapshotFile& s);
 // Decodes and checks a whole file image.
-walfmt::Result<SnapshotFile> DecodeSnapshot(const std::string& bytes);
+Result<SnapshotFile> DecodeSnapshot(const std::string& bytes);
 
-walfmt::Status WriteSnapshotFile(const std::string& path, SnapshotFile& s);
-walfmt::Result<SnapshotFile> ReadSnapshotFile(const std::string& path);
+Status WriteSnapshotFile(const std::string& path, SnapshotFile& s);
+Result<SnapshotFile> ReadSnapshotFile(const std::string& path);
 
-}  // namespace walcut::node
+}  // namespace walfmt
