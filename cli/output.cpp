@@ -99,7 +99,11 @@ void Progress::Update(uint64_t units_done, uint64_t bytes_done) {
   if (drawn_ && now - last_ < std::chrono::milliseconds(200) && units_done < total_) return;
   last_ = now;
   drawn_ = true;
-  fmt::print(stderr, "\r\033[K{}: {}/{} segments, {}", what_, units_done, total_, HumanBytes(bytes_done));
+  if (total_ == 0) {
+    fmt::print(stderr, "\r\033[K{}: {}", what_, HumanBytes(bytes_done));  // no unit count known
+  } else {
+    fmt::print(stderr, "\r\033[K{}: {}/{} segments, {}", what_, units_done, total_, HumanBytes(bytes_done));
+  }
 }
 
 }  // namespace walcut::cli

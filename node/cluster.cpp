@@ -2203,7 +2203,8 @@ Status Cluster::Run() {
   const auto wall_start = std::chrono::steady_clock::now();
   const std::clock_t cpu_start = std::clock();
   uint64_t sm = opt_.seed ^ 0x77616C6375742121ull;
-  const uint64_t cluster_id = SplitMix64(sm);
+  cluster_id_ = SplitMix64(sm);
+  const uint64_t cluster_id = cluster_id_;
   for (uint32_t i = 0; i < opt_.nodes; ++i) nodes_.push_back(std::make_unique<Node>(*this, i));
   cut_ready_.assign(opt_.nodes, true);
   for (uint32_t i = 0; i < opt_.nodes; ++i) {

@@ -1,0 +1,205 @@
+// walcut restore DIR --cut K | --latest | --before TIME --out OUT: every node
+// restored to a cut from a base (genesis, a full snapshot, or an earlier
+// restore) plus the WAL.
+#include <fmt/format.h>
+
+#include "cli/command.h"
+#include "cli/cut_common.h"
+#include "cli/output.h"
+#include "cut/load.h"
+#include "recovery/restore.h"
+
+namespace walcut::cli {
+namespace {
+using nlohmann::json;
+
+struct RestoreOptions {
+  std::string dir;
+  uint64_t cut = 0;
+  bool latest = false;
+  std::string before;
+  std::string base;
+  std::string out;
+  bool dry_run = false;
+  bool force = false;
+  unsigned jobs = 0;
+  Format format = Format::kText;
+};
+
+// "250ms", "1.5s", "1200us" or a plain number of microseconds.
+bool ParseTime(const std::string& text, uint64_t& us) {
+  size_t used = 0;
+  double v = 0;
+  try {
+    v = std::stod(text, &used);
+  } catch (...) {
+    return false;
+  }
+  const std::string unit = text.substr(used);
+  double scale = 1;
+  if (unit == "" || unit == "us") scale = 1;
+  else if (unit == "ms") scale = 1e3;
+  else if (unit == "s") scale = 1e6;
+  else return false;
+  if (v < 0) return false;
+  us = static_cast<uint64_t>(v * scale + 0.5);
+  return true;
+}
+
+json NodeJson(const recovery::NodeRestore& n, bool dry_run) {
+  json segs = json::array();
+  for (const auto& s : n.segments) segs.push_back(s.file);
+  json j = {{"node", n.node},
+            {"wal_from", n.from.ToString()},
+            {"wal_to", n.to.ToString()},
+            {"cut_start", n.cut_start.ToString()},
+            {"continue_from", n.continue_from.ToString()},
+            {"segments", segs},
+            {"bytes_to_read", n.bytes_to_read},
+            {"base_entries", n.base_entries},
+            {"txs_applied", n.txs_applied},
+            {"txs_skipped", n.txs_skipped},
+            {"txs_rolled_back", n.txs_rolled_back},
+            {"writes_applied", n.writes_applied}};
+  if (!dry_run) {
+    j["entries"] = n.entries;
+    j["fingerprint"] = fmt::format("{:016x}", n.fingerprint);
+  }
+  return j;
+}
+
+int RunRestore(const RestoreOptions& o) {
+  const int chosen = (o.cut > 0) + o.latest + !o.before.empty();
+  if (chosen != 1) {
+    PrintError("give exactly one of --cut K, --latest, --before TIME");
+    return kExitUsage;
+  }
+  if (!o.dry_run && o.out.empty()) {
+    PrintError("--out OUT is required (or --dry-run)");
+    return kExitUsage;
+  }
+  uint64_t before_us = 0;
+  if (!o.before.empty() && !ParseTime(o.before, before_us)) {
+    PrintError(fmt::format("--before {}: not a time (for example 250ms, 1.5s, 1200us)", o.before));
+    return kExitUsage;
+  }
+  auto layout = cut::FindClusterLayout(o.dir);
+  if (!layout.ok()) {
+    PrintError(layout.status().message());
+    return ExitForStatus(layout.status());
+  }
+  auto cc = LoadCuts({o.dir}, o.jobs);
+  if (!cc.ok()) {
+    PrintError(cc.status().message());
+    return ExitForStatus(cc.status());
+  }
+  uint64_t k = o.cut;
+  if (o.latest) {
+    if (!cc->window.any) {
+      PrintError(fmt::format("{}: no cut can be restored: {}", o.dir, cc->window.latest_limit));
+      return kExitFindings;
+    }
+    k = cc->window.latest;
+  } else if (!o.before.empty()) {
+    const cut::GlobalCut* g = cc->LatestBefore(before_us);
+    if (!g) {
+      PrintError(fmt::format("{}: no consistent cut finished before {}", o.dir, Millis(before_us)));
+      return kExitFindings;
+    }
+    k = g->cut_id;
+  }
+  Progress progress(o.dry_run ? "plan" : "restore", 0);
+  recovery::RestoreRequest req;
+  req.cluster_dir = o.dir;
+  req.cut = k;
+  req.base = o.base;
+  req.force = o.force;
+  req.dry_run = o.dry_run;
+  req.out = o.out;
+  req.jobs = o.jobs;
+  req.progress = [&progress](uint64_t b) { progress.Update(0, b); };
+  auto r = recovery::Restore(*cc, *layout, req);
+  if (!r.ok()) {
+    PrintError(r.status().message());
+    // A refused cut is a finding (CI must see it); a bad request is usage.
+    if (r.status().code() == walfmt::ErrorCode::kInvalidArgument) {
+      const cut::GlobalCut* g = cc->Find(k);
+      return g && g->status != cut::CutStatus::kConsistent && !o.force ? kExitFindings : kExitUsage;
+    }
+    return ExitForStatus(r.status());
+  }
+  if (!o.dry_run) {
+    if (auto st = recovery::WriteRestore(*r, o.out); !st.ok()) {
+      PrintError(st.message());
+      return ExitForStatus(st);
+    }
+  }
+  const bool forced = r->status != cut::CutStatus::kConsistent;
+  if (o.format == Format::kJson) {
+    json j;
+    j["schema"] = "walcut.restore/1";
+    j["cluster"] = o.dir;
+    j["cut"] = r->cut;
+    j["status"] = cut::CutStatusName(r->status);
+    j["forced"] = forced;
+    j["dry_run"] = o.dry_run;
+    j["base"] = {{"kind", recovery::BaseKindName(r->base.kind)}, {"name", r->base.name}};
+    j["out"] = o.dry_run ? json(nullptr) : json(o.out);
+    json nodes = json::array();
+    for (const auto& n : r->nodes) nodes.push_back(NodeJson(n, o.dry_run));
+    j["nodes"] = nodes;
+    j["bytes_read"] = r->bytes_read;
+    fmt::print("{}\n", j.dump(2));
+  } else {
+    fmt::print("{} cut {} of {} ({}{}) from base {} ({})\n", o.dry_run ? "plan: restore" : "restored", r->cut, o.dir,
+               cut::CutStatusName(r->status), forced ? ", forced: " + r->reason : "", r->base.name,
+               recovery::BaseKindName(r->base.kind));
+    for (const auto& n : r->nodes) {
+      std::string segs;
+      if (!n.segments.empty()) {
+        segs = n.segments.size() == 1 ? n.segments.front().file
+                                      : fmt::format("{} .. {} ({} segments)", n.segments.front().file,
+                                                    n.segments.back().file, n.segments.size());
+      }
+      fmt::print("  node {}: WAL {} .. {} [{}], {} read; base {} keys; {} transactions applied ({} writes), {} "
+                 "skipped, {} rolled back",
+                 n.node, n.from.ToString(), n.to.ToString(), segs, HumanBytes(n.bytes_to_read), n.base_entries,
+                 n.txs_applied, n.writes_applied, n.txs_skipped, n.txs_rolled_back);
+      if (!o.dry_run) fmt::print("; {} keys, fingerprint {:016x}", n.entries, n.fingerprint);
+      fmt::print("\n");
+    }
+    if (!o.dry_run) fmt::print("wrote {}/node-*.snap and {}/manifest.json\n", o.out, o.out);
+  }
+  return forced ? kExitFindings : kExitOk;
+}
+
+void RegisterRestore(CLI::App& root, Registry& reg) {
+  auto o = std::make_shared<RestoreOptions>();
+  CLI::App* cmd = root.add_subcommand(
+      "restore",
+      "Restore every node to a cut: base state (genesis, a full snapshot, or an earlier restore) plus the\n"
+      "writes of exactly the transactions of the cut (DESIGN.md section 2), read from the WAL once.\n"
+      "Writes OUT/node-<i>.snap and OUT/manifest.json through a temporary directory renamed at the end;\n"
+      "never overwrites OUT and never modifies the input. An inconsistent or incomplete cut is refused\n"
+      "(exit 1) unless --force, and then the manifest says what is wrong.\n"
+      "Exit 0 restored, 1 refused or forced, 2 usage error, 3 I/O error or damaged input.");
+  cmd->add_option("dir", o->dir, "Cluster directory")->required();
+  cmd->add_option("--cut", o->cut, "Cut id to restore");
+  cmd->add_flag("--latest", o->latest, "The latest restorable cut (the end of the restore window)");
+  cmd->add_option("--before", o->before, "The latest consistent cut that finished before TIME (250ms, 1.5s, 1200us)");
+  cmd->add_option("--base", o->base,
+                  "Base: 'genesis' (default), a full snapshot name under DIR/snapshots/, or a restore output dir");
+  cmd->add_option("-o,--out", o->out, "Output directory (must not exist)");
+  cmd->add_flag("--dry-run", o->dry_run,
+                "Print the plan (per node: base, WAL range and segments, bytes, transactions to apply and skip);"
+                " write nothing");
+  cmd->add_flag("--force", o->force, "Restore a cut that is not consistent (the manifest records why)");
+  cmd->add_option("-j,--jobs", o->jobs, "Nodes restored at once (default: one per core)");
+  AddFormatOption(cmd, o->format);
+  reg.Add(cmd, [o] { return RunRestore(*o); });
+}
+
+const CommandRegistrar kRegister{75, RegisterRestore};
+
+}  // namespace
+}  // namespace walcut::cli

@@ -1,0 +1,95 @@
+// walcut scan NODE_DIR --out FILE: one node's WAL summary, so that the
+// per-node scans can run where the WAL lives and only summaries travel.
+#include <filesystem>
+#include <fstream>
+
+#include <fmt/format.h>
+
+#include "cli/command.h"
+#include "cli/output.h"
+#include "cut/load.h"
+#include "cut/scan.h"
+
+namespace walcut::cli {
+namespace {
+namespace fs = std::filesystem;
+
+struct ScanCmdOptions {
+  std::string node_dir;
+  std::string out;
+  int node = -1;
+};
+
+// NODE_DIR is a node directory (with wal/ inside, named node-<i>) or its wal
+// directory itself.
+int RunScan(const ScanCmdOptions& o) {
+  std::error_code ec;
+  fs::path dir(o.node_dir);
+  if (!fs::is_directory(dir, ec)) {
+    PrintError(fmt::format("{}: no such directory", o.node_dir));
+    return kExitUsage;
+  }
+  fs::path wal = fs::is_directory(dir / "wal", ec) ? dir / "wal" : dir;
+  int node = o.node;
+  if (node < 0) {
+    const std::string name = (wal == dir ? dir.parent_path() : dir).filename().string();
+    if (name.rfind("node-", 0) == 0) node = std::atoi(name.c_str() + 5);
+  }
+  if (node < 0) {
+    PrintError(fmt::format("{}: cannot tell the node id from the path; give --node", o.node_dir));
+    return kExitUsage;
+  }
+  if (fs::exists(o.out, ec)) {
+    PrintError(fmt::format("{}: already exists; refusing to overwrite", o.out));
+    return kExitUsage;
+  }
+  Progress progress("scan", 0);
+  cut::ScanOptions so;
+  so.node = static_cast<uint32_t>(node);
+  so.progress = [&progress](uint64_t b) { progress.Update(0, b); };
+  auto s = cut::ScanNode(wal.string(), so);
+  if (!s.ok()) {
+    PrintError(s.status().message());
+    return ExitForStatus(s.status());
+  }
+  const std::string tmp = o.out + ".tmp";
+  {
+    std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
+    f << cut::SummaryToJson(*s);
+    f.flush();
+    if (!f) {
+      PrintError(fmt::format("{}: cannot write", tmp));
+      fs::remove(tmp, ec);
+      return kExitIo;
+    }
+  }
+  fs::rename(tmp, o.out, ec);
+  if (ec) {
+    PrintError(fmt::format("{}: cannot rename into place: {}", o.out, ec.message()));
+    return kExitIo;
+  }
+  fmt::print("node {}: {} records, {} cuts, {} findings{}{} -> {}\n", s->node, s->records, s->cuts.size(),
+             s->findings.size() + s->findings_dropped, s->torn_tail ? ", torn tail at " + s->torn_at.ToString() : "",
+             s->damaged ? ", damaged at " + s->damage_at.ToString() : "", o.out);
+  return kExitOk;
+}
+
+void RegisterScan(CLI::App& root, Registry& reg) {
+  auto o = std::make_shared<ScanCmdOptions>();
+  CLI::App* cmd = root.add_subcommand(
+      "scan",
+      "Summarize one node's WAL (cut records, tracked transactions, commit counts and digests) into a file.\n"
+      "Every global command (cuts, cut show, check) accepts a set of summaries instead of a cluster directory,\n"
+      "so the scans can run on the machines that hold the WAL and only the summaries travel.");
+  cmd->add_option("node_dir", o->node_dir, "Node directory (node-<i>, with wal/ inside) or its wal directory")
+      ->required();
+  cmd->add_option("-o,--out", o->out, "Summary file to write (JSON, schema walcut.summary/1); never overwritten")
+      ->required();
+  cmd->add_option("--node", o->node, "Node id (default: from the directory name node-<i>)");
+  reg.Add(cmd, [o] { return RunScan(*o); });
+}
+
+const CommandRegistrar kRegister{55, RegisterScan};
+
+}  // namespace
+}  // namespace walcut::cli

@@ -1,0 +1,136 @@
+#include "cli/cut_common.h"
+
+#include <fmt/format.h>
+
+#include "cli/output.h"
+#include "cut/load.h"
+
+namespace walcut::cli {
+using nlohmann::json;
+
+walfmt::Result<cut::ClusterCuts> LoadCuts(const std::vector<std::string>& paths, unsigned jobs) {
+  Progress progress("scan", 0);
+  cut::LoadOptions lo;
+  lo.jobs = jobs;
+  lo.progress = [&progress](uint64_t bytes) { progress.Update(0, bytes); };
+  auto sums = cut::LoadInputs(paths, lo);
+  if (!sums.ok()) return sums.status();
+  return cut::Reconstruct(std::move(sums.value()));
+}
+
+json FindingJson(const cut::Finding& f) {
+  json j = {{"check", f.check}, {"node", f.node}, {"message", f.message}};
+  if (f.cut) j["cut"] = f.cut;
+  if (f.has_position) j["position"] = f.position.ToString();
+  if (f.has_tx) j["tx"] = f.tx.ToString();
+  if (!f.expected.empty()) j["expected"] = f.expected;
+  if (!f.found.empty()) j["found"] = f.found;
+  return j;
+}
+
+json WindowJson(const cut::RestoreWindow& w) {
+  json j = {{"restorable", w.any}, {"earliest_limit", w.earliest_limit}, {"latest_limit", w.latest_limit}};
+  if (w.any) {
+    j["earliest"] = w.earliest;
+    j["latest"] = w.latest;
+  } else {
+    j["earliest"] = nullptr;
+    j["latest"] = nullptr;
+  }
+  return j;
+}
+
+json ChecksJson(const cut::CutChecks& c) {
+  return {{"atomicity", c.atomicity}, {"monotonicity", c.monotonicity}, {"shape", c.shape},
+          {"rollback", c.rollback},   {"completeness", c.completeness}, {"markers", c.markers}};
+}
+
+namespace {
+json Tracked(const cut::TrackedTx& t, const cut::NodeCut& nc) {
+  json j = {{"tx", t.tx.ToString()}};
+  if (t.committed) {
+    j["commit"] = t.commit.ToString();
+    j["marker"] = t.marker;
+    if (nc.started) j["commit_after_start"] = t.commit > nc.start;
+  } else if (t.rolled_back) {
+    j["rolled_back_at"] = t.commit.ToString();
+  } else {
+    j["commit"] = nullptr;
+  }
+  if (t.recovered) j["recovered"] = true;
+  return j;
+}
+}  // namespace
+
+json CutJson(const cut::GlobalCut& g, bool detail) {
+  json j;
+  j["cut"] = g.cut_id;
+  j["status"] = cut::CutStatusName(g.status);
+  j["reason"] = g.reason.empty() ? json(nullptr) : json(g.reason);
+  j["transactions"] = g.transactions;
+  j["before"] = g.before;
+  j["after"] = g.after;
+  j["before_committed_after_start"] = g.before_after_start;
+  j["after_committed_before_start"] = g.after_before_start;
+  j["start_time_us"] = g.start_time_us;
+  j["finish_time_us"] = g.finish_time_us;
+  j["consistent_before"] = g.consistent_before ? json(*g.consistent_before) : json(nullptr);
+  j["consistent_after"] = g.consistent_after ? json(*g.consistent_after) : json(nullptr);
+  j["checks"] = ChecksJson(g.checks);
+  json nodes = json::array();
+  for (size_t i = 0; i < g.nodes.size(); ++i) {
+    const cut::NodeCut* nc = g.nodes[i];
+    json n = {{"node", i}, {"transactions", g.node_transactions[i]}};
+    if (!nc) {
+      n["end"] = "absent";
+      nodes.push_back(std::move(n));
+      continue;
+    }
+    n["end"] = cut::CutEndName(nc->end);
+    n["start"] = nc->started ? json(nc->start.ToString()) : json(nullptr);
+    n["start_time_us"] = nc->started ? json(nc->start_time_us) : json(nullptr);
+    n["commits_before_start"] = nc->started ? json(nc->commits_before_start) : json(nullptr);
+    n["finish"] = nc->finished ? json(nc->finish.ToString()) : json(nullptr);
+    n["finish_time_us"] = nc->finished ? json(nc->finish_time_us) : json(nullptr);
+    n["restarted"] = nc->restarted;
+    json ab = json::array();
+    for (const auto& a : nc->aborts) {
+      ab.push_back({{"at", a.at.ToString()}, {"reason", std::string(walfmt::CutAbortReasonName(a.reason))},
+                    {"detail", a.detail}});
+    }
+    n["aborts"] = ab;
+    if (detail) {
+      json b = json::array(), a = json::array();
+      for (const auto& t : nc->before) b.push_back(Tracked(t, *nc));
+      for (const auto& t : nc->after) a.push_back(Tracked(t, *nc));
+      n["before"] = b;
+      n["after"] = a;
+    } else {
+      n["before"] = nc->before.size();
+      n["after"] = nc->after.size();
+    }
+    nodes.push_back(std::move(n));
+  }
+  j["nodes"] = nodes;
+  json fs = json::array();
+  for (const auto& f : g.findings) fs.push_back(FindingJson(f));
+  j["findings"] = fs;
+  return j;
+}
+
+std::string Millis(uint64_t us) { return fmt::format("{}.{:03} ms", us / 1000, us % 1000); }
+
+std::vector<std::string> WindowLines(const cut::RestoreWindow& w) {
+  std::vector<std::string> out;
+  if (!w.any) {
+    out.push_back(fmt::format("restore window: no cut can be restored ({})", w.latest_limit));
+    return out;
+  }
+  out.push_back(w.earliest == w.latest ? fmt::format("restore window: cut {}", w.earliest)
+                                       : fmt::format("restore window: cuts {}..{}", w.earliest, w.latest));
+  out.push_back(fmt::format("  earliest {}: {}", w.earliest, w.earliest_limit));
+  out.push_back(fmt::format("  latest {}: {}", w.latest, w.latest_limit));
+  return out;
+}
+
+}  // namespace walcut::cli

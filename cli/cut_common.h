@@ -1,0 +1,34 @@
+// What the cut commands (cuts, cut show, restore, check) share: loading the
+// summaries of a cluster with progress, and the JSON and text forms of cuts,
+// findings and the restore window.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "cut/cuts.h"
+#include "walfmt/status.h"
+
+namespace walcut::cli {
+
+inline constexpr const char* kCutsSchema = "walcut.cuts/1";
+inline constexpr const char* kCutSchema = "walcut.cut/1";
+
+// Scans a cluster directory (or reads summary files) and reconstructs its
+// cuts. Progress on stderr when it is a terminal.
+walfmt::Result<cut::ClusterCuts> LoadCuts(const std::vector<std::string>& paths, unsigned jobs);
+
+nlohmann::json FindingJson(const cut::Finding& f);
+nlohmann::json WindowJson(const cut::RestoreWindow& w);
+nlohmann::json ChecksJson(const cut::CutChecks& c);
+// One cut; `detail` adds the tracked transactions of every node.
+nlohmann::json CutJson(const cut::GlobalCut& g, bool detail);
+
+// "12.345 ms" style times of the cluster clock.
+std::string Millis(uint64_t us);
+// "cuts 2..7" or "no cut can be restored", with what limits each end.
+std::vector<std::string> WindowLines(const cut::RestoreWindow& w);
+
+}  // namespace walcut::cli

@@ -1,0 +1,335 @@
+#include "cut/cuts.h"
+
+#include <algorithm>
+#include <map>
+#include <set>
+#include <unordered_map>
+
+#include <fmt/format.h>
+
+namespace walcut::cut {
+namespace {
+
+// Transactions with first cut <= k: prefix sums over the buckets.
+FirstCutCount CountUpTo(const std::map<uint64_t, FirstCutCount>& m, uint64_t k) {
+  FirstCutCount out;
+  for (auto it = m.begin(); it != m.end() && it->first <= k; ++it) {
+    out.count += it->second.count;
+    out.owned += it->second.owned;
+  }
+  return out;
+}
+
+TxDigest DigestUpTo(const NodeSummary& s, uint32_t peer, uint64_t k) {
+  TxDigest out;
+  auto it = s.shared.find(peer);
+  if (it == s.shared.end()) return out;
+  for (auto b = it->second.begin(); b != it->second.end() && b->first <= k; ++b) {
+    out.x ^= b->second.x;
+    out.n += b->second.n;
+  }
+  return out;
+}
+
+std::string WalEnd(const NodeSummary& s) {
+  if (s.damaged) return fmt::format("its WAL is damaged at {}, nothing after it is readable", s.damage_at.ToString());
+  if (s.torn_tail) return fmt::format("whose WAL ends in a torn record at {}", s.torn_at.ToString());
+  return fmt::format("whose WAL ends at {}", s.end.ToString());
+}
+
+bool SetCheck(CutChecks& c, const std::string& check) {
+  if (check == "atomicity") return c.atomicity = false, true;
+  if (check == "monotonicity") return c.monotonicity = false, true;
+  if (check == "shape") return c.shape = false, true;
+  if (check == "rollback") return c.rollback = false, true;
+  if (check == "marker") return c.markers = false, true;
+  if (check == "completeness") return c.completeness = false, true;
+  return false;
+}
+
+}  // namespace
+
+const char* CutStatusName(CutStatus s) {
+  switch (s) {
+    case CutStatus::kConsistent: return "consistent";
+    case CutStatus::kInconsistent: return "inconsistent";
+    case CutStatus::kIncomplete: return "incomplete";
+  }
+  return "unknown";
+}
+
+const GlobalCut* ClusterCuts::Find(uint64_t k) const {
+  for (const auto& c : cuts) {
+    if (c.cut_id == k) return &c;
+  }
+  return nullptr;
+}
+
+const GlobalCut* ClusterCuts::LatestBefore(uint64_t time_us) const {
+  const GlobalCut* best = nullptr;
+  for (const auto& c : cuts) {
+    if (c.status == CutStatus::kConsistent && c.finish_time_us < time_us) best = &c;
+  }
+  return best;
+}
+
+walfmt::Result<ClusterCuts> Reconstruct(std::vector<NodeSummary> nodes) {
+  ClusterCuts out;
+  std::sort(nodes.begin(), nodes.end(), [](const NodeSummary& a, const NodeSummary& b) { return a.node < b.node; });
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    if (nodes[i].node != i) {
+      return walfmt::Status::InvalidArgument(
+          i > 0 && nodes[i].node == nodes[i - 1].node
+              ? fmt::format("two summaries of node {}", nodes[i].node)
+              : fmt::format("no summary of node {} (the nodes must be numbered 0..{})", i, nodes.size() - 1));
+    }
+    if (nodes[i].cluster_known && nodes[0].cluster_known && nodes[i].cluster_id != nodes[0].cluster_id) {
+      return walfmt::Status::InvalidArgument(fmt::format("node {} belongs to cluster {:016x}, node 0 to {:016x}", i,
+                                                         nodes[i].cluster_id, nodes[0].cluster_id));
+    }
+  }
+  if (nodes.empty()) return walfmt::Status::InvalidArgument("no nodes");
+  out.nodes = std::move(nodes);
+  const auto& ns = out.nodes;
+  const uint32_t n = static_cast<uint32_t>(ns.size());
+
+  std::set<uint64_t> ids;
+  uint64_t last_id = 0;
+  for (const auto& s : ns) {
+    for (const auto& c : s.cuts) ids.insert(c.cut_id);
+    if (!s.cuts.empty()) last_id = std::max(last_id, s.cuts.back().cut_id);
+  }
+  // Findings not tied to a cut: kept globally; a transaction finding also
+  // fails the cuts whose CUT_START on that node follows it (they contain it).
+  for (const auto& s : ns) {
+    for (const auto& f : s.findings) {
+      if (f.cut == 0) out.findings.push_back(f);
+    }
+  }
+
+  for (uint64_t k : ids) {
+    GlobalCut g;
+    g.cut_id = k;
+    g.nodes.assign(n, nullptr);
+    g.node_transactions.assign(n, 0);
+    std::string incomplete_reason;
+    std::string inconsistent_reason;
+    auto note = [](std::string& slot, std::string text) {
+      if (slot.empty()) slot = std::move(text);
+    };
+    for (uint32_t i = 0; i < n; ++i) {
+      const NodeSummary& s = ns[i];
+      const NodeCut* nc = s.FindCut(k);
+      g.nodes[i] = nc;
+      for (const auto& f : s.findings) {
+        if (f.cut == k) {
+          g.findings.push_back(f);
+        } else if (f.cut == 0 && f.has_tx && nc && nc->started && f.position < nc->start) {
+          g.findings.push_back(f);
+        }
+      }
+      const FirstCutCount c = CountUpTo(s.first_cut, k);
+      g.node_transactions[i] = c.count;
+      g.transactions += c.owned;
+      if (nc) {
+        if (nc->started) g.start_time_us = g.start_time_us == 0 ? nc->start_time_us : std::min(g.start_time_us, nc->start_time_us);
+        if (nc->finished) g.finish_time_us = std::max(g.finish_time_us, nc->finish_time_us);
+        g.before += nc->before.size();
+        g.after += nc->after.size();
+        for (const auto& t : nc->before) g.before_after_start += t.committed && nc->started && t.commit > nc->start;
+        for (const auto& t : nc->after) g.after_before_start += t.committed && nc->started && t.commit < nc->start;
+      }
+      // Completeness (rule 6 / check 5).
+      if (nc && nc->started && nc->finished && nc->aborts.empty() && !nc->restarted) continue;
+      Finding f;
+      f.check = "completeness";
+      f.node = i;
+      f.cut = k;
+      bool failure = true;
+      if (nc && !nc->aborts.empty()) {
+        const auto& a = nc->aborts.front();
+        f.has_position = true;
+        f.position = a.at;
+        f.message = fmt::format("CUT_ABORT({}) on node {} at {}: {}{}{}", k, i, a.at.ToString(),
+                                walfmt::CutAbortReasonName(a.reason), a.detail.empty() ? "" : ": ", a.detail);
+      } else if (nc && nc->restarted) {
+        Lsn at = nc->start;
+        for (const auto& st : s.starts) {
+          if (st.at > nc->start) {
+            at = st.at;
+            break;
+          }
+        }
+        f.has_position = true;
+        f.position = at;
+        f.message = fmt::format("node {} restarted during cut {} (NODE_START at {})", i, k, at.ToString());
+      } else if (nc && nc->end == CutEnd::kSuperseded) {
+        f.has_position = true;
+        f.position = nc->start;
+        f.message = fmt::format("node {} started cut {} at {} but a later CUT_START came before its CUT_FINISH", i, k,
+                                nc->start.ToString());
+      } else if (nc && !nc->started) {
+        f.has_position = nc->finished;
+        f.position = nc->finish;
+        f.message = fmt::format("node {} has no CUT_START({})", i, k);
+      } else if (nc && nc->end == CutEnd::kDamaged) {
+        failure = false;
+        f.has_position = true;
+        f.position = s.damage_at;
+        f.message = fmt::format("missing CUT_FINISH({}) on node {}: {}", k, i, WalEnd(s));
+      } else if (nc) {
+        failure = false;
+        f.has_position = true;
+        f.position = s.torn_tail ? s.torn_at : s.end;
+        f.message = fmt::format("missing CUT_FINISH({}) on node {}, {}", k, i, WalEnd(s));
+      } else if (!s.cuts.empty() && s.cuts.back().cut_id > k) {
+        f.message = fmt::format("node {} has no record of cut {} (no CUT_START), yet took part in cut {}", i, k,
+                                s.cuts.back().cut_id);
+      } else {
+        failure = false;
+        f.has_position = true;
+        f.position = s.damaged ? s.damage_at : s.end;
+        f.message = fmt::format("no CUT_START({}) on node {}, {}", k, i, WalEnd(s));
+      }
+      note(failure ? inconsistent_reason : incomplete_reason, f.message);
+      g.findings.push_back(std::move(f));
+    }
+    // Atomicity from the sets: one transaction on both sides.
+    std::unordered_map<TxId, std::pair<uint32_t, bool>, walfmt::TxIdHash> side;
+    for (uint32_t i = 0; i < n; ++i) {
+      const NodeCut* nc = g.nodes[i];
+      if (!nc) continue;
+      for (int b = 0; b < 2; ++b) {
+        for (const auto& t : b == 0 ? nc->before : nc->after) {
+          auto [it, fresh] = side.emplace(t.tx, std::make_pair(i, b == 0));
+          if (fresh || it->second.second == (b == 0) || it->second.first == i) continue;
+          Finding f;
+          f.check = "atomicity";
+          f.node = i;
+          f.cut = k;
+          f.has_tx = true;
+          f.tx = t.tx;
+          f.has_position = t.committed;
+          f.position = t.commit;
+          const uint32_t in_node = b == 0 ? i : it->second.first;
+          const uint32_t out_node = b == 0 ? it->second.first : i;
+          f.message = fmt::format("transaction {} before cut {} on node {} but after it on node {}", t.tx.ToString(),
+                                  k, in_node, out_node);
+          g.findings.push_back(std::move(f));
+        }
+      }
+    }
+    // Atomicity over every shared transaction: the digests of what each pair
+    // of nodes holds in the cut must agree.
+    for (uint32_t i = 0; i < n; ++i) {
+      for (uint32_t j = i + 1; j < n; ++j) {
+        const NodeCut* a = g.nodes[i];
+        const NodeCut* b = g.nodes[j];
+        if (!a || !b || !a->finished || !b->finished || !a->started || !b->started) continue;
+        const TxDigest di = DigestUpTo(ns[i], j, k);
+        const TxDigest dj = DigestUpTo(ns[j], i, k);
+        if (di == dj) continue;
+        Finding f;
+        f.check = "atomicity";
+        f.node = i;
+        f.cut = k;
+        f.expected = fmt::format("node {}: {} shared transactions in the cut", i, di.n);
+        f.found = fmt::format("node {}: {}", j, dj.n);
+        f.message = fmt::format(
+            "nodes {} and {} disagree on the transactions they share in cut {}: {} on node {}, {} on node {}{}", i, j,
+            k, di.n, i, dj.n, j, di.n == dj.n ? " (same count, different transactions)" : "");
+        g.findings.push_back(std::move(f));
+      }
+    }
+    for (const auto& f : g.findings) {
+      SetCheck(g.checks, f.check);
+      if (f.check != "completeness") note(inconsistent_reason, f.message);
+    }
+    if (!inconsistent_reason.empty()) {
+      g.status = CutStatus::kInconsistent;
+      g.reason = inconsistent_reason;
+    } else if (!incomplete_reason.empty()) {
+      g.status = CutStatus::kIncomplete;
+      g.reason = incomplete_reason;
+    }
+    out.cuts.push_back(std::move(g));
+  }
+
+  // Nearest consistent cuts on each side.
+  std::optional<uint64_t> prev;
+  for (auto& g : out.cuts) {
+    g.consistent_before = prev;
+    if (g.status == CutStatus::kConsistent) prev = g.cut_id;
+  }
+  std::optional<uint64_t> next;
+  for (auto it = out.cuts.rbegin(); it != out.cuts.rend(); ++it) {
+    it->consistent_after = next;
+    if (it->status == CutStatus::kConsistent) next = it->cut_id;
+  }
+
+  // The restore window.
+  RestoreWindow& w = out.window;
+  const GlobalCut* first = nullptr;
+  const GlobalCut* last = nullptr;
+  for (const auto& g : out.cuts) {
+    if (g.status != CutStatus::kConsistent) continue;
+    if (!first) first = &g;
+    last = &g;
+  }
+  const NodeSummary* damaged = nullptr;
+  for (const auto& s : ns) {
+    if (s.damaged && (!damaged || s.damage_at < damaged->damage_at)) damaged = &s;
+  }
+  const NodeSummary* truncated = nullptr;  // the oldest segments are gone: genesis is not reachable
+  for (const auto& s : ns) {
+    if (!s.segments.empty() && s.segments.front().index != 0) truncated = &s;
+  }
+  if (!first) {
+    w.any = false;
+    if (out.cuts.empty()) {
+      w.latest_limit = "the WAL holds no cut";
+    } else {
+      w.latest_limit = fmt::format("no cut is consistent; the last, cut {}, is {}: {}", out.cuts.back().cut_id,
+                                   CutStatusName(out.cuts.back().status), out.cuts.back().reason);
+    }
+    if (damaged) w.latest_limit = fmt::format("node {}'s WAL is damaged at {}; {}", damaged->node,
+                                              damaged->damage_at.ToString(), w.latest_limit);
+    w.earliest_limit = w.latest_limit;
+    return out;
+  }
+  w.any = true;
+  w.earliest = first->cut_id;
+  w.latest = last->cut_id;
+  if (truncated) {
+    w.earliest_limit = fmt::format(
+        "node {}'s WAL starts at segment {}: the genesis base needs the WAL from 0/00000000, so a restore needs a "
+        "full snapshot taken after that point as its base",
+        truncated->node, truncated->segments.front().index);
+  } else if (first->consistent_before || first != &out.cuts.front()) {
+    const GlobalCut& c0 = out.cuts.front();
+    w.earliest_limit = fmt::format("base genesis; cut {} before it is {}: {}", c0.cut_id, CutStatusName(c0.status),
+                                   c0.reason);
+  } else {
+    w.earliest_limit = "base genesis (the empty cluster at creation): the first cut of the WAL";
+  }
+  const GlobalCut* after_last = nullptr;
+  for (const auto& g : out.cuts) {
+    if (g.cut_id > last->cut_id) {
+      after_last = &g;
+      break;
+    }
+  }
+  if (damaged) {
+    w.latest_limit = fmt::format("node {}'s WAL is damaged at {} ({}), so no cut after {} can be restored",
+                                 damaged->node, damaged->damage_at.ToString(), damaged->damage, last->cut_id);
+  } else if (after_last) {
+    w.latest_limit = fmt::format("cut {} after it is {}: {}", after_last->cut_id, CutStatusName(after_last->status),
+                                 after_last->reason);
+  } else {
+    w.latest_limit = "the last cut in the WAL";
+  }
+  (void)last_id;
+  return out;
+}
+
+}  // namespace walcut::cut

@@ -1,0 +1,501 @@
+#include "cut/load.h"
+
+#include <algorithm>
+#include <atomic>
+#include <filesystem>
+#include <fstream>
+#include <mutex>
+#include <sstream>
+#include <thread>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "cut/scan.h"
+
+namespace walcut::cut {
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+namespace {
+
+walfmt::Result<std::string> ReadText(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return walfmt::Status::Io(fmt::format("{}: cannot open", path));
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  if (in.bad()) return walfmt::Status::Io(fmt::format("{}: read error", path));
+  return ss.str();
+}
+
+
+json FindingJson(const Finding& f) {
+  json j = {{"check", f.check}, {"node", f.node}, {"message", f.message}};
+  if (f.cut) j["cut"] = f.cut;
+  if (f.has_position) j["position"] = f.position.ToString();
+  if (f.has_tx) j["tx"] = f.tx.ToString();
+  if (!f.expected.empty()) j["expected"] = f.expected;
+  if (!f.found.empty()) j["found"] = f.found;
+  return j;
+}
+
+json TrackedJson(const TrackedTx& t) {
+  json j = {{"tx", t.tx.ToString()}};
+  if (t.committed) {
+    j["commit"] = t.commit.ToString();
+    j["marker"] = t.marker;
+  }
+  if (t.committed || t.rolled_back) j["first_seen"] = t.first_seen.ToString();
+  if (t.rolled_back) {
+    j["rolled_back"] = true;
+    j["at"] = t.commit.ToString();
+  }
+  if (t.recovered) j["recovered"] = true;
+  return j;
+}
+
+// A tiny checked reader over the JSON document: the first problem wins and
+// names the field.
+class Reader {
+ public:
+  explicit Reader(std::string origin) : origin_(std::move(origin)) {}
+  bool ok() const { return error_.empty(); }
+  const std::string& error() const { return error_; }
+
+  void Fail(const std::string& field, const std::string& what) {
+    if (error_.empty()) error_ = fmt::format("{}: field '{}' {}", origin_, field, what);
+  }
+  const json* Get(const json& j, const char* key, const std::string& path, bool required = true) {
+    if (!j.is_object()) {
+      Fail(path, "is not an object");
+      return nullptr;
+    }
+    auto it = j.find(key);
+    if (it == j.end()) {
+      if (required) Fail(path + "." + key, "is missing");
+      return nullptr;
+    }
+    return &*it;
+  }
+  uint64_t U64(const json& j, const char* key, const std::string& path, bool required = true) {
+    const json* v = Get(j, key, path, required);
+    if (!v) return 0;
+    if (!v->is_number_unsigned()) {
+      Fail(path + "." + key, "is not an unsigned integer");
+      return 0;
+    }
+    return v->get<uint64_t>();
+  }
+  bool Bool(const json& j, const char* key, const std::string& path) {
+    const json* v = Get(j, key, path, false);
+    if (!v) return false;
+    if (!v->is_boolean()) {
+      Fail(path + "." + key, "is not a boolean");
+      return false;
+    }
+    return v->get<bool>();
+  }
+  std::string Str(const json& j, const char* key, const std::string& path, bool required = true) {
+    const json* v = Get(j, key, path, required);
+    if (!v) return {};
+    if (!v->is_string()) {
+      Fail(path + "." + key, "is not a string");
+      return {};
+    }
+    return v->get<std::string>();
+  }
+  Lsn Position(const json& j, const char* key, const std::string& path, bool required = true) {
+    const json* v = Get(j, key, path, required);
+    if (!v) return {};
+    auto l = v->is_string() ? Lsn::Parse(v->get<std::string>()) : std::nullopt;
+    if (!l) {
+      Fail(path + "." + key, "is not a position SEG/OFFSET");
+      return {};
+    }
+    return *l;
+  }
+  TxId Tx(const json& j, const char* key, const std::string& path) {
+    const std::string s = Str(j, key, path);
+    TxId t;
+    if (ok() && !TxId::Parse(s, t)) Fail(path + "." + key, "is not a transaction id NODE:SEQ");
+    return t;
+  }
+  const json* Array(const json& j, const char* key, const std::string& path, bool required = true) {
+    const json* v = Get(j, key, path, required);
+    if (v && !v->is_array()) {
+      Fail(path + "." + key, "is not an array");
+      return nullptr;
+    }
+    return v;
+  }
+
+ private:
+  std::string origin_;
+  std::string error_;
+};
+
+Finding FindingFrom(Reader& r, const json& j, const std::string& p) {
+  Finding f;
+  f.check = r.Str(j, "check", p);
+  f.node = static_cast<uint32_t>(r.U64(j, "node", p));
+  f.cut = r.U64(j, "cut", p, false);
+  f.message = r.Str(j, "message", p);
+  if (j.contains("position")) {
+    f.has_position = true;
+    f.position = r.Position(j, "position", p);
+  }
+  if (j.contains("tx")) {
+    f.has_tx = true;
+    f.tx = r.Tx(j, "tx", p);
+  }
+  f.expected = r.Str(j, "expected", p, false);
+  f.found = r.Str(j, "found", p, false);
+  return f;
+}
+
+}  // namespace
+
+std::string SummaryToJson(const NodeSummary& s) {
+  json j;
+  j["schema"] = "walcut.summary/1";
+  j["node"] = s.node;
+  if (s.cluster_known) j["cluster_id"] = fmt::format("{:016x}", s.cluster_id);
+  j["wal_dir"] = s.wal_dir;
+  json segs = json::array();
+  for (const auto& g : s.segments) {
+    segs.push_back({{"index", g.index}, {"file", g.file}, {"compressed", g.compressed}, {"bytes", g.bytes},
+                    {"records", g.records}});
+  }
+  j["segments"] = segs;
+  j["end"] = s.end.ToString();
+  j["records"] = s.records;
+  j["bytes"] = s.bytes;
+  j["commits"] = s.commits;
+  j["rollbacks"] = s.rollbacks;
+  j["recovered_commits"] = s.recovered_commits;
+  j["peak_in_flight"] = s.peak_in_flight;
+  if (s.torn_tail) j["torn_tail"] = {{"at", s.torn_at.ToString()}, {"bytes", s.torn_bytes}};
+  if (s.damaged) j["damage"] = {{"at", s.damage_at.ToString()}, {"message", s.damage}};
+  json cuts = json::array();
+  for (const auto& c : s.cuts) {
+    json jc = {{"cut", c.cut_id}, {"end", CutEndName(c.end)}};
+    if (c.started) {
+      jc["start"] = c.start.ToString();
+      jc["start_time_us"] = c.start_time_us;
+      jc["commits_before_start"] = c.commits_before_start;
+    }
+    if (c.finished) {
+      jc["finish"] = c.finish.ToString();
+      jc["finish_time_us"] = c.finish_time_us;
+      jc["commits_before_finish"] = c.commits_before_finish;
+    }
+    json b = json::array(), a = json::array();
+    for (const auto& t : c.before) b.push_back(TrackedJson(t));
+    for (const auto& t : c.after) a.push_back(TrackedJson(t));
+    jc["before"] = b;
+    jc["after"] = a;
+    if (c.restarted) jc["restarted"] = true;
+    json ab = json::array();
+    for (const auto& x : c.aborts) {
+      ab.push_back({{"at", x.at.ToString()},
+                    {"time_us", x.time_us},
+                    {"reason", std::string(walfmt::CutAbortReasonName(x.reason))},
+                    {"reason_code", static_cast<unsigned>(x.reason)},
+                    {"detail", x.detail}});
+    }
+    if (!ab.empty()) jc["aborts"] = ab;
+    cuts.push_back(std::move(jc));
+  }
+  j["cuts"] = cuts;
+  json snaps = json::array();
+  for (const auto& x : s.snapshots) {
+    snaps.push_back({{"name", x.name},
+                     {"at", x.at.ToString()},
+                     {"time_us", x.time_us},
+                     {"fingerprint", fmt::format("{:016x}", x.fingerprint)}});
+  }
+  j["snapshots"] = snaps;
+  json starts = json::array();
+  for (const auto& x : s.starts) starts.push_back({{"incarnation", x.incarnation}, {"at", x.at.ToString()}, {"time_us", x.time_us}});
+  j["starts"] = starts;
+  json fc = json::array();
+  for (const auto& [f, c] : s.first_cut) fc.push_back({{"first_cut", f}, {"count", c.count}, {"owned", c.owned}});
+  j["first_cut"] = fc;
+  json sh = json::array();
+  for (const auto& [peer, m] : s.shared) {
+    for (const auto& [f, d] : m) {
+      sh.push_back({{"peer", peer}, {"first_cut", f}, {"digest", fmt::format("{:016x}", d.x)}, {"count", d.n}});
+    }
+  }
+  j["shared"] = sh;
+  json fs_ = json::array();
+  for (const auto& f : s.findings) fs_.push_back(FindingJson(f));
+  j["findings"] = fs_;
+  j["findings_dropped"] = s.findings_dropped;
+  return j.dump(1) + "\n";
+}
+
+walfmt::Result<NodeSummary> SummaryFromJson(const std::string& text, const std::string& origin) {
+  json j = json::parse(text, nullptr, false);
+  if (j.is_discarded()) return walfmt::Status::Corruption(fmt::format("{}: not JSON", origin));
+  Reader r(origin);
+  if (r.Str(j, "schema", "") != "walcut.summary/1") {
+    return walfmt::Status::Corruption(
+        r.ok() ? fmt::format("{}: not a walcut summary (schema is not walcut.summary/1)", origin) : r.error());
+  }
+  NodeSummary s;
+  s.node = static_cast<uint32_t>(r.U64(j, "node", ""));
+  if (j.contains("cluster_id")) {
+    const std::string c = r.Str(j, "cluster_id", "");
+    s.cluster_known = true;
+    s.cluster_id = std::strtoull(c.c_str(), nullptr, 16);
+  }
+  s.wal_dir = r.Str(j, "wal_dir", "", false);
+  if (const json* a = r.Array(j, "segments", "")) {
+    for (size_t i = 0; i < a->size(); ++i) {
+      const std::string p = fmt::format("segments[{}]", i);
+      const json& e = (*a)[i];
+      SegmentInfo g;
+      g.index = r.U64(e, "index", p);
+      g.file = r.Str(e, "file", p);
+      g.compressed = r.Bool(e, "compressed", p);
+      g.bytes = r.U64(e, "bytes", p);
+      g.records = r.U64(e, "records", p);
+      s.segments.push_back(std::move(g));
+    }
+  }
+  s.end = r.Position(j, "end", "");
+  s.records = r.U64(j, "records", "");
+  s.bytes = r.U64(j, "bytes", "");
+  s.commits = r.U64(j, "commits", "");
+  s.rollbacks = r.U64(j, "rollbacks", "");
+  s.recovered_commits = r.U64(j, "recovered_commits", "");
+  s.peak_in_flight = r.U64(j, "peak_in_flight", "", false);
+  if (const json* t = r.Get(j, "torn_tail", "", false)) {
+    s.torn_tail = true;
+    s.torn_at = r.Position(*t, "at", "torn_tail");
+    s.torn_bytes = r.U64(*t, "bytes", "torn_tail");
+  }
+  if (const json* d = r.Get(j, "damage", "", false)) {
+    s.damaged = true;
+    s.damage_at = r.Position(*d, "at", "damage");
+    s.damage = r.Str(*d, "message", "damage");
+  }
+  if (const json* a = r.Array(j, "cuts", "")) {
+    for (size_t i = 0; i < a->size() && r.ok(); ++i) {
+      const std::string p = fmt::format("cuts[{}]", i);
+      const json& e = (*a)[i];
+      NodeCut c;
+      c.cut_id = r.U64(e, "cut", p);
+      const std::string end = r.Str(e, "end", p);
+      bool known = false;
+      for (CutEnd x : {CutEnd::kFinished, CutEnd::kAborted, CutEnd::kOpen, CutEnd::kSuperseded, CutEnd::kDamaged,
+                       CutEnd::kNotStarted}) {
+        if (end == CutEndName(x)) {
+          c.end = x;
+          known = true;
+        }
+      }
+      if (r.ok() && !known) r.Fail(p + ".end", "is not a known cut end");
+      if (e.contains("start")) {
+        c.started = true;
+        c.start = r.Position(e, "start", p);
+        c.start_time_us = r.U64(e, "start_time_us", p);
+        c.commits_before_start = r.U64(e, "commits_before_start", p);
+      }
+      if (e.contains("finish")) {
+        c.finished = true;
+        c.finish = r.Position(e, "finish", p);
+        c.finish_time_us = r.U64(e, "finish_time_us", p);
+        c.commits_before_finish = r.U64(e, "commits_before_finish", p);
+      }
+      for (int side = 0; side < 2; ++side) {
+        const char* key = side == 0 ? "before" : "after";
+        const json* l = r.Array(e, key, p);
+        if (!l) continue;
+        for (size_t x = 0; x < l->size(); ++x) {
+          const std::string q = fmt::format("{}.{}[{}]", p, key, x);
+          const json& t = (*l)[x];
+          TrackedTx tt;
+          tt.tx = r.Tx(t, "tx", q);
+          if (t.contains("commit")) {
+            tt.committed = true;
+            tt.commit = r.Position(t, "commit", q);
+            tt.marker = r.U64(t, "marker", q);
+          }
+          tt.rolled_back = r.Bool(t, "rolled_back", q);
+          if (tt.committed || tt.rolled_back) tt.first_seen = r.Position(t, "first_seen", q);
+          if (tt.rolled_back) tt.commit = r.Position(t, "at", q);
+          tt.recovered = r.Bool(t, "recovered", q);
+          (side == 0 ? c.before : c.after).push_back(tt);
+        }
+      }
+      c.restarted = r.Bool(e, "restarted", p);
+      if (const json* ab = r.Array(e, "aborts", p, false)) {
+        for (size_t x = 0; x < ab->size(); ++x) {
+          const std::string q = fmt::format("{}.aborts[{}]", p, x);
+          CutAbortMark m;
+          m.at = r.Position((*ab)[x], "at", q);
+          m.time_us = r.U64((*ab)[x], "time_us", q);
+          m.reason = static_cast<walfmt::CutAbortReason>(r.U64((*ab)[x], "reason_code", q));
+          m.detail = r.Str((*ab)[x], "detail", q);
+          c.aborts.push_back(std::move(m));
+        }
+      }
+      s.cuts.push_back(std::move(c));
+    }
+  }
+  if (const json* a = r.Array(j, "snapshots", "")) {
+    for (size_t i = 0; i < a->size(); ++i) {
+      const std::string p = fmt::format("snapshots[{}]", i);
+      SnapshotMark m;
+      m.name = r.Str((*a)[i], "name", p);
+      m.at = r.Position((*a)[i], "at", p);
+      m.time_us = r.U64((*a)[i], "time_us", p);
+      m.fingerprint = std::strtoull(r.Str((*a)[i], "fingerprint", p).c_str(), nullptr, 16);
+      s.snapshots.push_back(std::move(m));
+    }
+  }
+  if (const json* a = r.Array(j, "starts", "")) {
+    for (size_t i = 0; i < a->size(); ++i) {
+      const std::string p = fmt::format("starts[{}]", i);
+      StartMark m;
+      m.incarnation = static_cast<uint32_t>(r.U64((*a)[i], "incarnation", p));
+      m.at = r.Position((*a)[i], "at", p);
+      m.time_us = r.U64((*a)[i], "time_us", p);
+      s.starts.push_back(m);
+    }
+  }
+  if (const json* a = r.Array(j, "first_cut", "")) {
+    for (size_t i = 0; i < a->size(); ++i) {
+      const std::string p = fmt::format("first_cut[{}]", i);
+      auto& c = s.first_cut[r.U64((*a)[i], "first_cut", p)];
+      c.count = r.U64((*a)[i], "count", p);
+      c.owned = r.U64((*a)[i], "owned", p);
+    }
+  }
+  if (const json* a = r.Array(j, "shared", "")) {
+    for (size_t i = 0; i < a->size(); ++i) {
+      const std::string p = fmt::format("shared[{}]", i);
+      const json& e = (*a)[i];
+      auto& d = s.shared[static_cast<uint32_t>(r.U64(e, "peer", p))][r.U64(e, "first_cut", p)];
+      d.x = std::strtoull(r.Str(e, "digest", p).c_str(), nullptr, 16);
+      d.n = r.U64(e, "count", p);
+    }
+  }
+  if (const json* a = r.Array(j, "findings", "")) {
+    for (size_t i = 0; i < a->size(); ++i) s.findings.push_back(FindingFrom(r, (*a)[i], fmt::format("findings[{}]", i)));
+  }
+  s.findings_dropped = r.U64(j, "findings_dropped", "", false);
+  if (!r.ok()) return walfmt::Status::Corruption(r.error());
+  std::sort(s.cuts.begin(), s.cuts.end(), [](const NodeCut& a, const NodeCut& b) { return a.cut_id < b.cut_id; });
+  return s;
+}
+
+walfmt::Result<ClusterLayout> FindClusterLayout(const std::string& dir) {
+  ClusterLayout l;
+  l.dir = dir;
+  std::error_code ec;
+  if (!fs::is_directory(dir, ec)) return walfmt::Status::NotFound(fmt::format("{}: no such directory", dir));
+  const std::string cj = (fs::path(dir) / "cluster.json").string();
+  if (fs::exists(cj, ec)) {
+    auto text = ReadText(cj);
+    if (!text.ok()) return text.status();
+    json j = json::parse(*text, nullptr, false);
+    if (j.is_discarded() || !j.is_object()) return walfmt::Status::Corruption(fmt::format("{}: not JSON", cj));
+    l.has_cluster_json = true;
+    if (j.contains("cluster_id") && j["cluster_id"].is_number_unsigned()) l.cluster_id = j["cluster_id"].get<uint64_t>();
+    if (!j.contains("node_dirs") || !j["node_dirs"].is_array()) {
+      return walfmt::Status::Corruption(fmt::format("{}: field 'node_dirs' is missing or not an array", cj));
+    }
+    const json& nd = j["node_dirs"];
+    l.wal_dirs.resize(nd.size());
+    for (size_t i = 0; i < nd.size(); ++i) {
+      const json& e = nd[i];
+      if (!e.is_object() || !e.contains("id") || !e["id"].is_number_unsigned() || !e.contains("wal_dir") ||
+          !e["wal_dir"].is_string()) {
+        return walfmt::Status::Corruption(fmt::format("{}: node_dirs[{}] needs 'id' and 'wal_dir'", cj, i));
+      }
+      const uint64_t id = e["id"].get<uint64_t>();
+      if (id >= nd.size() || !l.wal_dirs[id].empty()) {
+        return walfmt::Status::Corruption(fmt::format("{}: node_dirs[{}] has id {} out of range or repeated", cj, i, id));
+      }
+      l.wal_dirs[id] = (fs::path(dir) / e["wal_dir"].get<std::string>()).string();
+    }
+    return l;
+  }
+  for (uint32_t i = 0;; ++i) {
+    const fs::path wd = fs::path(dir) / fmt::format("node-{}", i) / "wal";
+    if (!fs::is_directory(wd, ec)) break;
+    l.wal_dirs.push_back(wd.string());
+  }
+  if (l.wal_dirs.empty()) {
+    return walfmt::Status::NotFound(fmt::format("{}: not a cluster directory (no cluster.json, no node-0/wal)", dir));
+  }
+  return l;
+}
+
+walfmt::Result<std::vector<NodeSummary>> ScanCluster(const ClusterLayout& layout, const LoadOptions& opt) {
+  const size_t n = layout.wal_dirs.size();
+  std::vector<walfmt::Result<NodeSummary>> results(n, walfmt::Status::Internal("not scanned"));
+  std::atomic<size_t> next{0};
+  std::vector<std::atomic<uint64_t>> done(n);
+  std::mutex progress_mu;
+  unsigned jobs = opt.jobs ? opt.jobs : std::max(1u, std::thread::hardware_concurrency());
+  jobs = static_cast<unsigned>(std::min<size_t>(jobs, n));
+  auto work = [&] {
+    for (size_t i; (i = next.fetch_add(1)) < n;) {
+      ScanOptions so;
+      so.node = static_cast<uint32_t>(i);
+      so.expect_cluster = layout.has_cluster_json;
+      so.cluster_id = layout.cluster_id;
+      if (opt.progress) {
+        so.progress = [&, i](uint64_t b) {
+          done[i].store(b, std::memory_order_relaxed);
+          uint64_t total = 0;
+          for (auto& d : done) total += d.load(std::memory_order_relaxed);
+          std::lock_guard<std::mutex> lock(progress_mu);
+          opt.progress(total);
+        };
+      }
+      results[i] = ScanNode(layout.wal_dirs[i], so);
+    }
+  };
+  std::vector<std::thread> threads;
+  for (unsigned t = 1; t < jobs; ++t) threads.emplace_back(work);
+  work();
+  for (auto& t : threads) t.join();
+  std::vector<NodeSummary> out;
+  out.reserve(n);
+  for (size_t i = 0; i < n; ++i) {
+    if (!results[i].ok()) return results[i].status();
+    out.push_back(std::move(results[i].value()));
+  }
+  return out;
+}
+
+walfmt::Result<std::vector<NodeSummary>> LoadInputs(const std::vector<std::string>& paths, const LoadOptions& opt) {
+  std::error_code ec;
+  if (paths.empty()) return walfmt::Status::InvalidArgument("no input");
+  if (paths.size() == 1 && fs::is_directory(paths[0], ec)) {
+    auto layout = FindClusterLayout(paths[0]);
+    if (!layout.ok()) return layout.status();
+    return ScanCluster(*layout, opt);
+  }
+  std::vector<NodeSummary> out;
+  for (const auto& p : paths) {
+    if (fs::is_directory(p, ec)) {
+      return walfmt::Status::InvalidArgument(
+          fmt::format("{}: a directory among several inputs; give one cluster directory or summary files", p));
+    }
+    if (!fs::exists(p, ec)) return walfmt::Status::NotFound(fmt::format("{}: no such file", p));
+    auto text = ReadText(p);
+    if (!text.ok()) return text.status();
+    auto s = SummaryFromJson(*text, p);
+    if (!s.ok()) return s.status();
+    out.push_back(std::move(s.value()));
+  }
+  return out;
+}
+
+}  // namespace walcut::cut

@@ -1,0 +1,43 @@
+// Getting the summaries of a cluster: scanning its node directories (in
+// parallel, one pass per node) or reading summaries written by
+// `walcut scan --out`, and the summary file format itself (JSON, schema
+// "walcut.summary/1", documented in README.md).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "cut/summary.h"
+#include "walfmt/status.h"
+
+namespace walcut::cut {
+
+struct LoadOptions {
+  unsigned jobs = 0;  // nodes scanned at once; 0: the number of cores
+  // Called from the scanning threads with the total WAL bytes read so far.
+  std::function<void(uint64_t bytes)> progress;
+};
+
+// The WAL directory of each node of a cluster directory: from cluster.json
+// ("node_dirs") when present, else DIR/node-<i>/wal for i = 0, 1, ... Fails
+// when DIR is neither.
+struct ClusterLayout {
+  std::string dir;
+  bool has_cluster_json = false;
+  uint64_t cluster_id = 0;
+  std::vector<std::string> wal_dirs;  // by node id
+};
+walfmt::Result<ClusterLayout> FindClusterLayout(const std::string& dir);
+
+// Scans every node of a cluster directory.
+walfmt::Result<std::vector<NodeSummary>> ScanCluster(const ClusterLayout& layout, const LoadOptions& opt);
+
+// `paths` is either one cluster directory or summary files (one per node).
+walfmt::Result<std::vector<NodeSummary>> LoadInputs(const std::vector<std::string>& paths, const LoadOptions& opt);
+
+std::string SummaryToJson(const NodeSummary& s);
+walfmt::Result<NodeSummary> SummaryFromJson(const std::string& text, const std::string& origin);
+
+}  // namespace walcut::cut

@@ -1,0 +1,541 @@
+#include "cut/scan.h"
+
+#include <algorithm>
+#include <deque>
+#include <filesystem>
+#include <unordered_map>
+#include <unordered_set>
+
+#include <fmt/format.h>
+
+#include "walfmt/bytes.h"
+#include "walfmt/reader.h"
+
+namespace walcut::cut {
+namespace {
+
+using walfmt::RecordType;
+using walfmt::RecordView;
+using walfmt::TxIdHash;
+
+// What the scan remembers about a finished transaction while a cut may still
+// ask about it.
+struct Done {
+  Lsn at;
+  Lsn first_seen;
+  uint64_t marker = 0;
+  uint64_t f = 0;            // first cut, as currently known
+  bool recovered = false;
+  bool rolled_back = false;
+  std::vector<uint32_t> participants;
+};
+
+template <typename V>
+using TxMap = std::unordered_map<TxId, V, TxIdHash>;
+using TxSet = std::unordered_set<TxId, TxIdHash>;
+
+class Scanner {
+ public:
+  Scanner(const ScanOptions& opt, NodeSummary& s) : opt_(opt), s_(s) {}
+
+  bool Visit(const RecordView& v) {
+    ++s_.records;
+    s_.bytes += v.size();
+    if (opt_.progress && (s_.records & 0xFFFF) == 0) opt_.progress(s_.bytes);
+    switch (v.type) {
+      case RecordType::kTxData: {
+        // Only the transaction id matters here: it is in flight from now on.
+        if (v.payload.size() < 12) return Bad(v, "TX_DATA payload shorter than a transaction id");
+        const TxId t{walfmt::LoadU32(v.payload.data()), walfmt::LoadU64(v.payload.data() + 4)};
+        InFlight(t, v.lsn);
+        return true;
+      }
+      case RecordType::kTxPrepare:
+      case RecordType::kTxCommit:
+      case RecordType::kTxRollback:
+      case RecordType::kCutStart:
+      case RecordType::kCutFinish:
+      case RecordType::kCutAbort:
+      case RecordType::kSnapshot:
+      case RecordType::kNodeStart:
+        break;
+      default:
+        return true;
+    }
+    auto rec = walfmt::DecodePayload(v.type, v.payload);
+    if (!rec.ok()) return Bad(v, rec.status().message());
+    std::visit([&](const auto& r) { On(r, v.lsn); }, rec.value());
+    return true;
+  }
+
+  void Finish() {
+    if (open_ >= 0) {
+      s_.cuts[open_].end = s_.damaged ? CutEnd::kDamaged : CutEnd::kOpen;
+      CloseOpen();
+    }
+    std::sort(s_.cuts.begin(), s_.cuts.end(),
+              [](const NodeCut& a, const NodeCut& b) { return a.cut_id < b.cut_id; });
+    if (opt_.witness_peer) {
+      s_.witness.assign(witness_.begin(), witness_.end());
+      std::sort(s_.witness.begin(), s_.witness.end());
+    }
+    // Drop empty buckets left by corrections.
+    for (auto it = s_.first_cut.begin(); it != s_.first_cut.end();) {
+      it = it->second.count == 0 ? s_.first_cut.erase(it) : std::next(it);
+    }
+    for (auto& [peer, m] : s_.shared) {
+      for (auto it = m.begin(); it != m.end();) it = it->second.n == 0 ? m.erase(it) : std::next(it);
+    }
+  }
+
+ private:
+  bool Bad(const RecordView& v, const std::string& what) {
+    Finding f;
+    f.check = "wal";
+    f.node = opt_.node;
+    f.has_position = true;
+    f.position = v.lsn;
+    f.message = fmt::format("node {}: intact {} record at {} does not decode: {}", opt_.node,
+                            walfmt::RecordTypeName(v.type), v.lsn.ToString(), what);
+    Add(std::move(f));
+    return true;
+  }
+
+  void Add(Finding f) {
+    if (s_.findings.size() < opt_.max_findings) {
+      s_.findings.push_back(std::move(f));
+    } else {
+      ++s_.findings_dropped;
+    }
+  }
+
+  Finding Make(const char* check, uint64_t cut, Lsn at, const TxId* tx, std::string message) {
+    Finding f;
+    f.check = check;
+    f.node = opt_.node;
+    f.cut = cut;
+    f.has_position = true;
+    f.position = at;
+    if (tx) {
+      f.has_tx = true;
+      f.tx = *tx;
+    }
+    f.message = std::move(message);
+    return f;
+  }
+
+  void InFlight(const TxId& t, Lsn at) {
+    in_flight_.emplace(t, at);
+    s_.peak_in_flight = std::max<uint64_t>(s_.peak_in_flight, in_flight_.size());
+  }
+
+  uint64_t CurrentCut() const { return have_start_ ? last_start_ : 0; }
+
+  void Remember(const TxId& t, const Done& d) {
+    const size_t cap = std::max<size_t>(opt_.recent_commits, 4 * s_.peak_in_flight);
+    if (recent_.insert_or_assign(t, d).second) recent_order_.push_back(t);
+    while (recent_order_.size() > cap) {
+      recent_.erase(recent_order_.front());
+      recent_order_.pop_front();
+    }
+  }
+
+  // Adds (sign +1) or removes (-1) a committed transaction from the bucket of
+  // its first cut f.
+  void Bucket(const TxId& t, const std::vector<uint32_t>& parts, uint64_t f, int sign) {
+    auto& fc = s_.first_cut[f];
+    const bool owned = parts.empty() || parts.front() >= opt_.node;
+    fc.count += static_cast<uint64_t>(sign);
+    if (owned) fc.owned += static_cast<uint64_t>(sign);
+    const uint64_t h = TxHash(t);
+    for (uint32_t p : parts) {
+      if (p == opt_.node) continue;
+      auto& d = s_.shared[p][f];
+      d.x ^= h;
+      d.n += static_cast<uint64_t>(sign);
+    }
+    if (opt_.witness_peer && std::binary_search(parts.begin(), parts.end(), *opt_.witness_peer)) {
+      if (sign > 0) {
+        witness_[t] = f;
+      } else {
+        witness_.erase(t);
+      }
+    }
+  }
+
+  void MoveBucket(const TxId& t, Done& d, uint64_t f) {
+    if (d.f == f) return;
+    Bucket(t, d.participants, d.f, -1);
+    Bucket(t, d.participants, f, +1);
+    d.f = f;
+    if (auto it = recent_.find(t); it != recent_.end()) it->second.f = f;
+    if (auto it = pending_.find(t); it != pending_.end()) it->second.f = f;
+  }
+
+  void On(const walfmt::TxPrepare& p, Lsn at) { InFlight(p.tx, at); }
+
+  void On(const walfmt::TxCommit& c, Lsn at) {
+    ++s_.commits;
+    const bool recovered = (c.flags & walfmt::kTxFlagRecovered) != 0;
+    if (recovered) ++s_.recovered_commits;
+    if (auto it = recent_.find(c.tx); it != recent_.end()) {
+      const TxId t = c.tx;
+      if (it->second.rolled_back) {
+        Add(Make("rollback", 0, at, &t,
+                 fmt::format("node {}: transaction {} committed at {} after its TX_ROLLBACK at {}", opt_.node,
+                             t.ToString(), at.ToString(), it->second.at.ToString())));
+      } else {
+        Add(Make("shape", 0, at, &t,
+                 fmt::format("node {}: transaction {} committed twice, at {} and at {}", opt_.node, t.ToString(),
+                             it->second.at.ToString(), at.ToString())));
+        return;  // counted once
+      }
+    }
+    Lsn first = at;
+    if (auto it = in_flight_.find(c.tx); it != in_flight_.end()) {
+      first = it->second;
+      in_flight_.erase(it);
+    }
+    ++commits_so_far_;
+    const uint64_t k = CurrentCut();
+    Done d{at, first, c.marker, k + 1, recovered, false, c.participants};
+    Bucket(c.tx, d.participants, d.f, +1);
+    if (open_ >= 0 && candidates_.count(c.tx)) pending_[c.tx] = d;
+    if (have_start_ && c.marker < k) {
+      if (open_ >= 0) {
+        expect_before_[c.tx] = d;
+      } else {
+        const TxId t = c.tx;
+        Add(Make("marker", k, at, &t,
+                 fmt::format("node {}: transaction {} committed at {} after CUT_FINISH({}) with marker {} < {}: the "
+                             "marker puts it in cut {}, its position does not",
+                             opt_.node, t.ToString(), at.ToString(), k, c.marker, k, k)));
+      }
+    } else if (c.marker == k + 1) {
+      expect_after_[k + 1][c.tx] = d;
+    } else if (c.marker > k + 1) {
+      const TxId t = c.tx;
+      Add(Make("marker", k + 1, at, &t,
+               fmt::format("node {}: transaction {} committed at {} with marker {}, but the node had only reached cut "
+                           "{}: no cut can place it consistently",
+                           opt_.node, t.ToString(), at.ToString(), c.marker, k)));
+    }
+    Remember(c.tx, d);
+  }
+
+  void On(const walfmt::TxRollback& r, Lsn at) {
+    ++s_.rollbacks;
+    Lsn first = at;
+    if (auto it = in_flight_.find(r.tx); it != in_flight_.end()) {
+      first = it->second;
+      in_flight_.erase(it);
+    }
+    if (auto it = recent_.find(r.tx); it != recent_.end() && !it->second.rolled_back) {
+      const TxId t = r.tx;
+      Add(Make("rollback", 0, at, &t,
+               fmt::format("node {}: transaction {} rolled back at {} after its TX_COMMIT at {}", opt_.node,
+                           t.ToString(), at.ToString(), it->second.at.ToString())));
+      return;
+    }
+    Done d{at, first, 0, 0, (r.flags & walfmt::kTxFlagRecovered) != 0, true, r.participants};
+    if (open_ >= 0 && candidates_.count(r.tx)) pending_[r.tx] = d;
+    Remember(r.tx, d);
+  }
+
+  int FindIndex(uint64_t k) const {
+    for (size_t i = s_.cuts.size(); i-- > 0;) {
+      if (s_.cuts[i].cut_id == k) return static_cast<int>(i);
+    }
+    return -1;
+  }
+
+  void CloseOpen() {
+    open_ = -1;
+    candidates_.clear();
+    pending_.clear();
+    expect_before_.clear();
+  }
+
+  void On(const walfmt::CutStart& cs, Lsn at) {
+    if (open_ >= 0) {
+      s_.cuts[open_].end = CutEnd::kSuperseded;
+      CloseOpen();
+    }
+    if (FindIndex(cs.cut_id) >= 0 || (have_start_ && cs.cut_id <= last_start_)) {
+      Add(Make("shape", cs.cut_id, at, nullptr,
+               fmt::format("node {}: CUT_START({}) at {} after CUT_START({}): cut ids must increase", opt_.node,
+                           cs.cut_id, at.ToString(), last_start_)));
+      return;
+    }
+    // Cuts this node skipped (it was down) can no longer be asked about.
+    for (auto it = expect_after_.begin(); it != expect_after_.end();) {
+      it = it->first < cs.cut_id ? expect_after_.erase(it) : std::next(it);
+    }
+    NodeCut nc;
+    nc.cut_id = cs.cut_id;
+    nc.started = true;
+    nc.start = at;
+    nc.start_time_us = cs.time_us;
+    nc.commits_before_start = commits_so_far_;
+    s_.cuts.push_back(std::move(nc));
+    open_ = static_cast<int>(s_.cuts.size()) - 1;
+    candidates_.clear();
+    for (const auto& [t, first] : in_flight_) candidates_.insert(t);
+    have_start_ = true;
+    last_start_ = cs.cut_id;
+  }
+
+  void On(const walfmt::CutFinish& cf, Lsn at) {
+    const uint64_t k = cf.cut_id;
+    const int idx = FindIndex(k);
+    if (idx < 0 || idx != open_) {
+      std::string why = idx < 0 ? "without a CUT_START" : "after the cut had ended here";
+      Add(Make("shape", k, at, nullptr,
+               fmt::format("node {}: CUT_FINISH({}) at {} {}", opt_.node, k, at.ToString(), why)));
+      if (idx < 0) {
+        NodeCut nc;
+        nc.cut_id = k;
+        nc.finished = true;
+        nc.finish = at;
+        nc.finish_time_us = cf.time_us;
+        for (const auto& t : cf.before) { TrackedTx x; x.tx = t; nc.before.push_back(x); }
+        for (const auto& t : cf.after) { TrackedTx x; x.tx = t; nc.after.push_back(x); }
+        nc.end = CutEnd::kNotStarted;
+        s_.cuts.push_back(std::move(nc));
+      }
+      return;
+    }
+    NodeCut& nc = s_.cuts[idx];
+    nc.finished = true;
+    nc.finish = at;
+    nc.finish_time_us = cf.time_us;
+    nc.commits_before_finish = commits_so_far_;
+    const TxSet before(cf.before.begin(), cf.before.end());
+    const TxSet after(cf.after.begin(), cf.after.end());
+    for (const auto& t : cf.before) {
+      if (after.count(t)) {
+        Add(Make("shape", k, at, &t,
+                 fmt::format("node {}: transaction {} is in both before({}) and after({}) of CUT_FINISH at {}",
+                             opt_.node, t.ToString(), k, k, at.ToString())));
+      }
+    }
+    for (int side = 0; side < 2; ++side) {
+      const bool is_before = side == 0;
+      const auto& list = is_before ? cf.before : cf.after;
+      auto& out = is_before ? nc.before : nc.after;
+      out.reserve(list.size());
+      for (const auto& t : list) out.push_back(Resolve(nc, t, is_before, at));
+    }
+    for (const auto& [t, d] : expect_before_) {
+      if (before.count(t)) continue;
+      Add(Make("marker", k, d.at, &t,
+               fmt::format("node {}: transaction {} committed at {} after CUT_START({}) with marker {} < {} but is "
+                           "not in before({}): the marker puts it in the cut, the WAL does not",
+                           opt_.node, t.ToString(), d.at.ToString(), k, d.marker, k, k)));
+    }
+    if (auto ea = expect_after_.find(k); ea != expect_after_.end()) {
+      for (const auto& [t, d] : ea->second) {
+        if (after.count(t) || d.at > nc.start) continue;
+        Add(Make("marker", k, d.at, &t,
+                 fmt::format("node {}: transaction {} committed at {} before CUT_START({}) with marker {} >= {} but "
+                             "is not in after({}): the WAL puts it in the cut, the marker does not",
+                             opt_.node, t.ToString(), d.at.ToString(), k, d.marker, k, k)));
+      }
+      expect_after_.erase(ea);
+    }
+    nc.end = nc.aborts.empty() ? CutEnd::kFinished : CutEnd::kAborted;
+    CloseOpen();
+  }
+
+  // Finds the outcome of tracked transaction t of cut nc on this node, checks
+  // it (shape, rollback, marker) and moves it to its right first-cut bucket.
+  TrackedTx Resolve(const NodeCut& nc, const TxId& t, bool is_before, Lsn finish_at) {
+    const uint64_t k = nc.cut_id;
+    const char* set = is_before ? "before" : "after";
+    TrackedTx out;
+    out.tx = t;
+    Done* d = nullptr;
+    if (auto it = pending_.find(t); it != pending_.end()) {
+      d = &it->second;
+    } else if (auto r = recent_.find(t); r != recent_.end() && r->second.at < nc.start) {
+      d = &r->second;
+    }
+    if (!d) {
+      std::string why;
+      if (in_flight_.count(t)) {
+        why = fmt::format("has not finished on node {} when CUT_FINISH({}) is written at {}", opt_.node, k,
+                          finish_at.ToString());
+      } else if (!candidates_.count(t)) {
+        why = fmt::format("was not prepared on node {} before CUT_START({}) at {}", opt_.node, k, nc.start.ToString());
+      } else {
+        why = fmt::format("has no TX_COMMIT or TX_ROLLBACK on node {} before CUT_FINISH({}) at {}", opt_.node, k,
+                          finish_at.ToString());
+      }
+      Add(Make("shape", k, finish_at, &t, fmt::format("node {}: tracked transaction {} in {}({}) {}", opt_.node,
+                                                      t.ToString(), set, k, why)));
+      return out;
+    }
+    out.commit = d->at;
+    out.first_seen = d->first_seen;
+    out.recovered = d->recovered;
+    if (d->rolled_back) {
+      out.rolled_back = true;
+      Add(Make("rollback", k, d->at, &t,
+               fmt::format("node {}: transaction {} rolled back at {} but listed in {}({}) of CUT_FINISH at {}",
+                           opt_.node, t.ToString(), d->at.ToString(), set, k, finish_at.ToString())));
+      return out;
+    }
+    out.committed = true;
+    out.marker = d->marker;
+    const bool marker_in = d->marker < k;
+    if (marker_in != is_before) {
+      Finding f = Make("marker", k, d->at, &t,
+                       fmt::format("node {}: transaction {} is in {}({}) but its marker is {} ({} {}): the sets and "
+                                   "the markers disagree",
+                                   opt_.node, t.ToString(), set, k, d->marker, marker_in ? "<" : ">=", k));
+      f.expected = is_before ? fmt::format("marker < {}", k) : fmt::format("marker >= {}", k);
+      f.found = fmt::format("marker {}", d->marker);
+      Add(std::move(f));
+    }
+    const bool after_start = d->at > nc.start;
+    if (!is_before && d->f < k) {
+      Add(Make("monotonicity", k, d->at, &t,
+               fmt::format("node {}: transaction {} (committed at {}) is in cut {} but in after({}): cut {} does not "
+                           "contain cut {}",
+                           opt_.node, t.ToString(), d->at.ToString(), d->f, k, k, d->f)));
+    }
+    if (is_before && after_start) MoveBucket(t, *d, k);
+    if (!is_before && !after_start) MoveBucket(t, *d, k + 1);
+    return out;
+  }
+
+  void On(const walfmt::CutAbort& a, Lsn at) {
+    int idx = FindIndex(a.cut_id);
+    if (idx < 0) {
+      NodeCut nc;
+      nc.cut_id = a.cut_id;
+      nc.end = CutEnd::kAborted;
+      s_.cuts.push_back(std::move(nc));
+      idx = static_cast<int>(s_.cuts.size()) - 1;
+    }
+    s_.cuts[idx].aborts.push_back(CutAbortMark{at, a.time_us, a.reason, a.detail});
+    s_.cuts[idx].end = CutEnd::kAborted;
+    if (idx == open_) CloseOpen();
+  }
+
+  void On(const walfmt::Snapshot& sn, Lsn at) { s_.snapshots.push_back(SnapshotMark{sn.name, at, sn.time_us, sn.fingerprint}); }
+
+  void On(const walfmt::NodeStart& n, Lsn at) {
+    s_.starts.push_back(StartMark{n.incarnation, at, n.time_us});
+    if (open_ >= 0 && n.incarnation > 0) s_.cuts[open_].restarted = true;
+  }
+
+  void On(const walfmt::TxData&, Lsn) {}
+
+  const ScanOptions& opt_;
+  NodeSummary& s_;
+  TxMap<Lsn> in_flight_;             // first TX_DATA / TX_PREPARE, not finished yet
+  TxMap<Done> recent_;               // the last commits and rollbacks
+  std::deque<TxId> recent_order_;
+  bool have_start_ = false;
+  uint64_t last_start_ = 0;          // id of the last CUT_START
+  uint64_t commits_so_far_ = 0;
+  int open_ = -1;                    // index in s_.cuts of the cut running here
+  TxSet candidates_;                 // in flight when the open cut started
+  TxMap<Done> pending_;              // candidates finished since
+  TxMap<Done> expect_before_;        // committed since CUT_START of the open cut with marker < its id
+  std::map<uint64_t, TxMap<Done>> expect_after_;  // cut id -> committed before its CUT_START with marker == id
+  TxMap<uint64_t> witness_;
+};
+
+}  // namespace
+
+const char* CutEndName(CutEnd e) {
+  switch (e) {
+    case CutEnd::kFinished: return "finished";
+    case CutEnd::kAborted: return "aborted";
+    case CutEnd::kOpen: return "open";
+    case CutEnd::kSuperseded: return "superseded";
+    case CutEnd::kDamaged: return "damaged";
+    case CutEnd::kNotStarted: return "not-started";
+  }
+  return "unknown";
+}
+
+uint64_t TxHash(const TxId& t) {
+  // splitmix64 of the two fields: spreads ids that differ in one bit.
+  uint64_t z = t.seq * 0x9E3779B97F4A7C15ull + (static_cast<uint64_t>(t.node) << 32 | t.node);
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  return z ^ (z >> 31);
+}
+
+const NodeCut* NodeSummary::FindCut(uint64_t k) const {
+  auto it = std::lower_bound(cuts.begin(), cuts.end(), k, [](const NodeCut& c, uint64_t id) { return c.cut_id < id; });
+  return it != cuts.end() && it->cut_id == k ? &*it : nullptr;
+}
+
+walfmt::Result<NodeSummary> ScanNode(const std::string& wal_dir, const ScanOptions& opt) {
+  NodeSummary s;
+  s.node = opt.node;
+  s.wal_dir = wal_dir;
+  s.cluster_known = opt.expect_cluster;
+  s.cluster_id = opt.cluster_id;
+  std::error_code ec;
+  if (!std::filesystem::is_directory(wal_dir, ec)) {
+    return walfmt::Status::NotFound(fmt::format("{}: no such WAL directory", wal_dir));
+  }
+  std::vector<walfmt::Problem> listing;
+  auto segs = walfmt::ListSegments(wal_dir, [&](const walfmt::Problem& p) { listing.push_back(p); });
+  if (!segs.ok()) return segs.status();
+  if (segs->empty()) return walfmt::Status::NotFound(fmt::format("{}: no WAL segments", wal_dir));
+
+  Scanner scanner(opt, s);
+  auto sink = [&](const walfmt::Problem& p) {
+    if (p.kind == walfmt::ProblemKind::kTornTail && !p.fatal) {
+      s.torn_tail = true;
+      s.torn_at = p.lsn();
+      s.torn_bytes = p.length;
+      return;
+    }
+    if (s.damaged) return;  // point in time: the first damage is where the readable WAL ends
+    s.damaged = true;
+    s.damage_at = p.lsn();
+    s.damage = fmt::format("node {}: {}", opt.node, p.ToString());
+    Finding f;
+    f.check = "wal";
+    f.node = opt.node;
+    f.has_position = true;
+    f.position = p.lsn();
+    f.message = s.damage;
+    f.expected = p.expected;
+    f.found = p.actual;
+    s.findings.push_back(std::move(f));
+  };
+  for (const auto& p : listing) sink(p);
+  walfmt::NodeReadOptions ro;
+  ro.mode = walfmt::RecoveryMode::kPointInTime;
+  auto read = walfmt::ReadNodeWal(*segs, ro, [&](const walfmt::RecordView& v) { return scanner.Visit(v); }, sink);
+  s.end = read.end;
+  for (const auto& seg : read.segments) {
+    SegmentInfo si;
+    si.index = seg.file.index;
+    si.file = std::filesystem::path(seg.file.path).filename().string();
+    si.compressed = seg.file.compressed;
+    si.bytes = seg.file_bytes;
+    si.records = seg.records;
+    if (!s.cluster_known && seg.header_ok) {
+      s.cluster_known = true;
+      s.cluster_id = seg.header.cluster_id;
+    }
+    s.segments.push_back(std::move(si));
+  }
+  if (read.segments.empty() || (read.segments.size() == 1 && read.segments[0].end == walfmt::SegmentEnd::kIoError)) {
+    return walfmt::Status::Io(s.damaged ? s.damage : fmt::format("{}: nothing readable", wal_dir));
+  }
+  scanner.Finish();
+  if (opt.progress) opt.progress(s.bytes);
+  return s;
+}
+
+}  // namespace walcut::cut

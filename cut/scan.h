@@ -1,0 +1,37 @@
+// One streaming pass over one node's WAL producing its NodeSummary
+// (cut/summary.h). Memory is bounded by the transactions in flight on the
+// node (and a window of recent commits), not by the size of the WAL.
+//
+// The WAL is read in point-in-time mode: a torn tail ends it quietly; damage
+// stops the pass there and is recorded (summary.damaged), so everything the
+// summary says holds for the intact prefix.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "cut/summary.h"
+#include "walfmt/status.h"
+
+namespace walcut::cut {
+
+struct ScanOptions {
+  uint32_t node = 0;                      // the node the WAL belongs to
+  bool expect_cluster = false;            // check segment headers against cluster_id
+  uint64_t cluster_id = 0;
+  size_t max_findings = 200;              // findings kept per node; the rest are counted
+  size_t recent_commits = 4096;           // commits remembered before a CUT_START (raised with the peak in flight)
+  std::optional<uint32_t> witness_peer;   // collect (tx, first cut) of transactions shared with this peer
+  // Called now and then with the WAL bytes read so far (progress display).
+  std::function<void(uint64_t bytes)> progress;
+};
+
+// Scans the WAL directory `wal_dir` (segments as walfmt writes them). Fails
+// only when nothing can be read at all (no such directory, no segments, I/O
+// error on the first segment); damage is part of the summary.
+walfmt::Result<NodeSummary> ScanNode(const std::string& wal_dir, const ScanOptions& opt);
+
+}  // namespace walcut::cut

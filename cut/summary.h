@@ -1,0 +1,174 @@
+// The per-node summary of a WAL: everything the global reconstruction of cuts
+// needs from one node, gathered in one streaming pass (cut/scan.h) and small
+// enough to travel (`walcut scan --out`, cut/summary_io.h). Its size grows
+// with the number of cuts and findings, not with the WAL.
+//
+// Positions are WAL positions (LSNs). "First cut" f(T) of a committed
+// transaction T on a node is the smallest cut id k such that T belongs to cut
+// k there by DESIGN.md section 2 (with the genesis base):
+//   p(T) < CUT_START(k) and T not in after(k), or p(T) > CUT_START(k) and T in before(k).
+// Cuts are monotone, so T is in every cut >= f(T); the summary keeps counts
+// and digests bucketed by f(T) and a cut's membership is a prefix sum.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "walfmt/lsn.h"
+#include "walfmt/record.h"
+
+namespace walcut::cut {
+
+using walfmt::Lsn;
+using walfmt::TxId;
+
+// Summary format version (written by `walcut scan --out`).
+inline constexpr int kSummaryVersion = 1;
+
+// One finding with its minimal evidence. `check` is one of: "wal" (the WAL
+// itself is damaged or unreadable), "shape" (check 3), "marker" (the marker
+// cross-check), "rollback" (check 4), "atomicity" (check 1), "monotonicity"
+// (check 2), "completeness" (check 5).
+struct Finding {
+  std::string check;
+  uint32_t node = 0;
+  uint64_t cut = 0;           // 0: not about one cut
+  bool has_position = false;
+  Lsn position;
+  bool has_tx = false;
+  TxId tx;
+  std::string expected;
+  std::string found;
+  std::string message;        // one line, names node, cut, record or transaction
+};
+
+// A tracked transaction (a member of before(k) or after(k)) as resolved on
+// this node.
+struct TrackedTx {
+  TxId tx;
+  bool committed = false;     // its TX_COMMIT was found on this node
+  Lsn commit;                 // where
+  uint64_t marker = 0;
+  bool recovered = false;     // finished by the recovery protocol
+  bool rolled_back = false;   // a TX_ROLLBACK here instead
+  Lsn first_seen;             // its first TX_DATA / TX_PREPARE here (where a restore must start reading it)
+};
+
+// How a cut ended on this node.
+enum class CutEnd : uint8_t {
+  kFinished = 1,     // CUT_FINISH written
+  kAborted = 2,      // CUT_ABORT written (with or without CUT_FINISH)
+  kOpen = 3,         // the WAL ends (cleanly or torn) before CUT_FINISH
+  kSuperseded = 4,   // a later CUT_START came before any CUT_FINISH
+  kDamaged = 5,      // the readable WAL stops at damage before CUT_FINISH
+  kNotStarted = 6,   // CUT_FINISH or CUT_ABORT without CUT_START
+};
+const char* CutEndName(CutEnd e);
+
+struct CutAbortMark {
+  Lsn at;
+  uint64_t time_us = 0;
+  walfmt::CutAbortReason reason = walfmt::CutAbortReason::kOther;
+  std::string detail;
+};
+
+// One cut as one node saw it.
+struct NodeCut {
+  uint64_t cut_id = 0;
+  bool started = false;
+  Lsn start;
+  uint64_t start_time_us = 0;
+  uint64_t commits_before_start = 0;   // TX_COMMIT records before CUT_START (LocalState)
+  bool finished = false;
+  Lsn finish;
+  uint64_t finish_time_us = 0;
+  uint64_t commits_before_finish = 0;  // TX_COMMIT records before CUT_FINISH
+  std::vector<TrackedTx> before;
+  std::vector<TrackedTx> after;
+  std::vector<CutAbortMark> aborts;
+  bool restarted = false;              // a NODE_START between CUT_START and the end of the cut
+  CutEnd end = CutEnd::kOpen;
+};
+
+struct SnapshotMark {
+  std::string name;
+  Lsn at;
+  uint64_t time_us = 0;
+  uint64_t fingerprint = 0;
+};
+
+struct StartMark {
+  uint32_t incarnation = 0;
+  Lsn at;
+  uint64_t time_us = 0;
+};
+
+struct SegmentInfo {
+  uint64_t index = 0;
+  std::string file;     // file name (no directory)
+  bool compressed = false;
+  uint64_t bytes = 0;   // bytes of WAL data (decompressed size for .wal.zst)
+  uint64_t records = 0;
+};
+
+// Transactions committed on this node whose first cut is f: how many, and how
+// many of them have this node as their smallest participant (so that summing
+// `owned` over nodes counts each transaction of the cluster once).
+struct FirstCutCount {
+  uint64_t count = 0;
+  uint64_t owned = 0;
+};
+
+// Order-independent digest of a set of transactions (XOR of a 64-bit hash of
+// each id, and the count). Two nodes agree on the transactions they share in
+// a cut when their digests for each other agree.
+struct TxDigest {
+  uint64_t x = 0;
+  uint64_t n = 0;
+  bool operator==(const TxDigest&) const = default;
+};
+uint64_t TxHash(const TxId& t);
+
+struct NodeSummary {
+  int version = kSummaryVersion;
+  uint32_t node = 0;
+  bool cluster_known = false;
+  uint64_t cluster_id = 0;
+  std::string wal_dir;
+  std::vector<SegmentInfo> segments;
+
+  // The readable WAL: records from the start to `end` (exclusive).
+  Lsn end;
+  uint64_t records = 0;
+  uint64_t bytes = 0;
+  uint64_t commits = 0;
+  uint64_t rollbacks = 0;
+  uint64_t recovered_commits = 0;
+  uint64_t peak_in_flight = 0;
+  bool torn_tail = false;      // the WAL ends in a torn record (a crash artefact, not damage)
+  Lsn torn_at;
+  uint64_t torn_bytes = 0;
+  bool damaged = false;        // reading stopped at damage; nothing after `damage_at` was read
+  Lsn damage_at;
+  std::string damage;          // one line
+
+  std::vector<NodeCut> cuts;   // by cut id
+  std::vector<SnapshotMark> snapshots;
+  std::vector<StartMark> starts;
+
+  std::map<uint64_t, FirstCutCount> first_cut;             // f -> counts
+  std::map<uint32_t, std::map<uint64_t, TxDigest>> shared; // peer -> f -> digest of shared transactions
+
+  std::vector<Finding> findings;   // local findings (shape, marker, rollback, wal)
+  uint64_t findings_dropped = 0;   // beyond the cap
+
+  // Only when ScanOptions::witness_peer is set: (transaction, f) for every
+  // transaction committed here that the peer also took part in.
+  std::vector<std::pair<TxId, uint64_t>> witness;
+
+  const NodeCut* FindCut(uint64_t k) const;
+};
+
+}  // namespace walcut::cut

@@ -1,0 +1,466 @@
+#include "recovery/restore.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <filesystem>
+#include <fstream>
+#include <mutex>
+#include <sstream>
+#include <thread>
+#include <unordered_map>
+#include <unordered_set>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "walfmt/bytes.h"
+#include "walfmt/reader.h"
+#include "walfmt/snapshot.h"
+
+namespace walcut::recovery {
+namespace fs = std::filesystem;
+using nlohmann::json;
+using walfmt::Lsn;
+using walfmt::Status;
+using walfmt::TxId;
+
+namespace {
+
+using TxSet = std::unordered_set<TxId, walfmt::TxIdHash>;
+
+walfmt::Result<std::string> ReadText(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return Status::NotFound(fmt::format("{}: cannot open", path));
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  if (in.bad()) return Status::Io(fmt::format("{}: read error", path));
+  return ss.str();
+}
+
+// Membership of one cut on one node, as DESIGN.md section 2 states it.
+struct CutRule {
+  Lsn start;
+  TxSet before;
+  TxSet after;
+  bool In(const TxId& t, Lsn p) const {
+    return (p < start && !after.count(t)) || (p > start && before.count(t));
+  }
+};
+
+CutRule RuleOf(const cut::NodeCut& nc) {
+  CutRule r;
+  r.start = nc.start;
+  for (const auto& t : nc.before) r.before.insert(t.tx);
+  for (const auto& t : nc.after) r.after.insert(t.tx);
+  return r;
+}
+
+// Where a restore based on cut J must start reading on this node: nothing
+// outside cut J was written before it.
+Lsn ContinueFrom(const cut::NodeCut& nc) {
+  Lsn from = nc.start;
+  for (const auto* list : {&nc.before, &nc.after}) {
+    for (const auto& t : *list) {
+      if ((t.committed || t.rolled_back) && t.first_seen < from) from = t.first_seen;
+    }
+  }
+  return from;
+}
+
+bool PeekTx(std::span<const uint8_t> p, TxId& t) {
+  if (p.size() < 12) return false;
+  t.node = walfmt::LoadU32(p.data());
+  t.seq = walfmt::LoadU64(p.data() + 4);
+  return true;
+}
+
+struct NodeJob {
+  uint32_t node = 0;
+  std::string wal_dir;
+  const cut::NodeSummary* summary = nullptr;
+  CutRule k;
+  std::optional<CutRule> j;                  // restored base: cut J
+  std::map<std::string, std::string> base;   // base state
+  NodeRestore out;
+};
+
+Status RunNode(NodeJob& job, bool dry_run, const std::function<void(uint64_t)>& progress) {
+  NodeRestore& o = job.out;
+  std::vector<walfmt::Problem> problems;
+  auto sink = [&](const walfmt::Problem& p) {
+    if (p.fatal) problems.push_back(p);
+  };
+  auto listed = walfmt::ListSegments(job.wal_dir, sink);
+  if (!listed.ok()) return listed.status();
+  std::vector<walfmt::SegmentFile> segs;
+  for (const auto& s : *listed) {
+    if (s.index >= o.from.segment && s.index <= o.to.segment) segs.push_back(s);
+  }
+  std::unordered_map<std::string, std::string> state;
+  if (!dry_run) {
+    state.reserve(job.base.size() * 2 + 1024);
+    for (auto& [key, value] : job.base) state.emplace(key, std::move(value));
+  }
+  job.base.clear();
+  std::unordered_map<TxId, std::vector<std::string>, walfmt::TxIdHash> pending;
+  std::vector<walfmt::WriteView> writes;
+  Status failure;
+  bool reached_end = false;
+  uint64_t bytes = 0;
+  walfmt::NodeReadOptions ro;
+  ro.mode = walfmt::RecoveryMode::kStrict;  // the range must be intact (a torn tail lies beyond CUT_FINISH)
+  ro.from = o.from;
+  auto visit = [&](const walfmt::RecordView& v) -> bool {
+    if (v.lsn > o.to) {
+      reached_end = true;
+      return false;
+    }
+    bytes += v.size();
+    if (progress && (bytes & ~0xFFFFFull) != ((bytes - v.size()) & ~0xFFFFFull)) progress(v.size());
+    TxId t;
+    switch (v.type) {
+      case walfmt::RecordType::kTxData:
+        if (!PeekTx(v.payload, t)) break;
+        pending[t].emplace_back(reinterpret_cast<const char*>(v.payload.data()), v.payload.size());
+        break;
+      case walfmt::RecordType::kTxCommit: {
+        if (!PeekTx(v.payload, t)) break;
+        bool apply = job.k.In(t, v.lsn);
+        if (apply && job.j) apply = !job.j->In(t, v.lsn);
+        auto it = pending.find(t);
+        if (apply) {
+          if (it == pending.end()) {
+            failure = Status::Corruption(fmt::format(
+                "node {}: transaction {} committed at {} belongs to the restore but its TX_DATA is not in {}..{}",
+                job.node, t.ToString(), v.lsn.ToString(), o.from.ToString(), o.to.ToString()));
+            return false;
+          }
+          ++o.txs_applied;
+          for (const auto& payload : it->second) {
+            TxId tx;
+            const std::span<const uint8_t> bytes_view(reinterpret_cast<const uint8_t*>(payload.data()),
+                                                      payload.size());
+            if (!walfmt::ParseTxData(bytes_view, tx, writes)) {
+              failure = Status::Corruption(
+                  fmt::format("node {}: TX_DATA of {} does not decode", job.node, t.ToString()));
+              return false;
+            }
+            o.writes_applied += writes.size();
+            if (dry_run) continue;
+            for (const auto& w : writes) {
+              if (w.op == walfmt::WriteOp::kDelete) {
+                state.erase(std::string(w.key));
+              } else {
+                auto [pos, fresh] = state.try_emplace(std::string(w.key), w.value);
+                if (!fresh) pos->second.assign(w.value.data(), w.value.size());
+              }
+            }
+          }
+        } else {
+          ++o.txs_skipped;
+        }
+        if (it != pending.end()) pending.erase(it);
+        break;
+      }
+      case walfmt::RecordType::kTxRollback:
+        if (PeekTx(v.payload, t)) pending.erase(t);
+        ++o.txs_rolled_back;
+        break;
+      default:
+        break;
+    }
+    if (v.lsn == o.to) {
+      reached_end = true;
+      return false;
+    }
+    return true;
+  };
+  auto read = walfmt::ReadNodeWal(segs, ro, visit, sink);
+  o.bytes_to_read = bytes;
+  if (!failure.ok()) return failure;
+  if (!reached_end) {
+    if (!problems.empty()) {
+      return Status::Corruption(fmt::format("node {}: the WAL range {}..{} is damaged: {}", job.node,
+                                            o.from.ToString(), o.to.ToString(), problems.front().ToString()));
+    }
+    return Status::Corruption(fmt::format("node {}: the WAL ends at {} before CUT_FINISH at {}", job.node,
+                                          read.end.ToString(), o.to.ToString()));
+  }
+  if (!dry_run) {
+    for (auto& [key, value] : state) o.state.emplace(key, std::move(value));
+    state = {};
+    o.entries = o.state.size();
+    o.fingerprint = walfmt::StateFingerprint(o.state);
+  }
+  return Status::Ok();
+}
+
+walfmt::Result<BaseInfo> ResolveBase(const cut::ClusterCuts& cc, const cut::ClusterLayout& layout,
+                                     const RestoreRequest& req, std::vector<std::map<std::string, std::string>>& states,
+                                     std::vector<std::optional<CutRule>>& base_rules) {
+  const size_t n = cc.nodes.size();
+  BaseInfo b;
+  b.position.assign(n, Lsn{});
+  states.assign(n, {});
+  base_rules.assign(n, std::nullopt);
+  if (req.base.empty() || req.base == "genesis") {
+    b.kind = BaseKind::kGenesis;
+    b.name = "genesis";
+    return b;
+  }
+  std::error_code ec;
+  const fs::path named = fs::path(layout.dir) / "snapshots" / req.base;
+  const bool is_restore = fs::exists(fs::path(req.base) / "manifest.json", ec);
+  if (is_restore) {
+    auto text = ReadText((fs::path(req.base) / "manifest.json").string());
+    if (!text.ok()) return text.status();
+    json m = json::parse(*text, nullptr, false);
+    const std::string origin = (fs::path(req.base) / "manifest.json").string();
+    if (m.is_discarded() || !m.is_object() || m.value("format", "") != "walcut-restore" ||
+        !m.contains("cut") || !m["cut"].is_number_unsigned()) {
+      return Status::Corruption(fmt::format("{}: not a walcut restore manifest", origin));
+    }
+    if (m.value("forced", false)) {
+      return Status::InvalidArgument(fmt::format(
+          "{}: a forced restore of a cut that was not consistent cannot serve as a base", req.base));
+    }
+    b.kind = BaseKind::kRestored;
+    b.cut = m["cut"].get<uint64_t>();
+    b.name = fmt::format("cut-{}", b.cut);
+    b.dir = req.base;
+    if (b.cut >= req.cut) {
+      return Status::InvalidArgument(
+          fmt::format("base {} is a restore of cut {}, not before cut {}", req.base, b.cut, req.cut));
+    }
+    const cut::GlobalCut* g = cc.Find(b.cut);
+    if (!g || g->status != cut::CutStatus::kConsistent) {
+      return Status::InvalidArgument(fmt::format("base {} restored cut {}, which is not a consistent cut of this WAL",
+                                                 req.base, b.cut));
+    }
+    for (size_t i = 0; i < n; ++i) {
+      base_rules[i] = RuleOf(*g->nodes[i]);
+      b.position[i] = ContinueFrom(*g->nodes[i]);
+    }
+  } else if (fs::is_directory(named, ec)) {
+    b.kind = BaseKind::kFull;
+    b.name = req.base;
+    b.dir = named.string();
+  } else {
+    return Status::NotFound(fmt::format(
+        "base '{}': no snapshot {} and no restore output (manifest.json) at that path", req.base, named.string()));
+  }
+  for (size_t i = 0; i < n; ++i) {
+    const std::string file = (fs::path(b.dir) / fmt::format("node-{}.snap", i)).string();
+    auto snap = walfmt::ReadSnapshotFile(file);
+    if (!snap.ok()) return Status::Corruption(fmt::format("{}: {}", file, snap.status().message()));
+    if (snap->node_id != i) {
+      return Status::Corruption(fmt::format("{}: holds node {}, expected node {}", file, snap->node_id, i));
+    }
+    if (cc.nodes[i].cluster_known && snap->cluster_id != cc.nodes[i].cluster_id) {
+      return Status::Corruption(fmt::format("{}: from cluster {:016x}, the WAL is from {:016x}", file,
+                                            snap->cluster_id, cc.nodes[i].cluster_id));
+    }
+    if (b.kind == BaseKind::kFull) {
+      // The snapshot must be the one the WAL recorded: same position, same fingerprint.
+      const cut::SnapshotMark* mark = nullptr;
+      for (const auto& s : cc.nodes[i].snapshots) {
+        if (s.name == b.name && s.at == snap->wal_position) mark = &s;
+      }
+      if (!mark) {
+        return Status::Corruption(fmt::format("{}: node {}'s WAL has no SNAPSHOT({}) record at {}", file, i, b.name,
+                                              snap->wal_position.ToString()));
+      }
+      if (mark->fingerprint != snap->fingerprint) {
+        return Status::Corruption(fmt::format("{}: fingerprint {:016x}, the SNAPSHOT record at {} says {:016x}", file,
+                                              snap->fingerprint, mark->at.ToString(), mark->fingerprint));
+      }
+      b.position[i] = snap->wal_position;
+    }
+    states[i] = std::move(snap->entries);
+  }
+  return b;
+}
+
+}  // namespace
+
+const char* BaseKindName(BaseKind k) {
+  switch (k) {
+    case BaseKind::kGenesis: return "genesis";
+    case BaseKind::kFull: return "full";
+    case BaseKind::kRestored: return "restored";
+  }
+  return "unknown";
+}
+
+walfmt::Result<RestoreResult> Restore(const cut::ClusterCuts& cc, const cut::ClusterLayout& layout,
+                                      const RestoreRequest& req) {
+  const cut::GlobalCut* g = cc.Find(req.cut);
+  if (!g) return Status::NotFound(fmt::format("cut {} is not in the WAL", req.cut));
+  if (g->status != cut::CutStatus::kConsistent && !req.force) {
+    return Status::InvalidArgument(fmt::format("cut {} is {}: {}; refusing to restore it without --force", req.cut,
+                                               cut::CutStatusName(g->status), g->reason));
+  }
+  const size_t n = cc.nodes.size();
+  if (layout.wal_dirs.size() != n) {
+    return Status::InvalidArgument(fmt::format("{} nodes in {}, {} summaries", layout.wal_dirs.size(), layout.dir, n));
+  }
+  for (size_t i = 0; i < n; ++i) {
+    const cut::NodeCut* nc = g->nodes[i];
+    if (!nc || !nc->started || !nc->finished) {
+      return Status::InvalidArgument(fmt::format(
+          "cut {} has no CUT_START and CUT_FINISH on node {}: there is nothing to restore that node to", req.cut, i));
+    }
+  }
+  if (!req.dry_run) {
+    std::error_code ec;
+    if (req.out.empty()) return Status::InvalidArgument("no output directory");
+    if (fs::exists(req.out, ec)) {
+      return Status::InvalidArgument(fmt::format("{}: already exists; refusing to overwrite", req.out));
+    }
+  }
+  RestoreResult r;
+  r.cut = req.cut;
+  r.status = g->status;
+  r.reason = g->reason;
+  std::vector<std::map<std::string, std::string>> base_states;
+  std::vector<std::optional<CutRule>> base_rules;
+  auto base = ResolveBase(cc, layout, req, base_states, base_rules);
+  if (!base.ok()) return base.status();
+  r.base = std::move(base.value());
+  if (layout.has_cluster_json) {
+    auto cj = ReadText((fs::path(layout.dir) / "cluster.json").string());
+    if (!cj.ok()) return cj.status();
+    r.cluster_json = std::move(cj.value());
+  }
+
+  std::vector<NodeJob> jobs(n);
+  for (size_t i = 0; i < n; ++i) {
+    NodeJob& job = jobs[i];
+    const cut::NodeCut& nc = *g->nodes[i];
+    job.node = static_cast<uint32_t>(i);
+    job.wal_dir = layout.wal_dirs[i];
+    job.summary = &cc.nodes[i];
+    job.k = RuleOf(nc);
+    job.j = base_rules[i];
+    job.base = std::move(base_states[i]);
+    NodeRestore& o = job.out;
+    o.node = job.node;
+    o.from = r.base.position[i];
+    o.to = nc.finish;
+    o.cut_start = nc.start;
+    o.continue_from = ContinueFrom(nc);
+    o.base_entries = job.base.size();
+    if (r.base.kind == BaseKind::kFull && !(o.from < nc.start)) {
+      return Status::InvalidArgument(fmt::format("base {} was taken on node {} at {}, after CUT_START({}) at {}",
+                                                 r.base.name, i, o.from.ToString(), req.cut, nc.start.ToString()));
+    }
+    for (const auto& s : cc.nodes[i].segments) {
+      if (s.index >= o.from.segment && s.index <= o.to.segment) o.segments.push_back(s);
+    }
+  }
+
+  std::atomic<size_t> next{0};
+  std::vector<Status> status(n);
+  std::mutex progress_mu;
+  uint64_t progress_total = 0;
+  std::function<void(uint64_t)> progress;
+  if (req.progress) {
+    progress = [&](uint64_t b) {
+      std::lock_guard<std::mutex> lock(progress_mu);
+      progress_total += b;
+      req.progress(progress_total);
+    };
+  }
+  auto work = [&] {
+    for (size_t i; (i = next.fetch_add(1)) < n;) status[i] = RunNode(jobs[i], req.dry_run, progress);
+  };
+  unsigned threads = req.jobs ? req.jobs : std::max(1u, std::thread::hardware_concurrency());
+  threads = static_cast<unsigned>(std::min<size_t>(threads, n));
+  std::vector<std::thread> pool;
+  for (unsigned t = 1; t < threads; ++t) pool.emplace_back(work);
+  work();
+  for (auto& t : pool) t.join();
+  for (size_t i = 0; i < n; ++i) {
+    if (!status[i].ok()) return status[i];
+  }
+  for (auto& job : jobs) {
+    r.bytes_read += job.out.bytes_to_read;
+    r.nodes.push_back(std::move(job.out));
+  }
+  return r;
+}
+
+walfmt::Status WriteRestore(const RestoreResult& r, const std::string& out, const std::string& extra_json) {
+  std::error_code ec;
+  if (fs::exists(out, ec)) return Status::InvalidArgument(fmt::format("{}: already exists; refusing to overwrite", out));
+  const fs::path target = fs::absolute(out, ec);
+  const fs::path tmp = target.parent_path() / fmt::format(".{}.tmp-{}", target.filename().string(), getpid());
+  fs::remove_all(tmp, ec);
+  if (!fs::create_directories(tmp, ec) || ec) {
+    return Status::Io(fmt::format("{}: cannot create: {}", tmp.string(), ec.message()));
+  }
+  auto fail = [&](Status st) {
+    std::error_code ignored;
+    fs::remove_all(tmp, ignored);
+    return st;
+  };
+  json m;
+  m["format"] = "walcut-restore";
+  m["version"] = kManifestVersion;
+  m["cut"] = r.cut;
+  m["status"] = cut::CutStatusName(r.status);
+  m["forced"] = r.status != cut::CutStatus::kConsistent;
+  if (r.status != cut::CutStatus::kConsistent) m["problem"] = r.reason;
+  m["base"] = {{"kind", BaseKindName(r.base.kind)}, {"name", r.base.name}};
+  if (r.base.kind == BaseKind::kRestored) m["base"]["cut"] = r.base.cut;
+  if (!r.base.dir.empty()) m["base"]["dir"] = r.base.dir;
+  json nodes = json::array();
+  for (const auto& nr : r.nodes) {
+    walfmt::SnapshotFile f;
+    f.node_id = nr.node;
+    f.wal_position = nr.cut_start;
+    f.name = fmt::format("cut-{}", r.cut);
+    f.entries = nr.state;
+    const std::string file = fmt::format("node-{}.snap", nr.node);
+    json cj = r.cluster_json.empty() ? json() : json::parse(r.cluster_json, nullptr, false);
+    if (cj.is_object() && cj.contains("cluster_id") && cj["cluster_id"].is_number_unsigned()) {
+      f.cluster_id = cj["cluster_id"].get<uint64_t>();
+    }
+    if (Status st = walfmt::WriteSnapshotFile((tmp / file).string(), f); !st.ok()) return fail(st);
+    nodes.push_back({{"node", nr.node},
+                     {"file", file},
+                     {"fingerprint", fmt::format("{:016x}", nr.fingerprint)},
+                     {"entries", nr.entries},
+                     {"wal_from", nr.from.ToString()},
+                     {"wal_to", nr.to.ToString()},
+                     {"cut_start", nr.cut_start.ToString()},
+                     {"continue_from", nr.continue_from.ToString()},
+                     {"txs_applied", nr.txs_applied},
+                     {"txs_skipped", nr.txs_skipped},
+                     {"writes_applied", nr.writes_applied}});
+  }
+  m["nodes"] = nodes;
+  if (!r.cluster_json.empty()) {
+    json cj = json::parse(r.cluster_json, nullptr, false);
+    if (!cj.is_discarded()) m["cluster"] = cj;
+  }
+  if (!extra_json.empty()) {
+    json extra = json::parse(extra_json, nullptr, false);
+    if (extra.is_object()) {
+      for (auto it = extra.begin(); it != extra.end(); ++it) m[it.key()] = it.value();
+    }
+  }
+  {
+    std::ofstream f(tmp / "manifest.json", std::ios::binary | std::ios::trunc);
+    f << m.dump(2) << "\n";
+    f.flush();
+    if (!f) return fail(Status::Io(fmt::format("{}: cannot write manifest.json", tmp.string())));
+  }
+  fs::rename(tmp, target, ec);
+  if (ec) return fail(Status::Io(fmt::format("{}: cannot rename into place: {}", target.string(), ec.message())));
+  return Status::Ok();
+}
+
+}  // namespace walcut::recovery

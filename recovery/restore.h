@@ -1,0 +1,98 @@
+// Restoring every node of a cluster to cut K (DESIGN.md section 2):
+//   state_i(K) = base state of node i + the writes of exactly the transactions
+//   T committed on node i with P_B < p(T) and T in cut K, applied in WAL order,
+// where T is in cut K iff p(T) < CUT_START_i(K) and T not in after_i(K), or
+// p(T) > CUT_START_i(K) and T in before_i(K).
+//
+// Bases: genesis (the empty cluster at creation), a full snapshot taken by the
+// runtime (DIR/snapshots/<name>/, positions P_B = its SNAPSHOT records), or
+// an earlier restore of cut J < K (a directory with manifest.json): then the
+// transactions applied are those in cut K and not in cut J, read from the
+// first position where a transaction outside cut J can start (min of
+// CUT_START_i(J) and the first record of every tracked transaction of J).
+//
+// One read of each node's WAL range [base, CUT_FINISH_i(K)]; memory holds the
+// state and the data of the transactions in flight, never the WAL.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "cut/cuts.h"
+#include "cut/load.h"
+#include "walfmt/lsn.h"
+#include "walfmt/status.h"
+
+namespace walcut::recovery {
+
+inline constexpr int kManifestVersion = 1;
+
+enum class BaseKind : uint8_t { kGenesis = 1, kFull = 2, kRestored = 3 };
+const char* BaseKindName(BaseKind k);
+
+struct BaseInfo {
+  BaseKind kind = BaseKind::kGenesis;
+  std::string name;                  // "genesis", the snapshot name, or "cut-J"
+  std::string dir;                   // where its node-<i>.snap files are ("" for genesis)
+  uint64_t cut = 0;                  // kRestored: J
+  std::vector<walfmt::Lsn> position; // by node: where the WAL is read from
+};
+
+struct RestoreRequest {
+  std::string cluster_dir;
+  uint64_t cut = 0;
+  std::string base;      // "" or "genesis": genesis; a name under DIR/snapshots/; or a restore output directory
+  bool force = false;    // restore a cut that is not consistent
+  bool dry_run = false;  // read and count, keep nothing, write nothing
+  std::string out;       // output directory (must not exist); unused with dry_run
+  unsigned jobs = 0;     // nodes restored at once; 0: one per core
+  std::function<void(uint64_t bytes)> progress;
+};
+
+struct NodeRestore {
+  uint32_t node = 0;
+  walfmt::Lsn from;                 // first position read
+  walfmt::Lsn to;                   // CUT_FINISH_i(K): reading stops there
+  walfmt::Lsn cut_start;
+  walfmt::Lsn continue_from;        // where a restore based on this one reads from
+  std::vector<cut::SegmentInfo> segments;  // the segments the range touches
+  uint64_t bytes_to_read = 0;       // WAL bytes in the range (decompressed)
+  uint64_t base_entries = 0;
+  uint64_t txs_applied = 0;
+  uint64_t txs_skipped = 0;         // committed in the range but not in the increment
+  uint64_t txs_rolled_back = 0;
+  uint64_t writes_applied = 0;
+  uint64_t entries = 0;             // keys of the restored state
+  uint64_t fingerprint = 0;
+  std::map<std::string, std::string> state;  // empty with dry_run
+};
+
+struct RestoreResult {
+  uint64_t cut = 0;
+  cut::CutStatus status = cut::CutStatus::kConsistent;
+  std::string reason;                // why the cut is not consistent (with force)
+  BaseInfo base;
+  std::vector<NodeRestore> nodes;
+  uint64_t bytes_read = 0;
+  std::string cluster_json;          // cluster.json, copied into the manifest
+};
+
+// Checks the request against the cluster (the cut exists and is consistent,
+// or `force`; the base precedes it) and restores. With dry_run nothing is
+// kept or written. Errors: kNotFound (no such cut, base or directory),
+// kInvalidArgument (refused: inconsistent cut without force, base not before
+// the cut, OUT exists), kCorruption (a base file or the WAL range is damaged),
+// kIo.
+walfmt::Result<RestoreResult> Restore(const cut::ClusterCuts& cuts, const cut::ClusterLayout& layout,
+                                      const RestoreRequest& req);
+
+// Writes OUT/node-<i>.snap and OUT/manifest.json into a temporary directory
+// next to OUT and renames it into place; refuses an existing OUT. `extra` is
+// merged into the manifest (for example the results of workload checks).
+walfmt::Status WriteRestore(const RestoreResult& r, const std::string& out, const std::string& extra_json = "");
+
+}  // namespace walcut::recovery
