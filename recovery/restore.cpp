@@ -313,9 +313,8 @@ walfmt::Result<RestoreResult> Restore(const cut::ClusterCuts& cc, const cut::Clu
           "cut {} has no CUT_START and CUT_FINISH on node {}: there is nothing to restore that node to", req.cut, i));
     }
   }
-  if (!req.dry_run) {
+  if (!req.dry_run && !req.out.empty()) {
     std::error_code ec;
-    if (req.out.empty()) return Status::InvalidArgument("no output directory");
     if (fs::exists(req.out, ec)) {
       return Status::InvalidArgument(fmt::format("{}: already exists; refusing to overwrite", req.out));
     }
