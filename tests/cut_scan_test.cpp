@@ -1,0 +1,305 @@
+// The cut checks on WALs that break the rules on purpose: a real cluster's WAL
+// is rewritten with one record changed, and the reconstruction must name the
+// node, the cut and the transaction at fault.
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <string>
+
+#include <catch2/catch.hpp>
+#include <fmt/format.h>
+
+#include "cut/cuts.h"
+#include "cut/load.h"
+#include "cut/scan.h"
+#include "node/cluster.h"
+#include "walfmt/reader.h"
+#include "walfmt/writer.h"
+
+namespace fs = std::filesystem;
+using walcut::cut::ClusterCuts;
+using walcut::cut::CutStatus;
+using walcut::cut::GlobalCut;
+
+namespace {
+
+struct TempDir {
+  fs::path path;
+  explicit TempDir(const std::string& tag) {
+    static int counter = 0;
+    path = fs::temp_directory_path() / fmt::format("walcut-cut-{}-{}-{}", tag, ::getpid(), counter++);
+    fs::remove_all(path);
+  }
+  ~TempDir() {
+    std::error_code ec;
+    fs::remove_all(path, ec);
+  }
+};
+
+walcut::node::ClusterOptions Healthy(const std::string& dir, uint64_t seed = 11) {
+  walcut::node::ClusterOptions o;
+  o.dir = dir;
+  o.seed = seed;
+  o.nodes = 3;
+  o.backups = 1;
+  o.txs = 1500;
+  o.cuts = 5;
+  o.segment_bytes = 64 * 1024;
+  return o;
+}
+
+ClusterCuts Load(const std::string& dir) {
+  auto layout = walcut::cut::FindClusterLayout(dir);
+  REQUIRE(layout.ok());
+  auto sums = walcut::cut::ScanCluster(*layout, {});
+  REQUIRE(sums.ok());
+  auto cc = walcut::cut::Reconstruct(std::move(sums.value()));
+  REQUIRE(cc.ok());
+  return std::move(cc.value());
+}
+
+struct Rec {
+  walfmt::Record rec;
+  walfmt::Lsn lsn;
+};
+
+std::vector<Rec> ReadAll(const std::string& wal_dir) {
+  std::vector<Rec> out;
+  auto segs = walfmt::ListSegments(wal_dir, [](const walfmt::Problem&) {});
+  REQUIRE(segs.ok());
+  walfmt::NodeReadOptions ro;
+  walfmt::ReadNodeWal(
+      *segs, ro,
+      [&](const walfmt::RecordView& v) {
+        auto r = walfmt::DecodePayload(v.type, v.payload);
+        REQUIRE(r.ok());
+        out.push_back({std::move(r.value()), v.lsn});
+        return true;
+      },
+      [](const walfmt::Problem&) {});
+  return out;
+}
+
+// Rewrites node n's WAL after `edit` changed its records.
+void Rewrite(const std::string& dir, uint32_t n, const std::function<void(std::vector<Rec>&)>& edit) {
+  const std::string wal = fmt::format("{}/node-{}/wal", dir, n);
+  auto recs = ReadAll(wal);
+  edit(recs);
+  auto layout = walcut::cut::FindClusterLayout(dir);
+  REQUIRE(layout.ok());
+  fs::remove_all(wal);
+  walfmt::WriterOptions wo;
+  wo.wal_dir = wal;
+  wo.node_id = n;
+  wo.cluster_id = layout->cluster_id;
+  wo.segment_bytes = 64 * 1024;
+  auto w = walfmt::WalWriter::Create(wo);
+  REQUIRE(w.ok());
+  for (const auto& r : recs) REQUIRE((*w)->Append(r.rec).ok());
+  REQUIRE((*w)->Close().ok());
+}
+
+bool HasFinding(const GlobalCut& g, const std::string& check, uint32_t node, const std::string& text) {
+  for (const auto& f : g.findings) {
+    if (f.check == check && f.node == node && f.message.find(text) != std::string::npos) return true;
+  }
+  return false;
+}
+
+std::string Findings(const GlobalCut& g) {
+  std::string s;
+  for (const auto& f : g.findings) s += f.check + ": " + f.message + "\n";
+  return s;
+}
+
+// The first cut whose CUT_FINISH on `node` has a non-empty `before` set whose
+// first member is committed after CUT_START (so moving it changes membership).
+const GlobalCut* CutWithBefore(const ClusterCuts& cc, uint32_t node) {
+  for (const auto& g : cc.cuts) {
+    const auto* nc = g.nodes[node];
+    if (nc && !nc->before.empty() && nc->before[0].commit > nc->start) return &g;
+  }
+  return nullptr;
+}
+
+}  // namespace
+
+TEST_CASE("a healthy run: every cut consistent, no finding, summaries survive a JSON round trip") {
+  TempDir d("healthy");
+  auto run = walcut::node::RunCluster(Healthy(d.path.string()));
+  REQUIRE(run.ok());
+  ClusterCuts cc = Load(d.path.string());
+  REQUIRE(cc.cuts.size() == run->summary.cuts_started);
+  for (const auto& g : cc.cuts) {
+    INFO(Findings(g));
+    CHECK(g.status == CutStatus::kConsistent);
+  }
+  CHECK(cc.findings.empty());
+  CHECK(cc.window.any);
+  CHECK(cc.window.earliest == cc.cuts.front().cut_id);
+  CHECK(cc.window.latest == cc.cuts.back().cut_id);
+
+  std::vector<walcut::cut::NodeSummary> back;
+  for (const auto& s : cc.nodes) {
+    auto r = walcut::cut::SummaryFromJson(walcut::cut::SummaryToJson(s), "mem");
+    REQUIRE(r.ok());
+    CHECK(walcut::cut::SummaryToJson(*r) == walcut::cut::SummaryToJson(s));
+    back.push_back(std::move(r.value()));
+  }
+  auto again = walcut::cut::Reconstruct(std::move(back));
+  REQUIRE(again.ok());
+  REQUIRE(again->cuts.size() == cc.cuts.size());
+  for (size_t i = 0; i < cc.cuts.size(); ++i) {
+    CHECK(again->cuts[i].status == cc.cuts[i].status);
+    CHECK(again->cuts[i].transactions == cc.cuts[i].transactions);
+    CHECK(again->cuts[i].node_transactions == cc.cuts[i].node_transactions);
+  }
+}
+
+TEST_CASE("a before transaction moved to after on one node: marker and atomicity findings name it") {
+  TempDir d("moved");
+  auto run = walcut::node::RunCluster(Healthy(d.path.string()));
+  REQUIRE(run.ok());
+  ClusterCuts cc = Load(d.path.string());
+  uint32_t node = 0;
+  const GlobalCut* g = nullptr;
+  for (node = 0; node < 3 && !g; ++node) g = CutWithBefore(cc, node);
+  REQUIRE(g);
+  --node;
+  const uint64_t k = g->cut_id;
+  const walfmt::TxId moved = g->nodes[node]->before[0].tx;
+  Rewrite(d.path.string(), node, [&](std::vector<Rec>& recs) {
+    for (auto& r : recs) {
+      if (auto* f = std::get_if<walfmt::CutFinish>(&r.rec); f && f->cut_id == k) {
+        f->before.erase(std::find(f->before.begin(), f->before.end(), moved));
+        f->after.push_back(moved);
+      }
+    }
+  });
+  ClusterCuts bad = Load(d.path.string());
+  const GlobalCut* b = bad.Find(k);
+  REQUIRE(b);
+  INFO(Findings(*b));
+  CHECK(b->status == CutStatus::kInconsistent);
+  CHECK_FALSE(b->checks.markers);
+  CHECK(HasFinding(*b, "marker", node, moved.ToString()));
+  // Its other participants keep it in the cut: the digests disagree.
+  CHECK_FALSE(b->checks.atomicity);
+  CHECK(b->reason.find(moved.ToString()) != std::string::npos);
+  // The other cuts are untouched and the previous one stays restorable.
+  for (const auto& x : bad.cuts) {
+    if (x.cut_id != k) CHECK(x.status == CutStatus::kConsistent);
+  }
+  REQUIRE(b->consistent_before.has_value() == (k > bad.cuts.front().cut_id));
+}
+
+TEST_CASE("an after transaction listed on both sides, and one that was never prepared before CUT_START") {
+  TempDir d("shape");
+  auto run = walcut::node::RunCluster(Healthy(d.path.string()));
+  REQUIRE(run.ok());
+  ClusterCuts cc = Load(d.path.string());
+  const GlobalCut* g = nullptr;
+  uint32_t node = 0;
+  for (const auto& x : cc.cuts) {
+    for (uint32_t n = 0; n < 3 && !g; ++n) {
+      if (x.nodes[n] && !x.nodes[n]->after.empty()) {
+        g = &x;
+        node = n;
+      }
+    }
+  }
+  REQUIRE(g);
+  const uint64_t k = g->cut_id;
+  const walfmt::TxId both = g->nodes[node]->after[0].tx;
+  const walfmt::TxId stranger{node, 987654321};
+  Rewrite(d.path.string(), node, [&](std::vector<Rec>& recs) {
+    for (auto& r : recs) {
+      if (auto* f = std::get_if<walfmt::CutFinish>(&r.rec); f && f->cut_id == k) {
+        f->before.push_back(both);
+        f->before.push_back(stranger);
+      }
+    }
+  });
+  ClusterCuts bad = Load(d.path.string());
+  const GlobalCut* b = bad.Find(k);
+  REQUIRE(b);
+  INFO(Findings(*b));
+  CHECK(b->status == CutStatus::kInconsistent);
+  CHECK_FALSE(b->checks.shape);
+  CHECK(HasFinding(*b, "shape", node, both.ToString() + " is in both before"));
+  CHECK(HasFinding(*b, "shape", node, stranger.ToString() + " in before(" + std::to_string(k) + ") was not prepared"));
+}
+
+TEST_CASE("a WAL cut short before the last CUT_FINISH: incomplete cut, the previous one restorable") {
+  TempDir d("short");
+  auto run = walcut::node::RunCluster(Healthy(d.path.string()));
+  REQUIRE(run.ok());
+  ClusterCuts cc = Load(d.path.string());
+  const uint64_t last = cc.cuts.back().cut_id;
+  Rewrite(d.path.string(), 2, [&](std::vector<Rec>& recs) {
+    auto it = std::find_if(recs.begin(), recs.end(), [&](const Rec& r) {
+      auto* f = std::get_if<walfmt::CutFinish>(&r.rec);
+      return f && f->cut_id == last;
+    });
+    REQUIRE(it != recs.end());
+    recs.erase(it, recs.end());
+  });
+  ClusterCuts bad = Load(d.path.string());
+  const GlobalCut* b = bad.Find(last);
+  REQUIRE(b);
+  INFO(Findings(*b));
+  CHECK(b->status == CutStatus::kIncomplete);
+  CHECK(b->reason.find(fmt::format("missing CUT_FINISH({}) on node 2", last)) != std::string::npos);
+  CHECK(bad.window.any);
+  CHECK(bad.window.latest == last - 1);
+  CHECK(bad.window.latest_limit.find(fmt::format("cut {} after it is incomplete", last)) != std::string::npos);
+}
+
+TEST_CASE("a damaged record in the middle of a node's WAL limits the restore window and says why") {
+  TempDir d("damage");
+  auto opt = Healthy(d.path.string());
+  opt.segment_bytes = 1 << 20;  // one plain segment per node: the damage is a byte flip in place
+  auto run = walcut::node::RunCluster(opt);
+  REQUIRE(run.ok());
+  ClusterCuts cc = Load(d.path.string());
+  REQUIRE(cc.cuts.size() >= 3);
+  // Damage node 1 just after CUT_FINISH of the second cut: that record stays
+  // readable, nothing later is.
+  const auto* nc = cc.cuts[1].nodes[1];
+  REQUIRE(nc);
+  const walfmt::Lsn at = nc->finish;
+  fs::path seg;
+  for (const auto& e : fs::directory_iterator(d.path / "node-1" / "wal")) {
+    if (e.path().filename().string().rfind(fmt::format("{:016X}", at.segment), 0) == 0) seg = e.path();
+  }
+  REQUIRE(seg.extension() == ".wal");
+  std::string bytes;
+  {
+    std::ifstream in(seg, std::ios::binary);
+    bytes.assign(std::istreambuf_iterator<char>(in), {});
+  }
+  // The record after CUT_FINISH: skip CUT_FINISH's own header and payload.
+  const uint32_t len = static_cast<uint8_t>(bytes[at.offset + 4]) | static_cast<uint8_t>(bytes[at.offset + 5]) << 8 |
+                       static_cast<uint8_t>(bytes[at.offset + 6]) << 16 |
+                       static_cast<uint8_t>(bytes[at.offset + 7]) << 24;
+  const uint64_t next = at.offset + 16 + len;
+  REQUIRE(next + 20 < bytes.size());
+  bytes[next + 18] ^= 0x5A;
+  {
+    std::ofstream out(seg, std::ios::binary | std::ios::trunc);
+    out << bytes;
+  }
+  ClusterCuts bad = Load(d.path.string());
+  CHECK(bad.nodes[1].damaged);
+  CHECK(bad.nodes[1].damage_at == walfmt::Lsn{at.segment, next});
+  CHECK(bad.window.any);
+  CHECK(bad.window.latest == cc.cuts[1].cut_id);
+  CHECK(bad.window.latest_limit.find(fmt::format("node 1's WAL is damaged at {}", (walfmt::Lsn{at.segment, next}).ToString())) !=
+        std::string::npos);
+  CHECK(bad.window.latest_limit.find(fmt::format("no cut after {} can be restored", cc.cuts[1].cut_id)) !=
+        std::string::npos);
+  const GlobalCut* b = bad.Find(cc.cuts[2].cut_id);
+  REQUIRE(b);
+  CHECK(b->status != CutStatus::kConsistent);
+}
