@@ -44,7 +44,7 @@ rm "$wal/0000000000000002.wal.zst"
 rec=$("$w" dump --node 1 --from 2/00008000 -n 1 --format json "$wal" | sed -n 's/.*"offset":\([0-9]*\).*/\1/p')
 [ -n "$rec" ] || { echo "make-samples.sh: no record after 2/00008000 on node 1" >&2; exit 3; }
 off=$((rec + 16 + 4))
-printf "\\x$(printf %02x $(( $(byte_at "$seg" $off) ^ 1 )))" | dd of="$seg" bs=1 seek=$off conv=notrunc status=none
+printf '%b' "\\x$(printf %02x $(( $(byte_at "$seg" $off) ^ 1 )))" | dd of="$seg" bs=1 seek=$off conv=notrunc status=none
 printf 'corrupted-segment: node 1, %s, record at 2/%08X, byte %d (0x%X) flipped\n' "${seg##*/}" "$rec" "$off" "$off" >&2
 
 # torn-tail: the healthy cluster with node 2's last record cut short, as a
@@ -52,7 +52,8 @@ printf 'corrupted-segment: node 1, %s, record at 2/%08X, byte %d (0x%X) flipped\
 # crashed node, and the restart cuts a torn tail off, so the script makes it).
 rm -rf samples/torn-tail
 cp -r samples/healthy samples/torn-tail
-last=$(ls samples/torn-tail/node-2/wal/*.wal | sort | tail -n 1)
+plain=(samples/torn-tail/node-2/wal/*.wal)  # the glob sorts; one plain segment, the last
+last=${plain[-1]}
 truncate -s -9 "$last"
 printf 'torn-tail: node 2, %s cut to %d bytes\n' "${last##*/}" "$(stat -c %s "$last")" >&2
 

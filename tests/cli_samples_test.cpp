@@ -297,6 +297,14 @@ TEST_CASE("samples: crash-during-cut regenerates byte for byte", "[cli][samples]
   REQUIRE(got == want);
   for (const auto& [p, size] : want) {
     INFO(p);
-    CHECK(Slurp(out + p) == Slurp(Sample("crash-during-cut") + p));
+    const std::string a = out + p, b = Sample("crash-during-cut") + p;
+    if (p.ends_with(".zst")) {
+      // The segment inside is the runtime's; the frame around it is
+      // libzstd's, whose bytes may change with its version.
+      CHECK(Decompress(a) == Decompress(b));
+      if (Slurp(a) != Slurp(b)) WARN(p << ": same segment, other zstd frame bytes (another libzstd?)");
+    } else {
+      CHECK(Slurp(a) == Slurp(b));
+    }
   }
 }
