@@ -1,13 +1,16 @@
 #!/usr/bin/env bash
-# Builds walcut and runs its main job on the bundled samples: verify the WAL
-# of every node, show what it holds, dump a few records, and show how a torn
-# tail and a corrupted segment are reported. Exits non-zero if walcut does
-# not give the expected verdict on any sample.
+# Builds walcut and runs its main job on the bundled samples (made by
+# `walcut run`, see samples/README.md): verify the WAL of every node, show
+# what it holds, dump the cut records, and show how a crash during a cut, a
+# torn tail and a corrupted segment are reported. Exits non-zero if walcut
+# does not give the expected exit code on any sample. To add a command:
+# `expect EXIT_CODE $w SUBCOMMAND ARGS...` in the section of its sample.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/build.sh >/dev/null
 w=build/cli/walcut
 say() { printf '\n\033[1m$ %s\033[0m\n' "$*"; }
+section() { printf '\n\033[1;4m%s\033[0m (samples/README.md)\n' "$*"; }
 expect() {  # expect CODE CMD...
   local want=$1; shift
   say "walcut ${*:2}"
@@ -15,9 +18,29 @@ expect() {  # expect CODE CMD...
   echo "(exit $got)"
   [ "$got" = "$want" ] || { echo "demo: expected exit $want, got $got" >&2; exit 1; }
 }
-expect 0 $w verify samples/synthetic-healthy
-expect 0 $w stats samples/synthetic-healthy
-expect 0 $w dump --node 0 -n 12 samples/synthetic-healthy
-expect 0 $w dump --type cut_start,cut_finish,cut_abort --node 1 samples/synthetic-healthy
-expect 0 $w verify samples/synthetic-torn
-expect 1 $w verify samples/synthetic-corrupt
+s=samples
+
+# healthy: 3 nodes, 6 consistent cuts, a full snapshot between cuts 3 and 4.
+section "samples/healthy"
+expect 0 $w verify $s/healthy
+expect 0 $w stats $s/healthy
+expect 0 $w dump --node 0 -n 8 $s/healthy
+expect 0 $w dump --type cut_start,cut_finish,cut_abort,snapshot --node 1 $s/healthy
+
+# crash-during-cut: node 2 crashes during cut 3; cut 3 is aborted, the cuts
+# before and after it finish on every node.
+section "samples/crash-during-cut"
+expect 0 $w verify $s/crash-during-cut
+expect 0 $w dump --type cut_start,cut_finish,cut_abort,node_start --node 0,2 $s/crash-during-cut
+
+# torn-tail: node 2's last record cut short, what a crash leaves: tolerated.
+section "samples/torn-tail"
+expect 0 $w verify $s/torn-tail
+
+# corrupted-segment: one byte flipped in node 1's segment 2: a finding.
+section "samples/corrupted-segment"
+expect 1 $w verify $s/corrupted-segment
+expect 1 $w stats $s/corrupted-segment
+
+echo
+echo "demo: every command gave the expected exit code"

@@ -1,23 +1,60 @@
 #!/usr/bin/env bash
-# Regenerates samples/ byte for byte from fixed seeds (walgen, walfmt's own
-# writer). Usage: scripts/make-samples.sh [BUILD_DIR]
+# Regenerates samples/ byte for byte: small clusters made by `walcut run` with
+# fixed seeds, two of them then damaged on purpose. samples/README.md says
+# what each one holds. Usage: scripts/make-samples.sh [BUILD_DIR]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build="${1:-build}"
-walgen="$build/bench/walgen"
-[ -x "$walgen" ] || { echo "make-samples.sh: $walgen not built (run scripts/build.sh)" >&2; exit 3; }
+w="$build/cli/walcut"
+[ -x "$w" ] || { echo "make-samples.sh: $w not built (run scripts/build.sh)" >&2; exit 3; }
+command -v zstd >/dev/null || { echo "make-samples.sh: zstd not installed (scripts/deps.sh)" >&2; exit 3; }
 
-rm -rf samples/synthetic-healthy samples/synthetic-torn samples/synthetic-corrupt
-# Healthy: 3 nodes, 1 backup, small segments so that older ones are archived as .wal.zst.
-"$walgen" samples/synthetic-healthy --nodes 3 --bytes 160K --segment-size 32K --seed 7 --cut-every 150 --compress -q
-# Torn tail: the same cluster, node 2's last segment cut inside its last record.
-cp -r samples/synthetic-healthy samples/synthetic-torn
-last=$(ls samples/synthetic-torn/node-2/wal/*.wal | sort | tail -n 1)
+# The options every sample shares: 3 nodes, 1 backup, bank, 6 cuts, 64 KiB
+# segments (so each node has several, the older ones archived as .wal.zst).
+common=(--nodes 3 --backups 1 --workload bank --txs 3000 --cut-every 400 --seed 12 --segment-size 64K)
+
+run() {  # run DIR OPTIONS...: walcut run, summary to stderr (it holds wall-clock times)
+  local dir=$1; shift
+  rm -rf "$dir"
+  "$w" run "$dir" "$@" >&2
+}
+
+# The byte at OFFSET of FILE, as a number.
+byte_at() { od -An -tu1 -j "$2" -N1 "$1" | tr -d ' '; }
+
+# healthy: six consistent cuts, a full snapshot between cuts 3 and 4.
+run samples/healthy "${common[@]}" --full-snapshot-at 1500
+
+# crash-during-cut: node 2 crashes at 128.5 ms, after its CUT_START(3) and
+# before its CUT_FINISH(3), and restarts 5 ms later. Cut 3 is inconsistent,
+# cuts 1, 2, 4 and 5 consistent.
+run samples/crash-during-cut "${common[@]}" --crash 2@128500us+5ms
+
+# corrupted-segment: the healthy cluster with one byte flipped inside a
+# record of node 1's segment 2 (of 0..6), decompressed so the damage is
+# visible in the plain file.
+rm -rf samples/corrupted-segment
+cp -r samples/healthy samples/corrupted-segment
+wal=samples/corrupted-segment/node-1/wal
+seg=$wal/0000000000000002.wal
+zstd -q -d -f "$wal/0000000000000002.wal.zst" -o "$seg"
+rm "$wal/0000000000000002.wal.zst"
+# The first record at or after offset 0x8000; flip the low bit of its 5th
+# payload byte (record header: 16 bytes).
+rec=$("$w" dump --node 1 --from 2/00008000 -n 1 --format json "$wal" | sed -n 's/.*"offset":\([0-9]*\).*/\1/p')
+[ -n "$rec" ] || { echo "make-samples.sh: no record after 2/00008000 on node 1" >&2; exit 3; }
+off=$((rec + 16 + 4))
+printf '%b' "\\x$(printf %02x $(( $(byte_at "$seg" $off) ^ 1 )))" | dd of="$seg" bs=1 seek=$off conv=notrunc status=none
+printf 'corrupted-segment: node 1, %s, record at 2/%08X, byte %d (0x%X) flipped\n' "${seg##*/}" "$rec" "$off" "$off" >&2
+
+# torn-tail: the healthy cluster with node 2's last record cut short, as a
+# crash in the middle of an append leaves it (walcut run always restarts a
+# crashed node, and the restart cuts a torn tail off, so the script makes it).
+rm -rf samples/torn-tail
+cp -r samples/healthy samples/torn-tail
+plain=(samples/torn-tail/node-2/wal/*.wal)  # the glob sorts; one plain segment, the last
+last=${plain[-1]}
 truncate -s -9 "$last"
-# Corrupted: node 1's second segment (plain copy of the archive) with one byte changed mid-file.
-cp -r samples/synthetic-healthy samples/synthetic-corrupt
-seg=samples/synthetic-corrupt/node-1/wal/0000000000000001.wal
-zstd -q -d -f samples/synthetic-corrupt/node-1/wal/0000000000000001.wal.zst -o "$seg"
-rm samples/synthetic-corrupt/node-1/wal/0000000000000001.wal.zst
-printf '\x42' | dd of="$seg" bs=1 seek=5000 conv=notrunc status=none
-du -sh samples/synthetic-* >&2
+printf 'torn-tail: node 2, %s cut to %d bytes\n' "${last##*/}" "$(stat -c %s "$last")" >&2
+
+du -sh samples/healthy samples/crash-during-cut samples/corrupted-segment samples/torn-tail >&2
