@@ -159,11 +159,9 @@ TEST_CASE("samples: healthy verifies clean; pinned stats; six consistent cuts an
   for (const auto& [cut, nodes] : finished) CHECK(nodes == std::set<int>{0, 1, 2});
 }
 
-// The runtime writes cluster_id 0 into its snapshot files (node/cluster.cpp
-// passes its member cluster_id_, which is never set, instead of the id its WAL
-// segments carry). Expected to fail until that is fixed; then drop the tag
-// and regenerate the samples (the snapshot files change).
-TEST_CASE("samples: healthy's snapshot files carry the cluster id of the WAL", "[cli][samples][!shouldfail]") {
+// Snapshot files name the cluster of the WAL (a restore refuses a snapshot of
+// another cluster).
+TEST_CASE("samples: healthy's snapshot files carry the cluster id of the WAL", "[cli][samples]") {
   const std::string dir = Sample("healthy");
   const auto j = nlohmann::json::parse(Slurp(dir + "/cluster.json"));
   auto f = walfmt::ReadSnapshotFile(dir + "/snapshots/full-1500/node-0.snap");
