@@ -51,6 +51,7 @@ json Tracked(const cut::TrackedTx& t, const cut::NodeCut& nc) {
   if (t.committed) {
     j["commit"] = t.commit.ToString();
     j["marker"] = t.marker;
+    j["time_us"] = t.time_us;
     if (nc.started) j["commit_after_start"] = t.commit > nc.start;
   } else if (t.rolled_back) {
     j["rolled_back_at"] = t.commit.ToString();

@@ -45,7 +45,10 @@ json TrackedJson(const TrackedTx& t) {
     j["commit"] = t.commit.ToString();
     j["marker"] = t.marker;
   }
-  if (t.committed || t.rolled_back) j["first_seen"] = t.first_seen.ToString();
+  if (t.committed || t.rolled_back) {
+    j["first_seen"] = t.first_seen.ToString();
+    j["time_us"] = t.time_us;
+  }
   if (t.rolled_back) {
     j["rolled_back"] = true;
     j["at"] = t.commit.ToString();
@@ -324,7 +327,10 @@ walfmt::Result<NodeSummary> SummaryFromJson(const std::string& text, const std::
             tt.marker = r.U64(t, "marker", q);
           }
           tt.rolled_back = r.Bool(t, "rolled_back", q);
-          if (tt.committed || tt.rolled_back) tt.first_seen = r.Position(t, "first_seen", q);
+          if (tt.committed || tt.rolled_back) {
+            tt.first_seen = r.Position(t, "first_seen", q);
+            tt.time_us = r.U64(t, "time_us", q);
+          }
           if (tt.rolled_back) tt.commit = r.Position(t, "at", q);
           tt.recovered = r.Bool(t, "recovered", q);
           (side == 0 ? c.before : c.after).push_back(tt);

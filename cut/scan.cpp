@@ -23,6 +23,7 @@ using walfmt::TxIdHash;
 struct Done {
   Lsn at;
   Lsn first_seen;
+  uint64_t time_us = 0;
   uint64_t marker = 0;
   uint64_t f = 0;            // first cut, as currently known
   bool recovered = false;
@@ -198,7 +199,7 @@ class Scanner {
     }
     ++commits_so_far_;
     const uint64_t k = CurrentCut();
-    Done d{at, first, c.marker, k + 1, recovered, false, c.participants};
+    Done d{at, first, c.time_us, c.marker, k + 1, recovered, false, c.participants};
     Bucket(c.tx, d.participants, d.f, +1);
     if (open_ >= 0 && candidates_.count(c.tx)) pending_[c.tx] = d;
     if (have_start_ && c.marker < k) {
@@ -207,8 +208,8 @@ class Scanner {
       } else {
         const TxId t = c.tx;
         Add(Make("marker", k, at, &t,
-                 fmt::format("node {}: transaction {} committed at {} after CUT_FINISH({}) with marker {} < {}: the "
-                             "marker puts it in cut {}, its position does not",
+                 fmt::format("node {}: transaction {} committed at {}, after cut {} ended here, with marker {} < {}: "
+                             "the marker puts it in cut {}, its position does not",
                              opt_.node, t.ToString(), at.ToString(), k, c.marker, k, k)));
       }
     } else if (c.marker == k + 1) {
@@ -237,7 +238,7 @@ class Scanner {
                            t.ToString(), at.ToString(), it->second.at.ToString())));
       return;
     }
-    Done d{at, first, 0, 0, (r.flags & walfmt::kTxFlagRecovered) != 0, true, r.participants};
+    Done d{at, first, r.time_us, 0, 0, (r.flags & walfmt::kTxFlagRecovered) != 0, true, r.participants};
     if (open_ >= 0 && candidates_.count(r.tx)) pending_[r.tx] = d;
     Remember(r.tx, d);
   }
@@ -377,6 +378,7 @@ class Scanner {
     }
     out.commit = d->at;
     out.first_seen = d->first_seen;
+    out.time_us = d->time_us;
     out.recovered = d->recovered;
     if (d->rolled_back) {
       out.rolled_back = true;

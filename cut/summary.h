@@ -53,6 +53,7 @@ struct TrackedTx {
   uint64_t marker = 0;
   bool recovered = false;     // finished by the recovery protocol
   bool rolled_back = false;   // a TX_ROLLBACK here instead
+  uint64_t time_us = 0;       // cluster clock of that TX_COMMIT / TX_ROLLBACK
   Lsn first_seen;             // its first TX_DATA / TX_PREPARE here (where a restore must start reading it)
 };
 

@@ -1,0 +1,143 @@
+// walcut cut show DIR K: the global snapshot of one cut, node by node
+// (LocalState, ChannelState, the marker cross-check, checks 1-5).
+#include <fmt/format.h>
+
+#include "cli/command.h"
+#include "cli/cut_common.h"
+#include "cli/output.h"
+
+namespace walcut::cli {
+namespace {
+using nlohmann::json;
+
+struct CutShowOptions {
+  std::vector<std::string> paths;  // cluster dir or summaries, then the cut id last
+  Format format = Format::kText;
+  unsigned jobs = 0;
+};
+
+const char* Ok(bool b) { return b ? "ok" : "FAILED"; }
+
+void PrintTracked(const char* side, const cut::TrackedTx& t, const cut::NodeCut& nc, uint64_t k) {
+  if (t.rolled_back) {
+    fmt::print("    {:<6} {:<12} rolled back at {}  (a rolled-back transaction must not be tracked)\n", side,
+               t.tx.ToString(), t.commit.ToString());
+    return;
+  }
+  if (!t.committed) {
+    fmt::print("    {:<6} {:<12} no TX_COMMIT found on this node\n", side, t.tx.ToString());
+    return;
+  }
+  const bool before = std::string(side) == "before";
+  const bool agree = (t.marker < k) == before;
+  fmt::print("    {:<6} {:<12} committed {} {} CUT_START  marker {} {} {}{}{}\n", side, t.tx.ToString(),
+             t.commit.ToString(), t.commit > nc.start ? "after " : "before", t.marker, t.marker < k ? "<" : ">=", k,
+             agree ? "" : "  MARKER DISAGREES", t.recovered ? "  (recovered)" : "");
+}
+
+int RunCutShow(const CutShowOptions& o) {
+  if (o.paths.size() < 2) {
+    PrintError("usage: walcut cut show DIR K (or SUMMARY... K)");
+    return kExitUsage;
+  }
+  std::vector<std::string> inputs(o.paths.begin(), o.paths.end() - 1);
+  uint64_t k = 0;
+  try {
+    size_t used = 0;
+    k = std::stoull(o.paths.back(), &used);
+    if (used != o.paths.back().size()) throw std::invalid_argument("trailing");
+  } catch (...) {
+    PrintError(fmt::format("'{}' is not a cut id", o.paths.back()));
+    return kExitUsage;
+  }
+  auto cc = LoadCuts(inputs, o.jobs);
+  if (!cc.ok()) {
+    PrintError(cc.status().message());
+    return ExitForStatus(cc.status());
+  }
+  const cut::GlobalCut* g = cc->Find(k);
+  if (!g) {
+    std::string have;
+    for (const auto& c : cc->cuts) have += (have.empty() ? "" : ", ") + std::to_string(c.cut_id);
+    PrintError(fmt::format("cut {} is not in the WAL (cuts: {})", k, have.empty() ? "none" : have));
+    return kExitUsage;
+  }
+  const int rc = g->status == cut::CutStatus::kConsistent ? kExitOk : kExitFindings;
+  if (o.format == Format::kJson) {
+    json j = CutJson(*g, true);
+    j["schema"] = kCutSchema;
+    j["input"] = inputs;
+    for (size_t i = 0; i < g->nodes.size(); ++i) {
+      if (const cut::NodeCut* nc = g->nodes[i]; nc && nc->started) {
+        j["nodes"][i]["local_state"] = {{"wal_prefix_end", nc->start.ToString()},
+                                        {"commits", nc->commits_before_start}};
+      }
+    }
+    fmt::print("{}\n", j.dump(2));
+    return rc;
+  }
+  fmt::print("cut {}: {}{}\n", k, cut::CutStatusName(g->status), g->reason.empty() ? "" : " - " + g->reason);
+  fmt::print("  {} nodes; {} transactions in the cut; before {} / after {} (summed over nodes); "
+             "rule 5: {} before committed after CUT_START, {} after committed before it\n",
+             g->nodes.size(), g->transactions, g->before, g->after, g->before_after_start, g->after_before_start);
+  fmt::print("  checks: 1 atomicity {}, 2 monotonicity {}, 3 shape {}, 4 rollback {}, 5 completeness {}; "
+             "marker cross-check {}\n",
+             Ok(g->checks.atomicity), Ok(g->checks.monotonicity), Ok(g->checks.shape), Ok(g->checks.rollback),
+             Ok(g->checks.completeness), Ok(g->checks.markers));
+  if (g->status != cut::CutStatus::kConsistent) {
+    fmt::print("  nearest consistent cuts: before {}, after {}\n",
+               g->consistent_before ? std::to_string(*g->consistent_before) : "none",
+               g->consistent_after ? std::to_string(*g->consistent_after) : "none");
+  }
+  for (size_t i = 0; i < g->nodes.size(); ++i) {
+    const cut::NodeCut* nc = g->nodes[i];
+    fmt::print("\nnode {}: {}\n", i, nc ? cut::CutEndName(nc->end) : "no record of this cut");
+    if (!nc) continue;
+    if (nc->started) {
+      fmt::print("  LocalState: the WAL prefix up to CUT_START {} ({}): {} commits\n", nc->start.ToString(),
+                 Millis(nc->start_time_us), nc->commits_before_start);
+    } else {
+      fmt::print("  LocalState: no CUT_START\n");
+    }
+    if (nc->finished) {
+      fmt::print("  ChannelState: before {}, after {} (CUT_FINISH {} at {})\n", nc->before.size(), nc->after.size(),
+                 nc->finish.ToString(), Millis(nc->finish_time_us));
+    } else {
+      fmt::print("  ChannelState: unknown, no CUT_FINISH\n");
+    }
+    for (const auto& t : nc->before) PrintTracked("before", t, *nc, k);
+    for (const auto& t : nc->after) PrintTracked("after", t, *nc, k);
+    for (const auto& a : nc->aborts) {
+      fmt::print("  CUT_ABORT at {}: {}{}{}\n", a.at.ToString(), walfmt::CutAbortReasonName(a.reason),
+                 a.detail.empty() ? "" : ": ", a.detail);
+    }
+    if (nc->restarted) fmt::print("  the node restarted during the cut\n");
+    fmt::print("  transactions of the cut on this node: {}\n", g->node_transactions[i]);
+  }
+  if (!g->findings.empty()) {
+    fmt::print("\nfindings:\n");
+    for (const auto& f : g->findings) fmt::print("  {}: {}\n", f.check, f.message);
+  }
+  return rc;
+}
+
+void RegisterCut(CLI::App& root, Registry& reg) {
+  auto o = std::make_shared<CutShowOptions>();
+  CLI::App* cut = root.add_subcommand("cut", "Inspect one cut (see: walcut cut show --help)");
+  cut->require_subcommand(1);
+  CLI::App* show = cut->add_subcommand(
+      "show",
+      "The global snapshot of cut K, node by node: LocalState (the WAL prefix up to CUT_START), ChannelState\n"
+      "(the before and after sets with commit positions), the marker cross-check (T is in cut K iff m(T) < K)\n"
+      "and checks 1-5 of DESIGN.md section 2.\n"
+      "Exit 0 when the cut is consistent, 1 when it is not, 2 usage error (no such cut), 3 I/O error.");
+  show->add_option("args", o->paths, "DIR K, or SUMMARY... K")->required()->expected(2, -1);
+  AddFormatOption(show, o->format);
+  show->add_option("-j,--jobs", o->jobs, "Nodes scanned at once (default: one per core)");
+  reg.Add(show, [o] { return RunCutShow(*o); });
+}
+
+const CommandRegistrar kRegister{65, RegisterCut};
+
+}  // namespace
+}  // namespace walcut::cli
