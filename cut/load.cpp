@@ -494,11 +494,11 @@ walfmt::Result<std::vector<NodeSummary>> LoadInputs(const std::vector<std::strin
       return walfmt::Status::InvalidArgument(
           fmt::format("{}: a directory among several inputs; give one cluster directory or summary files", p));
     }
-    if (!fs::exists(p, ec)) return walfmt::Status::NotFound(fmt::format("{}: no such file", p));
+    if (!fs::exists(p, ec)) return walfmt::Status::NotFound(fmt::format("{}: no such file or directory", p));
     auto text = ReadText(p);
     if (!text.ok()) return text.status();
     auto s = SummaryFromJson(*text, p);
-    if (!s.ok()) return s.status();
+    if (!s.ok()) return walfmt::Status::InvalidArgument(s.status().message());  // not a summary: a usage error
     out.push_back(std::move(s.value()));
   }
   return out;

@@ -503,7 +503,7 @@ walfmt::Result<NodeSummary> ScanNode(const std::string& wal_dir, const ScanOptio
     if (s.damaged) return;  // point in time: the first damage is where the readable WAL ends
     s.damaged = true;
     s.damage_at = p.lsn();
-    s.damage = fmt::format("node {}: {}", opt.node, p.ToString());
+    s.damage = p.ToString();
     Finding f;
     f.check = "wal";
     f.node = opt.node;

@@ -308,9 +308,12 @@ walfmt::Result<RestoreResult> Restore(const cut::ClusterCuts& cc, const cut::Clu
   }
   for (size_t i = 0; i < n; ++i) {
     const cut::NodeCut* nc = g->nodes[i];
-    if (!nc || !nc->started || !nc->finished) {
-      return Status::InvalidArgument(fmt::format(
-          "cut {} has no CUT_START and CUT_FINISH on node {}: there is nothing to restore that node to", req.cut, i));
+    if (!nc || !nc->started) {
+      return Status::InvalidArgument(
+          fmt::format("cut {} has no CUT_START on node {}: there is nothing to restore that node to", req.cut, i));
+    }
+    if (!nc->finished && !req.force) {
+      return Status::InvalidArgument(fmt::format("cut {} has no CUT_FINISH on node {}", req.cut, i));
     }
   }
   if (!req.dry_run && !req.out.empty()) {
@@ -347,7 +350,9 @@ walfmt::Result<RestoreResult> Restore(const cut::ClusterCuts& cc, const cut::Clu
     NodeRestore& o = job.out;
     o.node = job.node;
     o.from = r.base.position[i];
-    o.to = nc.finish;
+    // Without CUT_FINISH (forced) the sets are unknown: the node is restored
+    // to its WAL prefix up to CUT_START, and the manifest says the cut was forced.
+    o.to = nc.finished ? nc.finish : nc.start;
     o.cut_start = nc.start;
     o.continue_from = ContinueFrom(nc);
     o.base_entries = job.base.size();
