@@ -1,5 +1,6 @@
 #include "recovery/restore.h"
 
+#include <time.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -15,6 +16,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "recovery/flat_state.h"
 #include "walfmt/bytes.h"
 #include "walfmt/reader.h"
 #include "walfmt/snapshot.h"
@@ -29,6 +31,12 @@ using walfmt::TxId;
 namespace {
 
 using TxSet = std::unordered_set<TxId, walfmt::TxIdHash>;
+
+double ThreadCpuSeconds() {
+  timespec ts{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
+}
 
 walfmt::Result<std::string> ReadText(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
@@ -98,13 +106,15 @@ Status RunNode(NodeJob& job, bool dry_run, const std::function<void(uint64_t)>& 
   for (const auto& s : *listed) {
     if (s.index >= o.from.segment && s.index <= o.to.segment) segs.push_back(s);
   }
-  std::unordered_map<std::string, std::string> state;
+  const double cpu_start = ThreadCpuSeconds();
+  FlatState state(dry_run ? 0 : job.base.size() + 1024);
   if (!dry_run) {
-    state.reserve(job.base.size() * 2 + 1024);
-    for (auto& [key, value] : job.base) state.emplace(key, std::move(value));
+    for (const auto& [key, value] : job.base) state.Put(key, value);
   }
   job.base.clear();
-  std::unordered_map<TxId, std::vector<std::string>, walfmt::TxIdHash> pending;
+  // TX_DATA payloads of the transactions in flight, each prefixed by its u32
+  // length (a transaction may write several TX_DATA records on one node).
+  std::unordered_map<TxId, std::string, walfmt::TxIdHash> pending;
   std::vector<walfmt::WriteView> writes;
   Status failure;
   bool reached_end = false;
@@ -123,7 +133,11 @@ Status RunNode(NodeJob& job, bool dry_run, const std::function<void(uint64_t)>& 
     switch (v.type) {
       case walfmt::RecordType::kTxData:
         if (!PeekTx(v.payload, t)) break;
-        pending[t].emplace_back(reinterpret_cast<const char*>(v.payload.data()), v.payload.size());
+        {
+          std::string& buf = pending[t];
+          walfmt::PutU32(buf, static_cast<uint32_t>(v.payload.size()));
+          buf.append(reinterpret_cast<const char*>(v.payload.data()), v.payload.size());
+        }
         break;
       case walfmt::RecordType::kTxCommit: {
         if (!PeekTx(v.payload, t)) break;
@@ -138,10 +152,13 @@ Status RunNode(NodeJob& job, bool dry_run, const std::function<void(uint64_t)>& 
             return false;
           }
           ++o.txs_applied;
-          for (const auto& payload : it->second) {
+          const std::string& buf = it->second;
+          for (size_t off = 0; off + 4 <= buf.size();) {
+            const auto* base = reinterpret_cast<const uint8_t*>(buf.data());
+            const uint32_t len = walfmt::LoadU32(base + off);
+            const std::span<const uint8_t> bytes_view(base + off + 4, len);
+            off += 4 + len;
             TxId tx;
-            const std::span<const uint8_t> bytes_view(reinterpret_cast<const uint8_t*>(payload.data()),
-                                                      payload.size());
             if (!walfmt::ParseTxData(bytes_view, tx, writes)) {
               failure = Status::Corruption(
                   fmt::format("node {}: TX_DATA of {} does not decode", job.node, t.ToString()));
@@ -151,10 +168,9 @@ Status RunNode(NodeJob& job, bool dry_run, const std::function<void(uint64_t)>& 
             if (dry_run) continue;
             for (const auto& w : writes) {
               if (w.op == walfmt::WriteOp::kDelete) {
-                state.erase(std::string(w.key));
+                state.Erase(w.key);
               } else {
-                auto [pos, fresh] = state.try_emplace(std::string(w.key), w.value);
-                if (!fresh) pos->second.assign(w.value.data(), w.value.size());
+                state.Put(w.key, w.value);
               }
             }
           }
@@ -188,9 +204,9 @@ Status RunNode(NodeJob& job, bool dry_run, const std::function<void(uint64_t)>& 
     return Status::Corruption(fmt::format("node {}: the WAL ends at {} before CUT_FINISH at {}", job.node,
                                           read.end.ToString(), o.to.ToString()));
   }
+  o.apply_cpu_seconds = ThreadCpuSeconds() - cpu_start;
   if (!dry_run) {
-    for (auto& [key, value] : state) o.state.emplace(key, std::move(value));
-    state = {};
+    o.state = state.TakeSorted();
     o.entries = o.state.size();
     o.fingerprint = walfmt::StateFingerprint(o.state);
   }
@@ -396,7 +412,7 @@ walfmt::Result<RestoreResult> Restore(const cut::ClusterCuts& cc, const cut::Clu
   return r;
 }
 
-walfmt::Status WriteRestore(const RestoreResult& r, const std::string& out, const std::string& extra_json) {
+walfmt::Status WriteRestore(RestoreResult& r, const std::string& out, const std::string& extra_json) {
   std::error_code ec;
   if (fs::exists(out, ec)) return Status::InvalidArgument(fmt::format("{}: already exists; refusing to overwrite", out));
   const fs::path target = fs::absolute(out, ec);
@@ -421,12 +437,12 @@ walfmt::Status WriteRestore(const RestoreResult& r, const std::string& out, cons
   if (r.base.kind == BaseKind::kRestored) m["base"]["cut"] = r.base.cut;
   if (!r.base.dir.empty()) m["base"]["dir"] = r.base.dir;
   json nodes = json::array();
-  for (const auto& nr : r.nodes) {
+  for (auto& nr : r.nodes) {
     walfmt::SnapshotFile f;
     f.node_id = nr.node;
     f.wal_position = nr.cut_start;
     f.name = fmt::format("cut-{}", r.cut);
-    f.entries = nr.state;
+    f.entries = std::move(nr.state);  // written once; the result no longer holds the state
     const std::string file = fmt::format("node-{}.snap", nr.node);
     json cj = r.cluster_json.empty() ? json() : json::parse(r.cluster_json, nullptr, false);
     if (cj.is_object() && cj.contains("cluster_id") && cj["cluster_id"].is_number_unsigned()) {

@@ -66,6 +66,7 @@ struct NodeRestore {
   uint64_t txs_skipped = 0;         // committed in the range but not in the increment
   uint64_t txs_rolled_back = 0;
   uint64_t writes_applied = 0;
+  double apply_cpu_seconds = 0;     // CPU time of the WAL pass (reading, decoding, applying)
   uint64_t entries = 0;             // keys of the restored state
   uint64_t fingerprint = 0;
   std::map<std::string, std::string> state;  // empty with dry_run
@@ -93,6 +94,8 @@ walfmt::Result<RestoreResult> Restore(const cut::ClusterCuts& cuts, const cut::C
 // Writes OUT/node-<i>.snap and OUT/manifest.json into a temporary directory
 // next to OUT and renames it into place; refuses an existing OUT. `extra` is
 // merged into the manifest (for example the results of workload checks).
-walfmt::Status WriteRestore(const RestoreResult& r, const std::string& out, const std::string& extra_json = "");
+// The node states are moved into the files: afterwards r.nodes[i].state is
+// empty (memory stays at one copy of the state).
+walfmt::Status WriteRestore(RestoreResult& r, const std::string& out, const std::string& extra_json = "");
 
 }  // namespace walcut::recovery
