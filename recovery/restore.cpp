@@ -16,7 +16,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include "recovery/flat_state.h"
+#include "recovery/state_table.h"
 #include "walfmt/bytes.h"
 #include "walfmt/reader.h"
 #include "walfmt/snapshot.h"
@@ -92,6 +92,9 @@ struct NodeJob {
   std::optional<CutRule> j;                  // restored base: cut J
   std::map<std::string, std::string> base;   // base state
   NodeRestore out;
+  std::string stage_file;                    // write the restored state here ("" : do not)
+  walfmt::SnapshotFile header;               // its header fields
+  bool keep_state = false;
 };
 
 Status RunNode(NodeJob& job, bool dry_run, const std::function<void(uint64_t)>& progress) {
@@ -107,7 +110,7 @@ Status RunNode(NodeJob& job, bool dry_run, const std::function<void(uint64_t)>& 
     if (s.index >= o.from.segment && s.index <= o.to.segment) segs.push_back(s);
   }
   const double cpu_start = ThreadCpuSeconds();
-  FlatState state(dry_run ? 0 : job.base.size() + 1024);
+  StateTable state(dry_run ? 0 : job.base.size() + 1024);
   if (!dry_run) {
     for (const auto& [key, value] : job.base) state.Put(key, value);
   }
@@ -205,10 +208,33 @@ Status RunNode(NodeJob& job, bool dry_run, const std::function<void(uint64_t)>& 
                                           read.end.ToString(), o.to.ToString()));
   }
   o.apply_cpu_seconds = ThreadCpuSeconds() - cpu_start;
-  if (!dry_run) {
-    o.state = state.TakeSorted();
-    o.entries = o.state.size();
+  if (dry_run) return Status::Ok();
+  o.entries = state.size();
+  std::unique_ptr<walfmt::SnapshotStreamWriter> file;
+  if (!job.stage_file.empty()) {
+    auto w = walfmt::SnapshotStreamWriter::Create(job.stage_file, job.header, state.size());
+    if (!w.ok()) return w.status();
+    file = std::move(w.value());
+  }
+  Status write_status;
+  std::vector<std::pair<std::string, std::string>> kept;
+  if (job.keep_state) kept.reserve(state.size());
+  state.ForEachSorted([&](std::string_view k, std::string_view v) {
+    if (file) write_status = file->Add(k, v);
+    if (job.keep_state) kept.emplace_back(k, v);
+    return write_status.ok();
+  });
+  if (!write_status.ok()) return write_status;
+  state = StateTable();
+  if (job.keep_state) {
+    o.state = std::map<std::string, std::string>(std::make_move_iterator(kept.begin()),
+                                                 std::make_move_iterator(kept.end()));
     o.fingerprint = walfmt::StateFingerprint(o.state);
+  }
+  if (file) {
+    auto fp = file->Finish();
+    if (!fp.ok()) return fp.status();
+    o.fingerprint = *fp;
   }
   return Status::Ok();
 }
@@ -381,6 +407,35 @@ walfmt::Result<RestoreResult> Restore(const cut::ClusterCuts& cc, const cut::Clu
     }
   }
 
+  // With an output directory, each node's file is written as soon as the node
+  // is restored (into a staging directory next to OUT, renamed into place by
+  // WriteRestore), so that only the nodes being restored are in memory.
+  if (!req.dry_run && !req.out.empty()) {
+    std::error_code ec;
+    const fs::path target = fs::absolute(req.out, ec);
+    const fs::path stage = target.parent_path() / fmt::format(".{}.tmp-{}", target.filename().string(), getpid());
+    fs::remove_all(stage, ec);
+    if (!fs::create_directories(stage, ec) || ec) {
+      return Status::Io(fmt::format("{}: cannot create: {}", stage.string(), ec.message()));
+    }
+    r.stage_dir = stage.string();
+  }
+  uint64_t cluster_id = 0;
+  if (!r.cluster_json.empty()) {
+    json cj = json::parse(r.cluster_json, nullptr, false);
+    if (cj.is_object() && cj.contains("cluster_id") && cj["cluster_id"].is_number_unsigned()) {
+      cluster_id = cj["cluster_id"].get<uint64_t>();
+    }
+  }
+  for (auto& job : jobs) {
+    job.keep_state = req.keep_states || (req.out.empty() && !req.dry_run);
+    if (r.stage_dir.empty()) continue;
+    job.stage_file = (fs::path(r.stage_dir) / fmt::format("node-{}.snap", job.node)).string();
+    job.header.node_id = job.node;
+    job.header.cluster_id = cluster_id;
+    job.header.wal_position = job.out.cut_start;
+    job.header.name = fmt::format("cut-{}", req.cut);
+  }
   std::atomic<size_t> next{0};
   std::vector<Status> status(n);
   std::mutex progress_mu;
@@ -403,7 +458,13 @@ walfmt::Result<RestoreResult> Restore(const cut::ClusterCuts& cc, const cut::Clu
   work();
   for (auto& t : pool) t.join();
   for (size_t i = 0; i < n; ++i) {
-    if (!status[i].ok()) return status[i];
+    if (!status[i].ok()) {
+      if (!r.stage_dir.empty()) {
+        std::error_code ec;
+        fs::remove_all(r.stage_dir, ec);
+      }
+      return status[i];
+    }
   }
   for (auto& job : jobs) {
     r.bytes_read += job.out.bytes_to_read;
@@ -416,10 +477,14 @@ walfmt::Status WriteRestore(RestoreResult& r, const std::string& out, const std:
   std::error_code ec;
   if (fs::exists(out, ec)) return Status::InvalidArgument(fmt::format("{}: already exists; refusing to overwrite", out));
   const fs::path target = fs::absolute(out, ec);
-  const fs::path tmp = target.parent_path() / fmt::format(".{}.tmp-{}", target.filename().string(), getpid());
-  fs::remove_all(tmp, ec);
-  if (!fs::create_directories(tmp, ec) || ec) {
-    return Status::Io(fmt::format("{}: cannot create: {}", tmp.string(), ec.message()));
+  const bool staged = !r.stage_dir.empty();
+  const fs::path tmp = staged ? fs::path(r.stage_dir)
+                              : target.parent_path() / fmt::format(".{}.tmp-{}", target.filename().string(), getpid());
+  if (!staged) {
+    fs::remove_all(tmp, ec);
+    if (!fs::create_directories(tmp, ec) || ec) {
+      return Status::Io(fmt::format("{}: cannot create: {}", tmp.string(), ec.message()));
+    }
   }
   auto fail = [&](Status st) {
     std::error_code ignored;
@@ -438,12 +503,26 @@ walfmt::Status WriteRestore(RestoreResult& r, const std::string& out, const std:
   if (!r.base.dir.empty()) m["base"]["dir"] = r.base.dir;
   json nodes = json::array();
   for (auto& nr : r.nodes) {
+    const std::string file = fmt::format("node-{}.snap", nr.node);
+    if (staged) {
+      nodes.push_back({{"node", nr.node},
+                       {"file", file},
+                       {"fingerprint", fmt::format("{:016x}", nr.fingerprint)},
+                       {"entries", nr.entries},
+                       {"wal_from", nr.from.ToString()},
+                       {"wal_to", nr.to.ToString()},
+                       {"cut_start", nr.cut_start.ToString()},
+                       {"continue_from", nr.continue_from.ToString()},
+                       {"txs_applied", nr.txs_applied},
+                       {"txs_skipped", nr.txs_skipped},
+                       {"writes_applied", nr.writes_applied}});
+      continue;
+    }
     walfmt::SnapshotFile f;
     f.node_id = nr.node;
     f.wal_position = nr.cut_start;
     f.name = fmt::format("cut-{}", r.cut);
     f.entries = std::move(nr.state);  // written once; the result no longer holds the state
-    const std::string file = fmt::format("node-{}.snap", nr.node);
     json cj = r.cluster_json.empty() ? json() : json::parse(r.cluster_json, nullptr, false);
     if (cj.is_object() && cj.contains("cluster_id") && cj["cluster_id"].is_number_unsigned()) {
       f.cluster_id = cj["cluster_id"].get<uint64_t>();
@@ -480,6 +559,7 @@ walfmt::Status WriteRestore(RestoreResult& r, const std::string& out, const std:
   }
   fs::rename(tmp, target, ec);
   if (ec) return fail(Status::Io(fmt::format("{}: cannot rename into place: {}", target.string(), ec.message())));
+  r.stage_dir.clear();
   return Status::Ok();
 }
 

@@ -48,7 +48,9 @@ struct RestoreRequest {
   std::string base;      // "" or "genesis": genesis; a name under DIR/snapshots/; or a restore output directory
   bool force = false;    // restore a cut that is not consistent
   bool dry_run = false;  // read and count, keep nothing, write nothing
-  std::string out;       // output directory (must not exist); unused with dry_run
+  std::string out;       // output directory (must not exist); unused with dry_run. The node files are
+                         // staged next to it as nodes finish; WriteRestore completes them
+  bool keep_states = false;  // also keep every node's state in NodeRestore::state (tests); implied without out
   unsigned jobs = 0;     // nodes restored at once; 0: one per core
   std::function<void(uint64_t bytes)> progress;
 };
@@ -69,7 +71,7 @@ struct NodeRestore {
   double apply_cpu_seconds = 0;     // CPU time of the WAL pass (reading, decoding, applying)
   uint64_t entries = 0;             // keys of the restored state
   uint64_t fingerprint = 0;
-  std::map<std::string, std::string> state;  // empty with dry_run
+  std::map<std::string, std::string> state;  // only with RestoreRequest::keep_states (or without out)
 };
 
 struct RestoreResult {
@@ -80,6 +82,7 @@ struct RestoreResult {
   std::vector<NodeRestore> nodes;
   uint64_t bytes_read = 0;
   std::string cluster_json;          // cluster.json, copied into the manifest
+  std::string stage_dir;             // node files written so far (with RestoreRequest::out), until WriteRestore
 };
 
 // Checks the request against the cluster (the cut exists and is consistent,
