@@ -564,7 +564,8 @@ std::string RenderCutSvg(const ClusterCuts& cc, uint64_t cut_id, const SvgOption
                               F(plot_x0), F(axis_y), F(plot_x1), F(axis_y)));
   const uint64_t step = NiceStep(t1 - t0, static_cast<uint64_t>(std::max(2.0, (plot_x1 - plot_x0) / 110)));
   const int decimals = step >= 1000 ? 0 : step >= 100 ? 1 : step >= 10 ? 2 : 3;
-  for (uint64_t t = (t0 + step - 1) / step * step; t <= t1; t += step) {
+  // NiceStep bounds the ticks to about max_ticks; the counter also bounds the loop.
+  for (uint64_t t = (t0 + step - 1) / step * step, n = 0; t <= t1 && n < 1000; t += step, ++n) {
     const double x = X(t);
     s.Empty("line", fmt::format("x1=\"{0}\" y1=\"{1}\" x2=\"{0}\" y2=\"{2}\" stroke=\"#000000\"", F(x), F(axis_y),
                                 F(axis_y + 5)));
