@@ -337,6 +337,12 @@ InvariantReport CheckInvariants(const ClusterInfo& info, const std::vector<const
                                 const InvariantOptions& options) {
   InvariantReport report;
   Collector out(report, options.max_findings);
+  if (states.size() != info.nodes) {
+    out.Add(Make(check::kNodeCount, std::nullopt, {}, fmt::format("{} nodes", info.nodes),
+                 fmt::format("{} nodes", states.size()),
+                 fmt::format("{} node states for a cluster of {} nodes ({})", states.size(), info.nodes, info.origin)));
+    return report;
+  }
   const walfmt::Topology topo = info.topology();
   for (const NodeState* s : states) report.keys_checked += s->size();
   if (options.placement) CheckPlacement(info, topo, states, out);

@@ -55,6 +55,7 @@ inline constexpr const char* kCycleUnreached = "cycle.unreached";      // keys t
 inline constexpr const char* kPlacement = "placement";                 // a node holds a key that is not its to hold
 inline constexpr const char* kUnknownKey = "unknown-key";              // a key outside the workload's key space
 inline constexpr const char* kRecorded = "recorded";                   // a file differs from what cluster.json recorded
+inline constexpr const char* kNodeCount = "node-count";               // the states are not one per node of the cluster
 }  // namespace check
 
 struct Finding {
@@ -92,8 +93,9 @@ struct InvariantReport {
 // The options for a workload: bank and/or cycle as the workload has them.
 InvariantOptions OptionsFor(Workload w);
 
-// Runs the checks on `states` (by node id; states.size() must equal
-// info.nodes, and no pointer may be null).
+// Runs the checks on `states` (by node id; no pointer may be null). States
+// for another number of nodes than info.nodes give one check::kNodeCount
+// finding and nothing else: keys cannot be placed on nodes that are not there.
 InvariantReport CheckInvariants(const ClusterInfo& info, const std::vector<const NodeState*>& states,
                                 const InvariantOptions& options);
 

@@ -289,6 +289,16 @@ TEST_CASE("invariants: cycle breakage names the keys", "[recovery][invariants]")
   }
 }
 
+TEST_CASE("invariants: states for another number of nodes are one finding", "[recovery][invariants]") {
+  const ClusterInfo ci = HandInfo();
+  auto states = Place(ci, HandData(ci));
+  states.pop_back();
+  const auto r = Check(ci, states);
+  REQUIRE(r.total_findings == 1);
+  CHECK(r.findings[0].check == check::kNodeCount);
+  CHECK(r.findings[0].message == "2 node states for a cluster of 3 nodes (hand-made)");
+}
+
 TEST_CASE("invariants: findings beyond max_findings are counted, not kept", "[recovery][invariants]") {
   const ClusterInfo ci = HandInfo();
   auto states = Place(ci, HandData(ci));
