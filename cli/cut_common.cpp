@@ -18,15 +18,7 @@ walfmt::Result<cut::ClusterCuts> LoadCuts(const std::vector<std::string>& paths,
   return cut::Reconstruct(std::move(sums.value()));
 }
 
-json FindingJson(const cut::Finding& f) {
-  json j = {{"check", f.check}, {"node", f.node}, {"message", f.message}};
-  if (f.cut) j["cut"] = f.cut;
-  if (f.has_position) j["position"] = f.position.ToString();
-  if (f.has_tx) j["tx"] = f.tx.ToString();
-  if (!f.expected.empty()) j["expected"] = f.expected;
-  if (!f.found.empty()) j["found"] = f.found;
-  return j;
-}
+json FindingJson(const cut::Finding& f) { return cut::FindingToJson(f); }
 
 json WindowJson(const cut::RestoreWindow& w) {
   json j = {{"restorable", w.any}, {"earliest_limit", w.earliest_limit}, {"latest_limit", w.latest_limit}};

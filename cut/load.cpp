@@ -29,15 +29,6 @@ walfmt::Result<std::string> ReadText(const std::string& path) {
 }
 
 
-json FindingJson(const Finding& f) {
-  json j = {{"check", f.check}, {"node", f.node}, {"message", f.message}};
-  if (f.cut) j["cut"] = f.cut;
-  if (f.has_position) j["position"] = f.position.ToString();
-  if (f.has_tx) j["tx"] = f.tx.ToString();
-  if (!f.expected.empty()) j["expected"] = f.expected;
-  if (!f.found.empty()) j["found"] = f.found;
-  return j;
-}
 
 json TrackedJson(const TrackedTx& t) {
   json j = {{"tx", t.tx.ToString()}};
@@ -158,6 +149,16 @@ Finding FindingFrom(Reader& r, const json& j, const std::string& p) {
 
 }  // namespace
 
+json FindingToJson(const Finding& f) {
+  json j = {{"check", f.check}, {"node", f.node}, {"message", f.message}};
+  if (f.cut) j["cut"] = f.cut;
+  if (f.has_position) j["position"] = f.position.ToString();
+  if (f.has_tx) j["tx"] = f.tx.ToString();
+  if (!f.expected.empty()) j["expected"] = f.expected;
+  if (!f.found.empty()) j["found"] = f.found;
+  return j;
+}
+
 std::string SummaryToJson(const NodeSummary& s) {
   json j;
   j["schema"] = "walcut.summary/1";
@@ -232,7 +233,7 @@ std::string SummaryToJson(const NodeSummary& s) {
   }
   j["shared"] = sh;
   json fs_ = json::array();
-  for (const auto& f : s.findings) fs_.push_back(FindingJson(f));
+  for (const auto& f : s.findings) fs_.push_back(FindingToJson(f));
   j["findings"] = fs_;
   j["findings_dropped"] = s.findings_dropped;
   return j.dump(1) + "\n";

@@ -9,6 +9,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "cut/summary.h"
 #include "walfmt/status.h"
 
@@ -38,6 +40,9 @@ walfmt::Result<std::vector<NodeSummary>> ScanCluster(const ClusterLayout& layout
 walfmt::Result<std::vector<NodeSummary>> LoadInputs(const std::vector<std::string>& paths, const LoadOptions& opt);
 
 std::string SummaryToJson(const NodeSummary& s);
+// A finding as it appears in every JSON document: {check, node, cut?,
+// position?, tx?, expected?, found?, message}.
+nlohmann::json FindingToJson(const Finding& f);
 walfmt::Result<NodeSummary> SummaryFromJson(const std::string& text, const std::string& origin);
 
 }  // namespace walcut::cut

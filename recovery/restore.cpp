@@ -504,30 +504,18 @@ walfmt::Status WriteRestore(RestoreResult& r, const std::string& out, const std:
   json nodes = json::array();
   for (auto& nr : r.nodes) {
     const std::string file = fmt::format("node-{}.snap", nr.node);
-    if (staged) {
-      nodes.push_back({{"node", nr.node},
-                       {"file", file},
-                       {"fingerprint", fmt::format("{:016x}", nr.fingerprint)},
-                       {"entries", nr.entries},
-                       {"wal_from", nr.from.ToString()},
-                       {"wal_to", nr.to.ToString()},
-                       {"cut_start", nr.cut_start.ToString()},
-                       {"continue_from", nr.continue_from.ToString()},
-                       {"txs_applied", nr.txs_applied},
-                       {"txs_skipped", nr.txs_skipped},
-                       {"writes_applied", nr.writes_applied}});
-      continue;
+    if (!staged) {  // restored without an output directory: the states are in memory
+      walfmt::SnapshotFile f;
+      f.node_id = nr.node;
+      f.wal_position = nr.cut_start;
+      f.name = fmt::format("cut-{}", r.cut);
+      f.entries = std::move(nr.state);  // written once; the result no longer holds the state
+      json cj = r.cluster_json.empty() ? json() : json::parse(r.cluster_json, nullptr, false);
+      if (cj.is_object() && cj.contains("cluster_id") && cj["cluster_id"].is_number_unsigned()) {
+        f.cluster_id = cj["cluster_id"].get<uint64_t>();
+      }
+      if (Status st = walfmt::WriteSnapshotFile((tmp / file).string(), f); !st.ok()) return fail(st);
     }
-    walfmt::SnapshotFile f;
-    f.node_id = nr.node;
-    f.wal_position = nr.cut_start;
-    f.name = fmt::format("cut-{}", r.cut);
-    f.entries = std::move(nr.state);  // written once; the result no longer holds the state
-    json cj = r.cluster_json.empty() ? json() : json::parse(r.cluster_json, nullptr, false);
-    if (cj.is_object() && cj.contains("cluster_id") && cj["cluster_id"].is_number_unsigned()) {
-      f.cluster_id = cj["cluster_id"].get<uint64_t>();
-    }
-    if (Status st = walfmt::WriteSnapshotFile((tmp / file).string(), f); !st.ok()) return fail(st);
     nodes.push_back({{"node", nr.node},
                      {"file", file},
                      {"fingerprint", fmt::format("{:016x}", nr.fingerprint)},

@@ -11,6 +11,7 @@
 #include <fmt/format.h>
 
 #include "cut/cuts.h"
+#include "cut_support.h"
 #include "cut/load.h"
 #include "cut/scan.h"
 #include "node/cluster.h"
@@ -22,20 +23,10 @@ using walcut::cut::ClusterCuts;
 using walcut::cut::CutStatus;
 using walcut::cut::GlobalCut;
 
-namespace {
+using TempDir = walcut::test::ScratchDir;
+using walcut::test::LoadCuts;
 
-struct TempDir {
-  fs::path path;
-  explicit TempDir(const std::string& tag) {
-    static int counter = 0;
-    path = fs::temp_directory_path() / fmt::format("walcut-cut-{}-{}-{}", tag, ::getpid(), counter++);
-    fs::remove_all(path);
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path, ec);
-  }
-};
+namespace {
 
 walcut::node::ClusterOptions Healthy(const std::string& dir, uint64_t seed = 11) {
   walcut::node::ClusterOptions o;
@@ -47,16 +38,6 @@ walcut::node::ClusterOptions Healthy(const std::string& dir, uint64_t seed = 11)
   o.cuts = 5;
   o.segment_bytes = 64 * 1024;
   return o;
-}
-
-ClusterCuts Load(const std::string& dir) {
-  auto layout = walcut::cut::FindClusterLayout(dir);
-  REQUIRE(layout.ok());
-  auto sums = walcut::cut::ScanCluster(*layout, {});
-  REQUIRE(sums.ok());
-  auto cc = walcut::cut::Reconstruct(std::move(sums.value()));
-  REQUIRE(cc.ok());
-  return std::move(cc.value());
 }
 
 struct Rec {
@@ -129,7 +110,7 @@ TEST_CASE("a healthy run: every cut consistent, no finding, summaries survive a 
   TempDir d("healthy");
   auto run = walcut::node::RunCluster(Healthy(d.path.string()));
   REQUIRE(run.ok());
-  ClusterCuts cc = Load(d.path.string());
+  ClusterCuts cc = LoadCuts(d.path.string());
   REQUIRE(cc.cuts.size() == run->summary.cuts_started);
   for (const auto& g : cc.cuts) {
     INFO(Findings(g));
@@ -161,7 +142,7 @@ TEST_CASE("a before transaction moved to after on one node: marker and atomicity
   TempDir d("moved");
   auto run = walcut::node::RunCluster(Healthy(d.path.string()));
   REQUIRE(run.ok());
-  ClusterCuts cc = Load(d.path.string());
+  ClusterCuts cc = LoadCuts(d.path.string());
   uint32_t node = 0;
   const GlobalCut* g = nullptr;
   for (node = 0; node < 3 && !g; ++node) g = CutWithBefore(cc, node);
@@ -177,7 +158,7 @@ TEST_CASE("a before transaction moved to after on one node: marker and atomicity
       }
     }
   });
-  ClusterCuts bad = Load(d.path.string());
+  ClusterCuts bad = LoadCuts(d.path.string());
   const GlobalCut* b = bad.Find(k);
   REQUIRE(b);
   INFO(Findings(*b));
@@ -198,7 +179,7 @@ TEST_CASE("an after transaction listed on both sides, and one that was never pre
   TempDir d("shape");
   auto run = walcut::node::RunCluster(Healthy(d.path.string()));
   REQUIRE(run.ok());
-  ClusterCuts cc = Load(d.path.string());
+  ClusterCuts cc = LoadCuts(d.path.string());
   const GlobalCut* g = nullptr;
   uint32_t node = 0;
   for (const auto& x : cc.cuts) {
@@ -221,7 +202,7 @@ TEST_CASE("an after transaction listed on both sides, and one that was never pre
       }
     }
   });
-  ClusterCuts bad = Load(d.path.string());
+  ClusterCuts bad = LoadCuts(d.path.string());
   const GlobalCut* b = bad.Find(k);
   REQUIRE(b);
   INFO(Findings(*b));
@@ -235,7 +216,7 @@ TEST_CASE("a WAL cut short before the last CUT_FINISH: incomplete cut, the previ
   TempDir d("short");
   auto run = walcut::node::RunCluster(Healthy(d.path.string()));
   REQUIRE(run.ok());
-  ClusterCuts cc = Load(d.path.string());
+  ClusterCuts cc = LoadCuts(d.path.string());
   const uint64_t last = cc.cuts.back().cut_id;
   Rewrite(d.path.string(), 2, [&](std::vector<Rec>& recs) {
     auto it = std::find_if(recs.begin(), recs.end(), [&](const Rec& r) {
@@ -245,7 +226,7 @@ TEST_CASE("a WAL cut short before the last CUT_FINISH: incomplete cut, the previ
     REQUIRE(it != recs.end());
     recs.erase(it, recs.end());
   });
-  ClusterCuts bad = Load(d.path.string());
+  ClusterCuts bad = LoadCuts(d.path.string());
   const GlobalCut* b = bad.Find(last);
   REQUIRE(b);
   INFO(Findings(*b));
@@ -262,7 +243,7 @@ TEST_CASE("a damaged record in the middle of a node's WAL limits the restore win
   opt.segment_bytes = 1 << 20;  // one plain segment per node: the damage is a byte flip in place
   auto run = walcut::node::RunCluster(opt);
   REQUIRE(run.ok());
-  ClusterCuts cc = Load(d.path.string());
+  ClusterCuts cc = LoadCuts(d.path.string());
   REQUIRE(cc.cuts.size() >= 3);
   // Damage node 1 just after CUT_FINISH of the second cut: that record stays
   // readable, nothing later is.
@@ -290,7 +271,7 @@ TEST_CASE("a damaged record in the middle of a node's WAL limits the restore win
     std::ofstream out(seg, std::ios::binary | std::ios::trunc);
     out << bytes;
   }
-  ClusterCuts bad = Load(d.path.string());
+  ClusterCuts bad = LoadCuts(d.path.string());
   CHECK(bad.nodes[1].damaged);
   CHECK(bad.nodes[1].damage_at == walfmt::Lsn{at.segment, next});
   CHECK(bad.window.any);

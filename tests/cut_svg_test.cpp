@@ -14,6 +14,7 @@
 #include <fmt/format.h>
 
 #include "cut/cuts.h"
+#include "cut_support.h"
 #include "cut/load.h"
 #include "cut/scan.h"
 #include "cut/svg.h"
@@ -26,20 +27,10 @@ using walcut::cut::GlobalCut;
 using walcut::cut::RenderCutSvg;
 using walcut::cut::SvgOptions;
 
-namespace {
+using TempDir = walcut::test::ScratchDir;
+using walcut::test::LoadCuts;
 
-struct TempDir {
-  fs::path path;
-  explicit TempDir(const std::string& tag) {
-    static int counter = 0;
-    path = fs::temp_directory_path() / fmt::format("walcut-svg-{}-{}-{}", tag, ::getpid(), counter++);
-    fs::remove_all(path);
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path, ec);
-  }
-};
+namespace {
 
 walcut::node::ClusterOptions Small(const std::string& dir, uint32_t nodes, uint64_t seed) {
   walcut::node::ClusterOptions o;
@@ -51,16 +42,6 @@ walcut::node::ClusterOptions Small(const std::string& dir, uint32_t nodes, uint6
   o.cuts = 4;
   o.segment_bytes = 64 * 1024;
   return o;
-}
-
-ClusterCuts Load(const std::string& dir) {
-  auto layout = walcut::cut::FindClusterLayout(dir);
-  REQUIRE(layout.ok());
-  auto sums = walcut::cut::ScanCluster(*layout, {});
-  REQUIRE(sums.ok());
-  auto cc = walcut::cut::Reconstruct(std::move(sums.value()));
-  REQUIRE(cc.ok());
-  return std::move(cc.value());
 }
 
 size_t Count(const std::string& hay, const std::string& needle) {
@@ -185,7 +166,7 @@ TEST_CASE("a consistent cut: one line and the cut marks per node, the cut line, 
   TempDir d("healthy");
   auto run = walcut::node::RunCluster(Small(d.path.string(), 3, 11));
   REQUIRE(run.ok());
-  const ClusterCuts cc = Load(d.path.string());
+  const ClusterCuts cc = LoadCuts(d.path.string());
   const GlobalCut* g = Busiest(cc);
   REQUIRE(g);
   const auto tracked = Tracked(*g);
@@ -239,7 +220,7 @@ TEST_CASE("a consistent cut: one line and the cut marks per node, the cut line, 
 
   // Deterministic: the same input, the same bytes, also from a second scan.
   CHECK(RenderCutSvg(cc, g->cut_id, {}) == svg);
-  CHECK(RenderCutSvg(Load(d.path.string()), g->cut_id, {}) == svg);
+  CHECK(RenderCutSvg(LoadCuts(d.path.string()), g->cut_id, {}) == svg);
   // No such cut: nothing.
   CHECK(RenderCutSvg(cc, 999999, {}).empty());
 }
@@ -248,7 +229,7 @@ TEST_CASE("many transactions: at most max_transactions drawn, rule-5 cases first
   TempDir d("many");
   auto run = walcut::node::RunCluster(Small(d.path.string(), 3, 11));
   REQUIRE(run.ok());
-  const ClusterCuts cc = Load(d.path.string());
+  const ClusterCuts cc = LoadCuts(d.path.string());
   const GlobalCut* g = Busiest(cc);
   REQUIRE(g);
   const size_t total = Tracked(*g).size();
@@ -284,7 +265,7 @@ TEST_CASE("a 20-node cluster: the first 8 and the last 4 nodes, and a row for th
   o.cuts = 2;
   auto run = walcut::node::RunCluster(o);
   REQUIRE(run.ok());
-  const ClusterCuts cc = Load(d.path.string());
+  const ClusterCuts cc = LoadCuts(d.path.string());
   REQUIRE(!cc.cuts.empty());
   const GlobalCut& g = cc.cuts.front();
   const std::string svg = RenderCutSvg(cc, g.cut_id, {});
@@ -312,7 +293,7 @@ TEST_CASE("a crash during a cut: that cut shows CUT_ABORT and the restart on the
   o.cuts = 6;
   auto probe = walcut::node::RunCluster(o);
   REQUIRE(probe.ok());
-  const ClusterCuts clean = Load(d0.path.string());
+  const ClusterCuts clean = LoadCuts(d0.path.string());
   REQUIRE(clean.cuts.size() >= 3);
   const auto* nc = clean.cuts[2].nodes[2];
   REQUIRE(nc);
@@ -325,7 +306,7 @@ TEST_CASE("a crash during a cut: that cut shows CUT_ABORT and the restart on the
   auto run = walcut::node::RunCluster(o);
   REQUIRE(run.ok());
   REQUIRE(run->summary.crashes == 1);
-  const ClusterCuts cc = Load(d.path.string());
+  const ClusterCuts cc = LoadCuts(d.path.string());
   const GlobalCut* bad = nullptr;
   for (const auto& g : cc.cuts) {
     const auto* n2 = g.nodes.size() > 2 ? g.nodes[2] : nullptr;

@@ -14,6 +14,7 @@
 #include <fmt/format.h>
 
 #include "cut/cuts.h"
+#include "cut_support.h"
 #include "cut/load.h"
 #include "node/cluster.h"
 #include "node/workload.h"
@@ -29,20 +30,10 @@ using walcut::node::RunResult;
 using walcut::node::Workload;
 using State = std::map<std::string, std::string>;
 
-namespace {
+using TempDir = walcut::test::ScratchDir;
+using walcut::test::LoadCuts;
 
-struct TempDir {
-  fs::path path;
-  explicit TempDir(const std::string& tag) {
-    static int counter = 0;
-    path = fs::temp_directory_path() / fmt::format("walcut-restore-{}-{}-{}", tag, ::getpid(), counter++);
-    fs::remove_all(path);
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path, ec);
-  }
-};
+namespace {
 
 ClusterOptions Shape(const std::string& dir, uint64_t seed) {
   ClusterOptions o;
