@@ -8,6 +8,7 @@
 
 #include <fmt/format.h>
 
+#include "cut/tx_table.h"
 #include "walfmt/bytes.h"
 #include "walfmt/reader.h"
 
@@ -164,8 +165,7 @@ class Scanner {
   }
 
   void InFlight(const TxId& t, Lsn at) {
-    in_flight_.emplace(t, at);
-    s_.peak_in_flight = std::max<uint64_t>(s_.peak_in_flight, in_flight_.size());
+    if (in_flight_.Insert(t, at)) s_.peak_in_flight = std::max<uint64_t>(s_.peak_in_flight, in_flight_.size());
   }
 
   uint64_t CurrentCut() const { return have_start_ ? last_start_ : 0; }
@@ -244,9 +244,7 @@ class Scanner {
     const bool recovered = (flags & walfmt::kTxFlagRecovered) != 0;
     if (recovered) ++s_.recovered_commits;
     Lsn first = at;
-    if (auto it = in_flight_.find(tx); it != in_flight_.end()) {
-      first = it->second;
-      in_flight_.erase(it);
+    if (in_flight_.Erase(tx, first)) {
     } else if (Done* prev = Recent(tx)) {
       // Not in flight: no TX_DATA here, or it already finished once.
       if (prev->rolled_back) {
@@ -288,9 +286,7 @@ class Scanner {
   void OnRollback(const TxId& tx, uint64_t time_us, uint16_t flags, std::span<const uint32_t> parts, Lsn at) {
     ++s_.rollbacks;
     Lsn first = at;
-    if (auto it = in_flight_.find(tx); it != in_flight_.end()) {
-      first = it->second;
-      in_flight_.erase(it);
+    if (in_flight_.Erase(tx, first)) {
     } else if (Done* prev = Recent(tx); prev && !prev->rolled_back) {
       Add(Make("rollback", 0, at, &tx,
                fmt::format("node {}: transaction {} rolled back at {} after its TX_COMMIT at {}", opt_.node,
@@ -345,7 +341,7 @@ class Scanner {
     s_.cuts.push_back(std::move(nc));
     open_ = static_cast<int>(s_.cuts.size()) - 1;
     candidates_.clear();
-    for (const auto& [t, first] : in_flight_) candidates_.insert(t);
+    in_flight_.ForEach([&](const TxId& t, const Lsn&) { candidates_.insert(t); });
     have_start_ = true;
     last_start_ = cs.cut_id;
   }
@@ -427,7 +423,7 @@ class Scanner {
     }
     if (!d) {
       std::string why;
-      if (in_flight_.count(t)) {
+      if (in_flight_.Find(t)) {
         why = fmt::format("has not finished on node {} when CUT_FINISH({}) is written at {}", opt_.node, k,
                           finish_at.ToString());
       } else if (!candidates_.count(t)) {
@@ -503,7 +499,7 @@ class Scanner {
 
   const ScanOptions& opt_;
   NodeSummary& s_;
-  TxMap<Lsn> in_flight_;             // first TX_DATA / TX_PREPARE, not finished yet
+  TxTable in_flight_;                // first TX_DATA / TX_PREPARE, not finished yet
   std::vector<std::pair<TxId, Done>> ring_;  // the last commits and rollbacks
   size_t ring_next_ = 0;
   size_t ring_used_ = 0;

@@ -1,0 +1,98 @@
+// Transactions in flight on one node during a scan: TxId -> position of its
+// first record. An open-addressing table (linear probing, backward-shift
+// deletion, no allocation per entry): the scan inserts and removes one entry
+// per transaction, which a node-based hash map pays for with malloc and free.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "walfmt/lsn.h"
+#include "walfmt/record.h"
+
+namespace walcut::cut {
+
+class TxTable {
+ public:
+  TxTable() : slots_(64) {}
+
+  size_t size() const { return size_; }
+
+  // Inserts t unless present; returns false when it was already there.
+  bool Insert(const walfmt::TxId& t, walfmt::Lsn at) {
+    if ((size_ + 1) * 2 > slots_.size()) Grow();
+    for (size_t i = Home(t);; i = Next(i)) {
+      Slot& s = slots_[i];
+      if (!s.used) {
+        s = Slot{true, t, at};
+        ++size_;
+        return true;
+      }
+      if (s.tx == t) return false;
+    }
+  }
+
+  const walfmt::Lsn* Find(const walfmt::TxId& t) const {
+    for (size_t i = Home(t);; i = Next(i)) {
+      const Slot& s = slots_[i];
+      if (!s.used) return nullptr;
+      if (s.tx == t) return &s.at;
+    }
+  }
+
+  // Removes t; returns its position through `at` when it was there.
+  bool Erase(const walfmt::TxId& t, walfmt::Lsn& at) {
+    size_t i = Home(t);
+    for (;; i = Next(i)) {
+      if (!slots_[i].used) return false;
+      if (slots_[i].tx == t) break;
+    }
+    at = slots_[i].at;
+    // Backward shift: move later entries of the run into the hole when their
+    // home position allows it, so that lookups never need tombstones.
+    size_t hole = i;
+    for (size_t j = Next(i);; j = Next(j)) {
+      if (!slots_[j].used) break;
+      const size_t home = Home(slots_[j].tx);
+      const bool movable = hole <= j ? (home <= hole || home > j) : (home <= hole && home > j);
+      if (movable) {
+        slots_[hole] = slots_[j];
+        hole = j;
+      }
+    }
+    slots_[hole].used = false;
+    --size_;
+    return true;
+  }
+
+  template <typename F>
+  void ForEach(F&& f) const {
+    for (const Slot& s : slots_) {
+      if (s.used) f(s.tx, s.at);
+    }
+  }
+
+ private:
+  struct Slot {
+    bool used = false;
+    walfmt::TxId tx;
+    walfmt::Lsn at;
+  };
+  size_t Home(const walfmt::TxId& t) const { return walfmt::TxIdHash{}(t) * 0x9E3779B97F4A7C15ull >> shift_; }
+  size_t Next(size_t i) const { return (i + 1) & (slots_.size() - 1); }
+  void Grow() {
+    std::vector<Slot> old = std::move(slots_);
+    slots_.assign(old.size() * 2, Slot{});
+    --shift_;
+    size_ = 0;
+    for (const Slot& s : old) {
+      if (s.used) Insert(s.tx, s.at);
+    }
+  }
+
+  std::vector<Slot> slots_;
+  int shift_ = 64 - 6;  // log2(64) bits of the multiplied hash pick the home slot
+  size_t size_ = 0;
+};
+
+}  // namespace walcut::cut
