@@ -426,10 +426,13 @@ LineFormatter::Outcome LineFormatter::Format(const NodeCtx& n, const walfmt::Rec
 //
 // Memory is bounded: at most `jobs` segments are in flight, and each holds
 // at most kSegmentBudgetBytes / jobs of text before its worker waits for the
-// main thread to reach it.
+// main thread to reach it. Two workers keep both cores busy as long as the
+// segment after the one being written can run ahead by half its text: 12 MiB
+// covers the ~19 MiB of text of a 16 MiB segment at the default --max-bytes;
+// with longer lines the second worker waits part of the time.
 
 constexpr size_t kChunkBytes = 1u << 20;           // a chunk is handed over past this size
-constexpr size_t kSegmentBudgetBytes = 32u << 20;  // text buffered ahead, all segments together
+constexpr size_t kSegmentBudgetBytes = 24u << 20;  // text buffered ahead, all segments together
 
 struct Chunk {
   fmt::memory_buffer text;
@@ -524,7 +527,7 @@ class Pipeline {
  private:
   void RecycleLocked(std::unique_ptr<Chunk> c) {
     // Keep a few ordinary chunks; one grown by a huge line goes back to the heap.
-    if (pool_.size() < 2 * jobs_ + 2 && c->text.capacity() <= 2 * kChunkBytes) {
+    if (pool_.size() < jobs_ + 2 && c->text.capacity() <= 2 * kChunkBytes) {
       c->text.clear();
       c->problems.clear();
       pool_.push_back(std::move(c));
