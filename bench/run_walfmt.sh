@@ -8,7 +8,7 @@
 #   cat FILES > /dev/null                      (the floor: page-cache reads)
 #   walcut stats DIR, walcut stats --jobs 1 DIR
 #   walcut verify DIR, walcut verify --jobs 1 DIR
-#   walcut dump DIR > /dev/null
+#   walcut dump DIR > /dev/null, walcut dump --jobs 1 DIR > /dev/null
 # on both copies, plus zstd -dc of the compressed files to /dev/null (the
 # decompression floor). Each command runs RUNS times; the table shows the
 # median wall time, records/s, GB/s of WAL (uncompressed) bytes, the ratio to
@@ -21,7 +21,9 @@
 # (ninja -C build), GNU time
 # (/usr/bin/time), zstd, jq. It installs nothing; it says what is missing.
 # The generated data stays in bench/data/ (gitignored) and is reused when the
-# parameters match; --regen rebuilds it.
+# parameters match; --regen rebuilds it. WALCUT_OLD=BINARY adds `dump (old)`
+# rows: an older walcut's dump timed in the same run, for before/after
+# figures from one machine state.
 set -euo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -46,6 +48,7 @@ done
 
 walgen="${WALGEN:-$root/build/bench/walgen}"
 walcut="${WALCUT:-$root/build/cli/walcut}"
+walcut_old="${WALCUT_OLD:-}"
 crcfloor="${CRCFLOOR:-$root/build/bench/crcfloor}"
 data="$root/bench/data"
 plain="$data/plain"
@@ -75,6 +78,11 @@ trap 'rm -rf "$tmp"' EXIT
 # Private copies: a concurrent rebuild of build/ must not swap binaries mid-run.
 if [ "$have_walcut" = 1 ]; then cp "$walcut" "$tmp/walcut"; walcut="$tmp/walcut"; fi
 if [ -x "$crcfloor" ]; then cp "$crcfloor" "$tmp/crcfloor"; crcfloor="$tmp/crcfloor"; fi
+if [ -n "$walcut_old" ]; then
+  [ -x "$walcut_old" ] || { echo "run_walfmt.sh: WALCUT_OLD=$walcut_old is not an executable" >&2; exit 3; }
+  cp "$walcut_old" "$tmp/walcut-old"
+  walcut_old="$tmp/walcut-old"
+fi
 
 # --- Data.
 # The data depends on the arguments and on the code that writes it.
@@ -162,7 +170,9 @@ if [ "$have_walcut" = 1 ]; then
   measure "stats --jobs 1" "$walcut" stats --jobs 1 "$plain"
   measure "verify" "$walcut" verify "$plain"
   measure "verify --jobs 1" "$walcut" verify --jobs 1 "$plain"
+  [ -n "$walcut_old" ] && measure "dump (old)" "$walcut_old" dump "$plain"
   measure "dump" "$walcut" dump "$plain"
+  measure "dump --jobs 1" "$walcut" dump --jobs 1 "$plain"
 fi
 measure "zst: cat" cat "${zst_files[@]}"
 measure "zst: zstd -dc" zstd -dc "${zst_files[@]}"
@@ -171,7 +181,9 @@ if [ "$have_walcut" = 1 ]; then
   measure "zst: stats --jobs 1" "$walcut" stats --jobs 1 "$zst"
   measure "zst: verify" "$walcut" verify "$zst"
   measure "zst: verify --jobs 1" "$walcut" verify --jobs 1 "$zst"
+  [ -n "$walcut_old" ] && measure "zst: dump (old)" "$walcut_old" dump "$zst"
   measure "zst: dump" "$walcut" dump "$zst"
+  measure "zst: dump --jobs 1" "$walcut" dump --jobs 1 "$zst"
 fi
 
 # --- Table (markdown, on stdout).
@@ -210,10 +222,11 @@ row() {
   printf '| `%s` | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n' "$label" "$secs" "$csecs" "$rps" "$rpc" "$gbs" \
     "$vs_cat" "$vs_z" "$(fmt_num "$(echo "${rss[$label]} / 1024" | bc -l)" 1)" "${code[$label]}"
 }
-for label in "cat" "crcfloor (bare CRC loop)" "stats" "stats --jobs 1" "verify" "verify --jobs 1" "dump" \
-  "zst: cat" "zst: zstd -dc" "zst: stats" "zst: stats --jobs 1" "zst: verify" "zst: verify --jobs 1" "zst: dump"; do
+for label in "cat" "crcfloor (bare CRC loop)" "stats" "stats --jobs 1" "verify" "verify --jobs 1" \
+  "dump (old)" "dump" "dump --jobs 1" "zst: cat" "zst: zstd -dc" "zst: stats" "zst: stats --jobs 1" "zst: verify" \
+  "zst: verify --jobs 1" "zst: dump (old)" "zst: dump" "zst: dump --jobs 1"; do
   row "$label"
 done
 echo
 echo "(\`zst: cat\` reads the $zst_bytes compressed bytes; its GB/s is in uncompressed bytes like every row."
-echo "\`stats\` and \`verify\` without --jobs use one thread per core.)"
+echo "\`stats\`, \`verify\` and \`dump\` without --jobs use one thread per core.)"

@@ -422,3 +422,81 @@ TEST_CASE("dump: an intact record whose payload does not decode is a finding at 
   CHECK(r.err == "walcut: corruption: node 4, " + t.path + "/wal at " + at->ToString() +
                      ": TX_COMMIT payload: TX_COMMIT: transaction id cut short\n");
 }
+
+TEST_CASE("dump: segments read ahead on worker threads print exactly what one thread prints", "[cli][dump]") {
+  // Segments large enough that one holds several 1 MiB chunks of text, and
+  // damage of every kind the main thread handles differently: a bad record in
+  // the middle of a chunk (the worker's text and problem kept), a predecessor
+  // cut at a record boundary (the header check fails: the segment is read
+  // again on the main thread), a bad segment header, and an undecodable
+  // payload.
+  TempDir t;
+  MakeCluster(t.path, 3, 20000, false, 1u << 20);
+  const auto n0 = SegmentPaths(t.path + "/node-0/wal");
+  const auto n1 = SegmentPaths(t.path + "/node-1/wal");
+  const auto n2 = SegmentPaths(t.path + "/node-2/wal");
+  REQUIRE(n0.size() >= 3);
+  REQUIRE(n1.size() >= 3);
+  REQUIRE(n2.size() >= 3);
+  const auto offs0 = RecordOffsets(n0[0]);
+  REQUIRE(offs0.size() > 1000);
+  const uint64_t damaged = offs0[offs0.size() / 2];  // in the middle of a chunk of text
+  FlipByte(n0[0], damaged + 20);
+  const auto offs1 = RecordOffsets(n1[1]);
+  REQUIRE(truncate(n1[1].c_str(), static_cast<off_t>(offs1[offs1.size() - 5])) == 0);
+  FlipByte(n2[1], 3);  // magic
+  {
+    walfmt::WriterOptions o;
+    o.wal_dir = t.path + "/node-3/wal";
+    o.node_id = 3;
+    o.cluster_id = 0xC0FFEE;
+    o.segment_bytes = 4096;
+    auto w = walfmt::WalWriter::Create(o);
+    REQUIRE(w.ok());
+    for (uint64_t i = 1; i <= 200; ++i) {
+      REQUIRE((*w)->Append(walfmt::CutStart{i, i}).ok());
+      if (i % 37 == 0) {
+        const uint8_t short_commit[5] = {1, 0, 0, 0, 7};
+        REQUIRE((*w)->AppendRaw(static_cast<uint16_t>(walfmt::RecordType::kTxCommit), 0, short_commit).ok());
+      }
+    }
+    REQUIRE((*w)->Close().ok());
+  }
+
+  // Node 0 is printed first: one line per record before the damaged one.
+  const size_t next = offs0.size() / 2;
+  const std::string at = walfmt::Lsn{0, damaged}.ToString();
+
+  const std::vector<std::string> argsets = {
+      "",
+      "--mode salvage",
+      "--mode point-in-time",
+      "--mode strict",
+      "--mode salvage --format json --type commit,cut_start,tx_data",
+      "--mode salvage --max-bytes 3 --from 1/00020000 --to 2/00004000",
+      "--mode salvage --key key-0042",
+      "--mode salvage --tx 1:4711",
+      "--mode salvage --node 1,3",
+      fmt::format("--mode salvage -n {}", next),      // stops on the line before the damage: no problem
+      fmt::format("--mode salvage -n {}", next + 1),  // one line past it: the problem comes first
+      "--mode salvage -n 60000",
+  };
+  for (const std::string& a : argsets) {
+    const auto one = Walcut("dump -j 1 " + a + " " + t.path);
+    INFO("dump " << a << "\n" << one.err);
+    CHECK(!one.out.empty());
+    for (const char* jobs : {"-j 2", "-j 3", ""}) {
+      INFO(jobs);
+      const auto many = Walcut(fmt::format("dump {} {} {}", jobs, a, t.path));
+      CHECK(many.code == one.code);
+      CHECK(many.err == one.err);
+      CHECK(many.out.size() == one.out.size());
+      CHECK(many.out == one.out);
+    }
+  }
+  // The limit cases say where the problem goes.
+  const auto stop_before = Walcut(fmt::format("dump --mode salvage -n {} {}", next, t.path));
+  CHECK(stop_before.err.empty());
+  const auto stop_after = Walcut(fmt::format("dump --mode salvage -n {} {}", next + 1, t.path));
+  CHECK(stop_after.err.find(at + ": record payload checksum mismatch") != std::string::npos);
+}

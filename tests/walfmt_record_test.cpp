@@ -2,6 +2,7 @@
 // round-trips; every truncation, every trailing byte and every oversized count
 // is rejected with a message and without a large allocation; TxId, Lsn and
 // record type names parse exactly what they print.
+#include <algorithm>
 #include <atomic>
 #include <cstdint>
 #include <cstdlib>
@@ -506,4 +507,146 @@ TEST_CASE("record: Describe and Printable", "[record]") {
   CHECK(Describe(CutFinish{1, 2, {{1, 1}}, {}}) == "cut 1 time 2us before 1 [1:1] after 0 []");
   CHECK(CutAbortReasonName(CutAbortReason::kInvalid) == "invalid");
   CHECK(CutAbortReasonName(CutAbortReason::kNodeRestart) == "node-restart");
+}
+
+// --- The raw-buffer writers of the dump hot path ---------------------------
+// They must write exactly what the Append* functions write, stay inside their
+// bounds, and (ParseTxOutcome) accept exactly the payloads DecodePayload
+// accepts.
+
+namespace {
+
+// Runs a raw writer into a buffer of exactly `bound` bytes followed by a
+// guard, checks it stayed inside, and returns what it wrote.
+template <class F>
+std::string WriteBounded(size_t bound, F&& write) {
+  constexpr size_t kGuard = 64;
+  std::vector<char> buf(bound + kGuard, '\x7e');
+  char* end = write(buf.data());
+  REQUIRE(end >= buf.data());
+  REQUIRE(static_cast<size_t>(end - buf.data()) <= bound);
+  // Bytes past the end of what was written may have been scribbled on only
+  // inside the bound, never in the guard.
+  REQUIRE(std::all_of(buf.begin() + static_cast<ptrdiff_t>(bound), buf.end(), [](char c) { return c == '\x7e'; }));
+  return std::string(buf.data(), end);
+}
+
+std::string RawPrintable(std::string_view bytes, size_t max_bytes) {
+  return WriteBounded(PrintableBound(bytes, max_bytes), [&](char* p) { return WritePrintable(p, bytes, max_bytes); });
+}
+
+}  // namespace
+
+TEST_CASE("record: WritePrintable writes what AppendPrintable appends", "[record][dump]") {
+  const uint64_t seed = 0x5EED0010;
+  INFO("seed " << seed);
+  std::mt19937_64 rng(seed);
+  // Every single byte, alone and inside runs of plain bytes at every position
+  // of the 8-byte steps.
+  for (int c = 0; c < 256; ++c) {
+    for (size_t pos = 0; pos < 17; ++pos) {
+      std::string s(17, 'a');
+      s[pos] = static_cast<char>(c);
+      INFO("byte " << c << " at " << pos);
+      for (size_t max : {0u, 1u, 8u, 9u, 16u, 17u}) REQUIRE(RawPrintable(s, max) == Printable(s, max));
+    }
+  }
+  for (int i = 0; i < 5000; ++i) {
+    // Mostly printable strings with some other bytes, and fully random ones.
+    std::string s = RandomString(rng, 80);
+    if (i % 2 == 0) {
+      for (char& ch : s) {
+        if (rng() % 16 != 0) ch = static_cast<char>(0x20 + rng() % 0x5F);
+      }
+    }
+    const size_t max = rng() % 4 == 0 ? 0 : rng() % 90;
+    INFO("string " << i << " max " << max);
+    REQUIRE(RawPrintable(s, max) == Printable(s, max));
+  }
+  CHECK(RawPrintable("", 0).empty());
+  CHECK(RawPrintable(std::string(1000, '\xff'), 0) == Printable(std::string(1000, '\xff'), 0));
+}
+
+TEST_CASE("record: ParseTxOutcome accepts what DecodePayload accepts, and the descriptions agree",
+          "[record][dump]") {
+  const uint64_t seed = 0x5EED0011;
+  INFO("seed " << seed);
+  std::mt19937_64 rng(seed);
+  std::vector<Record> recs = EveryType();
+  for (int i = 0; i < 600; ++i) recs.push_back(RandomRecord(rng, rng() % std::variant_size_v<Record>));
+  recs.push_back(TxPrepare{{1, 2}, 3, std::vector<uint32_t>(kMaxParticipants, 0xFFFFFFFFu)});
+  int parsed = 0;
+  for (const Record& r : recs) {
+    const std::string enc = Encode(r);
+    // The payload itself, every truncation, trailing bytes, and counts changed.
+    std::vector<std::string> variants{enc, enc + std::string(1, '\0'), enc + std::string(4, '\0')};
+    for (size_t len = 0; len < enc.size(); ++len) variants.push_back(enc.substr(0, len));
+    for (size_t at = 0; at + 1 < enc.size(); ++at) {
+      std::string v = enc;
+      v[at] = static_cast<char>(v[at] + 1);
+      v[at + 1] = static_cast<char>(rng());
+      variants.push_back(v);
+    }
+    for (RecordType type : {RecordType::kTxPrepare, RecordType::kTxCommit, RecordType::kTxRollback,
+                            RecordType::kTxData, RecordType::kCutStart}) {
+      for (const std::string& v : variants) {
+        const std::vector<uint8_t> bytes(v.begin(), v.end());  // exact size, for ASan
+        const std::span<const uint8_t> payload(bytes.data(), bytes.size());
+        TxOutcomeView view;
+        const bool fast = ParseTxOutcome(type, payload, view);
+        auto dec = DecodePayload(type, payload);
+        const bool outcome_type = type == RecordType::kTxPrepare || type == RecordType::kTxCommit ||
+                                  type == RecordType::kTxRollback;
+        INFO(RecordTypeName(type) << " payload of " << v.size() << " bytes from " << TypeName(r));
+        REQUIRE(fast == (outcome_type && dec.ok()));
+        if (!fast) continue;
+        ++parsed;
+        std::string want;
+        AppendDescription(want, *dec, 32);
+        const std::string got = WriteBounded(TxOutcomeDescriptionBound(view),
+                                             [&](char* p) { return WriteTxOutcomeDescription(p, type, view); });
+        REQUIRE(got == want);
+        const TxId* tx = std::visit(
+            [](const auto& x) -> const TxId* {
+              if constexpr (requires { x.tx; }) {
+                return &x.tx;
+              } else {
+                return nullptr;
+              }
+            },
+            *dec);
+        REQUIRE(tx != nullptr);
+        REQUIRE(view.tx == *tx);
+      }
+    }
+  }
+  CHECK(parsed > 600);
+}
+
+TEST_CASE("record: WriteWritesDescription writes what AppendWritesDescription appends", "[record][dump]") {
+  const uint64_t seed = 0x5EED0012;
+  INFO("seed " << seed);
+  std::mt19937_64 rng(seed);
+  std::vector<WriteView> views;
+  std::vector<std::string> store;
+  for (int i = 0; i < 3000; ++i) {
+    const size_t n = i % 50 == 0 ? 20 : rng() % 11;  // past the 8 writes shown
+    store.assign(2 * n, std::string());
+    views.assign(n, WriteView{});
+    for (size_t k = 0; k < n; ++k) {
+      store[2 * k] = RandomString(rng, 40);
+      views[k].op = rng() % 3 == 0 ? WriteOp::kDelete : WriteOp::kPut;
+      if (views[k].op == WriteOp::kPut) store[2 * k + 1] = RandomString(rng, 120);
+      views[k].key = store[2 * k];
+      views[k].value = store[2 * k + 1];
+    }
+    for (size_t max : {size_t{0}, size_t{1}, size_t{32}, static_cast<size_t>(rng() % 130)}) {
+      INFO("case " << i << ", " << n << " writes, max " << max);
+      std::string want;
+      AppendWritesDescription(want, views, max);
+      const std::string got = WriteBounded(WritesDescriptionBound(views, max),
+                                           [&](char* p) { return WriteWritesDescription(p, views, max); });
+      REQUIRE(got == want);
+    }
+  }
 }

@@ -4,6 +4,7 @@
 #include <array>
 #include <cctype>
 #include <charconv>
+#include <cstring>
 
 #include <fmt/format.h>
 
@@ -453,6 +454,176 @@ void AppendWritesDescription(std::string& out, const std::vector<WriteView>& wri
     AppendU64(out, writes.size() - shown);
     out += " writes)";
   }
+}
+
+namespace {
+
+constexpr auto kPlainByte = [] {
+  std::array<bool, 256> t{};
+  for (int c = 0x20; c < 0x7F; ++c) t[static_cast<size_t>(c)] = c != '\\';
+  return t;
+}();
+
+// The raw writers below write through `p` without checks: the *Bound()
+// functions give the room they need, computed from the same inputs.
+char* WriteU64(char* p, uint64_t v) { return std::to_chars(p, p + 20, v).ptr; }
+char* WriteLiteral(char* p, std::string_view s) {
+  std::memcpy(p, s.data(), s.size());
+  return p + s.size();
+}
+size_t ShownBytes(std::string_view bytes, size_t max_bytes) {
+  return (max_bytes == 0 || bytes.size() <= max_bytes) ? bytes.size() : max_bytes;
+}
+size_t ShownWrites(std::span<const WriteView> writes, size_t max_bytes) {
+  return max_bytes == 0 ? writes.size() : std::min<size_t>(writes.size(), 8);
+}
+
+}  // namespace
+
+size_t PrintableBound(std::string_view bytes, size_t max_bytes) {
+  // Every byte escaped (4 each), then "...(+N)" with N of up to 20 digits.
+  return 4 * ShownBytes(bytes, max_bytes) + 26;
+}
+
+namespace {
+// Whether all 8 bytes of `x` are plain (0x20..0x7E, not '\\'), with the
+// word tricks of "Bit Twiddling Hacks" (haszero, hasless); each test is exact
+// for "any byte of the word".
+inline bool AllPlain8(uint64_t x) {
+  constexpr uint64_t kOnes = 0x0101010101010101ull;
+  constexpr uint64_t kHigh = 0x8080808080808080ull;
+  auto has_zero = [](uint64_t v) { return ((v - kOnes) & ~v & kHigh) != 0; };
+  if ((x & kHigh) != 0) return false;                  // a byte >= 0x80
+  if (((x - kOnes * 0x20) & ~x & kHigh) != 0) return false;  // a byte < 0x20
+  return !has_zero(x ^ (kOnes * 0x7F)) && !has_zero(x ^ (kOnes * '\\'));
+}
+}  // namespace
+
+char* WritePrintable(char* p, std::string_view bytes, size_t max_bytes) {
+  static constexpr char kDigits[] = "0123456789abcdef";
+  const size_t n = ShownBytes(bytes, max_bytes);
+  const auto* s = reinterpret_cast<const unsigned char*>(bytes.data());
+  auto one = [&](unsigned char c) {
+    if (kPlainByte[c]) {
+      *p++ = static_cast<char>(c);
+    } else {
+      p[0] = '\\';
+      p[1] = 'x';
+      p[2] = kDigits[c >> 4];
+      p[3] = kDigits[c & 0xF];
+      p += 4;
+    }
+  };
+  size_t i = 0;
+  // Keys and values are mostly printable: 8 bytes at a time while they are.
+  for (; i + 8 <= n; i += 8) {
+    uint64_t x;
+    std::memcpy(&x, s + i, 8);
+    if (AllPlain8(x)) {
+      std::memcpy(p, &x, 8);
+      p += 8;
+    } else {
+      for (size_t k = 0; k < 8; ++k) one(s[i + k]);
+    }
+  }
+  for (; i < n; ++i) one(s[i]);
+  if (n < bytes.size()) {
+    p = WriteLiteral(p, "...(+");
+    p = WriteU64(p, bytes.size() - n);
+    *p++ = ')';
+  }
+  return p;
+}
+
+size_t WritesDescriptionBound(std::span<const WriteView> writes, size_t max_bytes) {
+  size_t b = 7 + 20 + 1;  // "writes N:"
+  const size_t shown = ShownWrites(writes, max_bytes);
+  for (size_t i = 0; i < shown; ++i) {
+    b += 5 + PrintableBound(writes[i].key, max_bytes) + 1 + PrintableBound(writes[i].value, max_bytes);
+  }
+  return b + 6 + 20 + 7;  // " ...(+N writes)"
+}
+
+char* WriteWritesDescription(char* p, std::span<const WriteView> writes, size_t max_bytes) {
+  p = WriteLiteral(p, "writes ");
+  p = WriteU64(p, writes.size());
+  *p++ = ':';
+  const size_t shown = ShownWrites(writes, max_bytes);
+  for (size_t i = 0; i < shown; ++i) {
+    const WriteView& w = writes[i];
+    if (w.op == WriteOp::kDelete) {
+      p = WriteLiteral(p, " del ");
+      p = WritePrintable(p, w.key, max_bytes);
+    } else {
+      *p++ = ' ';
+      p = WritePrintable(p, w.key, max_bytes);
+      *p++ = '=';
+      p = WritePrintable(p, w.value, max_bytes);
+    }
+  }
+  if (shown < writes.size()) {
+    p = WriteLiteral(p, " ...(+");
+    p = WriteU64(p, writes.size() - shown);
+    p = WriteLiteral(p, " writes)");
+  }
+  return p;
+}
+
+bool ParseTxOutcome(RecordType type, std::span<const uint8_t> payload, TxOutcomeView& out) {
+  // Fixed fields, the last two bytes of which are the participant count
+  // (FORMAT.md): tx (12), [marker (8)], time (8), [flags (2)], count (2).
+  size_t fixed = 0;
+  switch (type) {
+    case RecordType::kTxPrepare: fixed = 12 + 8 + 2; break;
+    case RecordType::kTxCommit: fixed = 12 + 8 + 8 + 2 + 2; break;
+    case RecordType::kTxRollback: fixed = 12 + 8 + 2 + 2; break;
+    default: return false;
+  }
+  if (payload.size() < fixed) return false;
+  const uint8_t* p = payload.data();
+  const size_t n = LoadU16(p + fixed - 2);
+  // DecodePayload: a count over the limit, participants cut short, or bytes
+  // after them are all errors.
+  if (n > kMaxParticipants || payload.size() - fixed != n * 4) return false;
+  out.tx.node = LoadU32(p);
+  out.tx.seq = LoadU64(p + 4);
+  out.marker = 0;
+  out.flags = 0;
+  if (type == RecordType::kTxPrepare) {
+    out.time_us = LoadU64(p + 12);
+  } else if (type == RecordType::kTxCommit) {
+    out.marker = LoadU64(p + 12);
+    out.time_us = LoadU64(p + 20);
+    out.flags = LoadU16(p + 28);
+  } else {
+    out.time_us = LoadU64(p + 12);
+    out.flags = LoadU16(p + 20);
+  }
+  out.participants = payload.subspan(fixed);
+  return true;
+}
+
+size_t TxOutcomeDescriptionBound(const TxOutcomeView& v) {
+  // "marker N participants " + up to 10 digits and a comma per node + flags.
+  return 7 + 20 + 14 + 11 * v.participant_count() + 14;
+}
+
+char* WriteTxOutcomeDescription(char* p, RecordType type, const TxOutcomeView& v) {
+  if (type == RecordType::kTxCommit) {
+    p = WriteLiteral(p, "marker ");
+    p = WriteU64(p, v.marker);
+    *p++ = ' ';
+  }
+  p = WriteLiteral(p, "participants ");
+  for (size_t i = 0; i < v.participant_count(); ++i) {
+    if (i) *p++ = ',';
+    p = WriteU64(p, LoadU32(v.participants.data() + 4 * i));
+  }
+  if (type != RecordType::kTxPrepare) {
+    if (v.flags & kTxFlagOnePhase) p = WriteLiteral(p, " 1pc");
+    if (v.flags & kTxFlagRecovered) p = WriteLiteral(p, " recovered");
+  }
+  return p;
 }
 
 void AppendDescription(std::string& out, const Record& rec, size_t max_bytes) {

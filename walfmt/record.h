@@ -171,4 +171,29 @@ void AppendWritesDescription(std::string& out, const std::vector<WriteView>& wri
 void AppendPrintable(std::string& out, std::string_view bytes, size_t max_bytes);
 void AppendDescription(std::string& out, const Record& r, size_t max_bytes = 32);
 
+// Zero-copy view of the payloads that end a transaction's step on a node:
+// TX_PREPARE, TX_COMMIT and TX_ROLLBACK (`marker` only in TX_COMMIT, `flags`
+// not in TX_PREPARE). ParseTxOutcome accepts exactly the payloads
+// DecodePayload accepts for these types and returns false for any other type.
+struct TxOutcomeView {
+  TxId tx;
+  uint64_t marker = 0;
+  uint64_t time_us = 0;
+  uint16_t flags = 0;
+  std::span<const uint8_t> participants;  // n x u32 little-endian, as stored
+  size_t participant_count() const { return participants.size() / 4; }
+};
+bool ParseTxOutcome(RecordType type, std::span<const uint8_t> payload, TxOutcomeView& out);
+
+// Raw-buffer writers for the dump hot path: each writes the same bytes as the
+// Append* function of the same name (for TX_PREPARE/COMMIT/ROLLBACK: as
+// AppendDescription of the decoded record) at `out` and returns the end.
+// `out` must have room for the matching *Bound() bytes; nothing allocates.
+size_t PrintableBound(std::string_view bytes, size_t max_bytes);
+char* WritePrintable(char* out, std::string_view bytes, size_t max_bytes);
+size_t WritesDescriptionBound(std::span<const WriteView> writes, size_t max_bytes);
+char* WriteWritesDescription(char* out, std::span<const WriteView> writes, size_t max_bytes);
+size_t TxOutcomeDescriptionBound(const TxOutcomeView& v);
+char* WriteTxOutcomeDescription(char* out, RecordType type, const TxOutcomeView& v);
+
 }  // namespace walfmt
