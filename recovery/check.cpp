@@ -819,7 +819,6 @@ InvariantChecker DefaultInvariantChecker() {
       if (!f.keys.empty()) {
         std::string keys;
         for (const auto& k : f.keys) keys += (keys.empty() ? "" : ",") + k;
-        c.tx = "";
         c.message += fmt::format(" [keys {}{}]", keys, f.key_count > f.keys.size() ? ",..." : "");
       }
       out.findings.push_back(std::move(c));
