@@ -1,10 +1,20 @@
 // walcut cut show DIR K: the global snapshot of one cut, node by node
-// (LocalState, ChannelState, the marker cross-check, checks 1-5).
+// (LocalState, ChannelState, the marker cross-check, checks 1-5), and with
+// --svg FILE its space-time diagram (cut/svg.h).
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+
 #include <fmt/format.h>
 
 #include "cli/command.h"
 #include "cli/cut_common.h"
 #include "cli/output.h"
+#include "cut/svg.h"
 
 namespace walcut::cli {
 namespace {
@@ -14,6 +24,7 @@ struct CutShowOptions {
   std::vector<std::string> paths;  // cluster dir or summaries, then the cut id last
   Format format = Format::kText;
   unsigned jobs = 0;
+  std::string svg;                 // --svg FILE: also write the diagram there
 };
 
 const char* Ok(bool b) { return b ? "ok" : "FAILED"; }
@@ -35,6 +46,55 @@ void PrintTracked(const char* side, const cut::TrackedTx& t, const cut::NodeCut&
              agree ? "" : "  MARKER DISAGREES", t.recovered ? "  (recovered)" : "");
 }
 
+// Refuses an SVG path inside (or equal to) one of the inputs: walcut never
+// writes to its input. Empty when the path is acceptable.
+std::string SvgPathProblem(const std::string& svg, const std::vector<std::string>& inputs) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  const fs::path target = fs::weakly_canonical(fs::absolute(svg, ec), ec);
+  if (ec) return fmt::format("--svg {}: {}", svg, ec.message());
+  if (fs::is_directory(target, ec)) return fmt::format("--svg {}: is a directory", svg);
+  for (const auto& in : inputs) {
+    std::error_code ec2;
+    const fs::path root = fs::weakly_canonical(fs::absolute(in, ec2), ec2);
+    if (ec2) continue;
+    const auto [r, t] = std::mismatch(root.begin(), root.end(), target.begin(), target.end());
+    if (r == root.end()) {
+      return fmt::format("--svg {} is inside the input {}; walcut never writes to its input", svg, in);
+    }
+  }
+  return {};
+}
+
+// Writes `data` to `path` through a temporary file in the same directory and a
+// rename, so a reader never sees half a picture.
+walfmt::Status WriteFileAtomically(const std::string& path, const std::string& data) {
+  namespace fs = std::filesystem;
+  const fs::path p(path);
+  const fs::path tmp = p.parent_path() / fmt::format(".{}.tmp-{}", p.filename().string(), ::getpid());
+  {
+    std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
+    if (!f) {
+      return walfmt::Status::Io(fmt::format("cannot create {}: {}", tmp.string(), std::strerror(errno)));
+    }
+    f.write(data.data(), static_cast<std::streamsize>(data.size()));
+    f.close();
+    if (!f) {
+      std::error_code ec;
+      fs::remove(tmp, ec);
+      return walfmt::Status::Io(fmt::format("cannot write {}", tmp.string()));
+    }
+  }
+  std::error_code ec;
+  fs::rename(tmp, p, ec);
+  if (ec) {
+    std::error_code ec2;
+    fs::remove(tmp, ec2);
+    return walfmt::Status::Io(fmt::format("cannot rename to {}: {}", path, ec.message()));
+  }
+  return walfmt::Status::Ok();
+}
+
 int RunCutShow(const CutShowOptions& o) {
   if (o.paths.size() < 2) {
     PrintError("usage: walcut cut show DIR K (or SUMMARY... K)");
@@ -50,6 +110,12 @@ int RunCutShow(const CutShowOptions& o) {
     PrintError(fmt::format("'{}' is not a cut id", o.paths.back()));
     return kExitUsage;
   }
+  if (!o.svg.empty()) {
+    if (std::string why = SvgPathProblem(o.svg, inputs); !why.empty()) {
+      PrintError(why);
+      return kExitUsage;
+    }
+  }
   auto cc = LoadCuts(inputs, o.jobs);
   if (!cc.ok()) {
     PrintError(cc.status().message());
@@ -63,6 +129,14 @@ int RunCutShow(const CutShowOptions& o) {
     return kExitUsage;
   }
   const int rc = g->status == cut::CutStatus::kConsistent ? kExitOk : kExitFindings;
+  // The picture is written before any output, so a failure to write it is
+  // the command's result (exit 3) and never follows a complete report.
+  if (!o.svg.empty()) {
+    if (auto st = WriteFileAtomically(o.svg, cut::RenderCutSvg(*cc, k, {})); !st.ok()) {
+      PrintError(st.message());
+      return ExitForStatus(st);
+    }
+  }
   if (o.format == Format::kJson) {
     json j = CutJson(*g, true);
     j["schema"] = kCutSchema;
@@ -118,6 +192,7 @@ int RunCutShow(const CutShowOptions& o) {
     fmt::print("\nfindings:\n");
     for (const auto& f : g->findings) fmt::print("  {}: {}\n", f.check, f.message);
   }
+  if (!o.svg.empty()) fmt::print("\nwrote {}\n", o.svg);
   return rc;
 }
 
@@ -130,10 +205,14 @@ void RegisterCut(CLI::App& root, Registry& reg) {
       "The global snapshot of cut K, node by node: LocalState (the WAL prefix up to CUT_START), ChannelState\n"
       "(the before and after sets with commit positions), the marker cross-check (T is in cut K iff m(T) < K)\n"
       "and checks 1-5 of DESIGN.md section 2.\n"
+      "With --svg FILE, also writes the space-time diagram of the cut to FILE (SVG 1.1): one line per node,\n"
+      "CUT_START and CUT_FINISH marks, the cut line, tracked transactions as arrows coloured before / after /\n"
+      "unresolved, and a legend. FILE is replaced if it exists; it may not lie inside an input.\n"
       "Exit 0 when the cut is consistent, 1 when it is not, 2 usage error (no such cut), 3 I/O error.");
   show->add_option("args", o->paths, "DIR K, or SUMMARY... K")->required()->expected(2, -1);
   AddFormatOption(show, o->format);
   show->add_option("-j,--jobs", o->jobs, "Nodes scanned at once (default: one per core)");
+  show->add_option("--svg", o->svg, "Also write the space-time diagram of the cut to FILE (SVG)")->type_name("FILE");
   reg.Add(show, [o] { return RunCutShow(*o); });
 }
 

@@ -1,7 +1,7 @@
 #include "cut/scan.h"
 
 #include <algorithm>
-#include <deque>
+#include <span>
 #include <filesystem>
 #include <unordered_map>
 #include <unordered_set>
@@ -51,9 +51,16 @@ class Scanner {
         InFlight(t, v.lsn);
         return true;
       }
-      case RecordType::kTxPrepare:
+      case RecordType::kTxPrepare: {
+        if (v.payload.size() < 12) break;  // DecodePayload says what is wrong
+        const TxId t{walfmt::LoadU32(v.payload.data()), walfmt::LoadU64(v.payload.data() + 4)};
+        InFlight(t, v.lsn);
+        return true;
+      }
       case RecordType::kTxCommit:
       case RecordType::kTxRollback:
+        if (FastOutcome(v)) return true;
+        break;  // DecodePayload says what is wrong
       case RecordType::kCutStart:
       case RecordType::kCutFinish:
       case RecordType::kCutAbort:
@@ -66,6 +73,37 @@ class Scanner {
     auto rec = walfmt::DecodePayload(v.type, v.payload);
     if (!rec.ok()) return Bad(v, rec.status().message());
     std::visit([&](const auto& r) { On(r, v.lsn); }, rec.value());
+    return true;
+  }
+
+  // TX_COMMIT: tx, u64 marker, u64 time_us, u16 flags, participants;
+  // TX_ROLLBACK: tx, u64 time_us, u16 flags, participants (FORMAT.md). Parsed
+  // in place into a reused buffer; false on anything DecodePayload would reject.
+  bool FastOutcome(const RecordView& v) {
+    const uint8_t* p = v.payload.data();
+    const size_t n = v.payload.size();
+    const bool commit = v.type == RecordType::kTxCommit;
+    const size_t fixed = commit ? 12 + 8 + 8 + 2 + 2 : 12 + 8 + 2 + 2;
+    if (n < fixed) return false;
+    const TxId t{walfmt::LoadU32(p), walfmt::LoadU64(p + 4)};
+    size_t o = 12;
+    uint64_t marker = 0;
+    if (commit) {
+      marker = walfmt::LoadU64(p + o);
+      o += 8;
+    }
+    const uint64_t time_us = walfmt::LoadU64(p + o);
+    const uint16_t flags = walfmt::LoadU16(p + o + 8);
+    const uint16_t count = walfmt::LoadU16(p + o + 10);
+    o += 12;
+    if (count > walfmt::kMaxParticipants || n != o + 4u * count) return false;
+    parts_.resize(count);
+    for (uint16_t i = 0; i < count; ++i) parts_[i] = walfmt::LoadU32(p + o + 4u * i);
+    if (commit) {
+      OnCommit(t, marker, time_us, flags, parts_, v.lsn);
+    } else {
+      OnRollback(t, time_us, flags, parts_, v.lsn);
+    }
     return true;
   }
 
@@ -132,26 +170,52 @@ class Scanner {
 
   uint64_t CurrentCut() const { return have_start_ ? last_start_ : 0; }
 
-  void Remember(const TxId& t, const Done& d) {
+  // The last commits and rollbacks, in a ring: written on every commit,
+  // searched only when a cut finishes or something looks wrong.
+  void Remember(const TxId& t, const Lsn& at, const Lsn& first, uint64_t time_us, uint64_t marker, uint64_t f,
+                bool recovered, bool rolled_back, std::span<const uint32_t> parts) {
     const size_t cap = std::max<size_t>(opt_.recent_commits, 4 * s_.peak_in_flight);
-    if (recent_.insert_or_assign(t, d).second) recent_order_.push_back(t);
-    while (recent_order_.size() > cap) {
-      recent_.erase(recent_order_.front());
-      recent_order_.pop_front();
+    if (ring_.size() < cap) ring_.resize(cap);
+    if (ring_next_ >= ring_.size()) ring_next_ = 0;
+    auto& [id, d] = ring_[ring_next_++];
+    id = t;
+    d.at = at;
+    d.first_seen = first;
+    d.time_us = time_us;
+    d.marker = marker;
+    d.f = f;
+    d.recovered = recovered;
+    d.rolled_back = rolled_back;
+    d.participants.assign(parts.begin(), parts.end());
+    ring_used_ = std::max(ring_used_, ring_next_);
+  }
+  Done* Recent(const TxId& t) {
+    // Newest first: a transaction id is looked up right after its commit.
+    for (size_t i = 0; i < ring_used_; ++i) {
+      const size_t at = (ring_next_ + ring_.size() - 1 - i) % ring_.size();
+      if (at < ring_used_ && ring_[at].first == t) return &ring_[at].second;
     }
+    return nullptr;
   }
 
   // Adds (sign +1) or removes (-1) a committed transaction from the bucket of
   // its first cut f.
-  void Bucket(const TxId& t, const std::vector<uint32_t>& parts, uint64_t f, int sign) {
-    auto& fc = s_.first_cut[f];
+  void Bucket(const TxId& t, std::span<const uint32_t> parts, uint64_t f, int sign) {
+    if (f != fc_f_) {  // map nodes are stable: cache the bucket being filled
+      fc_ = &s_.first_cut[f];
+      fc_f_ = f;
+    }
+    auto& fc = *fc_;
     const bool owned = parts.empty() || parts.front() >= opt_.node;
     fc.count += static_cast<uint64_t>(sign);
     if (owned) fc.owned += static_cast<uint64_t>(sign);
     const uint64_t h = TxHash(t);
     for (uint32_t p : parts) {
       if (p == opt_.node) continue;
-      auto& d = s_.shared[p][f];
+      if (p >= shared_cache_.size()) shared_cache_.resize(p + 1, {UINT64_MAX, nullptr});
+      auto& c = shared_cache_[p];
+      if (c.first != f) c = {f, &s_.shared[p][f]};
+      auto& d = *c.second;
       d.x ^= h;
       d.n += static_cast<uint64_t>(sign);
     }
@@ -169,78 +233,78 @@ class Scanner {
     Bucket(t, d.participants, d.f, -1);
     Bucket(t, d.participants, f, +1);
     d.f = f;
-    if (auto it = recent_.find(t); it != recent_.end()) it->second.f = f;
+    if (Done* r = Recent(t)) r->f = f;
     if (auto it = pending_.find(t); it != pending_.end()) it->second.f = f;
   }
 
-  void On(const walfmt::TxPrepare& p, Lsn at) { InFlight(p.tx, at); }
 
-  void On(const walfmt::TxCommit& c, Lsn at) {
+  void OnCommit(const TxId& tx, uint64_t marker, uint64_t time_us, uint16_t flags, std::span<const uint32_t> parts,
+                Lsn at) {
     ++s_.commits;
-    const bool recovered = (c.flags & walfmt::kTxFlagRecovered) != 0;
+    const bool recovered = (flags & walfmt::kTxFlagRecovered) != 0;
     if (recovered) ++s_.recovered_commits;
-    if (auto it = recent_.find(c.tx); it != recent_.end()) {
-      const TxId t = c.tx;
-      if (it->second.rolled_back) {
-        Add(Make("rollback", 0, at, &t,
+    Lsn first = at;
+    if (auto it = in_flight_.find(tx); it != in_flight_.end()) {
+      first = it->second;
+      in_flight_.erase(it);
+    } else if (Done* prev = Recent(tx)) {
+      // Not in flight: no TX_DATA here, or it already finished once.
+      if (prev->rolled_back) {
+        Add(Make("rollback", 0, at, &tx,
                  fmt::format("node {}: transaction {} committed at {} after its TX_ROLLBACK at {}", opt_.node,
-                             t.ToString(), at.ToString(), it->second.at.ToString())));
+                             tx.ToString(), at.ToString(), prev->at.ToString())));
       } else {
-        Add(Make("shape", 0, at, &t,
-                 fmt::format("node {}: transaction {} committed twice, at {} and at {}", opt_.node, t.ToString(),
-                             it->second.at.ToString(), at.ToString())));
+        Add(Make("shape", 0, at, &tx,
+                 fmt::format("node {}: transaction {} committed twice, at {} and at {}", opt_.node, tx.ToString(),
+                             prev->at.ToString(), at.ToString())));
         return;  // counted once
       }
     }
-    Lsn first = at;
-    if (auto it = in_flight_.find(c.tx); it != in_flight_.end()) {
-      first = it->second;
-      in_flight_.erase(it);
-    }
     ++commits_so_far_;
     const uint64_t k = CurrentCut();
-    Done d{at, first, c.time_us, c.marker, k + 1, recovered, false, c.participants};
-    Bucket(c.tx, d.participants, d.f, +1);
-    if (open_ >= 0 && candidates_.count(c.tx)) pending_[c.tx] = d;
-    if (have_start_ && c.marker < k) {
+    const uint64_t f = k + 1;
+    Bucket(tx, parts, f, +1);
+    if (open_ >= 0 && candidates_.count(tx)) pending_[tx] = MakeDone(at, first, time_us, marker, f, recovered, false, parts);
+    if (have_start_ && marker < k) {
       if (open_ >= 0) {
-        expect_before_[c.tx] = d;
+        expect_before_[tx] = MakeDone(at, first, time_us, marker, f, recovered, false, parts);
       } else {
-        const TxId t = c.tx;
-        Add(Make("marker", k, at, &t,
+        Add(Make("marker", k, at, &tx,
                  fmt::format("node {}: transaction {} committed at {}, after cut {} ended here, with marker {} < {}: "
                              "the marker puts it in cut {}, its position does not",
-                             opt_.node, t.ToString(), at.ToString(), k, c.marker, k, k)));
+                             opt_.node, tx.ToString(), at.ToString(), k, marker, k, k)));
       }
-    } else if (c.marker == k + 1) {
-      expect_after_[k + 1][c.tx] = d;
-    } else if (c.marker > k + 1) {
-      const TxId t = c.tx;
-      Add(Make("marker", k + 1, at, &t,
+    } else if (marker == k + 1) {
+      expect_after_[k + 1][tx] = MakeDone(at, first, time_us, marker, f, recovered, false, parts);
+    } else if (marker > k + 1) {
+      Add(Make("marker", k + 1, at, &tx,
                fmt::format("node {}: transaction {} committed at {} with marker {}, but the node had only reached cut "
                            "{}: no cut can place it consistently",
-                           opt_.node, t.ToString(), at.ToString(), c.marker, k)));
+                           opt_.node, tx.ToString(), at.ToString(), marker, k)));
     }
-    Remember(c.tx, d);
+    Remember(tx, at, first, time_us, marker, f, recovered, false, parts);
   }
 
-  void On(const walfmt::TxRollback& r, Lsn at) {
+  void OnRollback(const TxId& tx, uint64_t time_us, uint16_t flags, std::span<const uint32_t> parts, Lsn at) {
     ++s_.rollbacks;
     Lsn first = at;
-    if (auto it = in_flight_.find(r.tx); it != in_flight_.end()) {
+    if (auto it = in_flight_.find(tx); it != in_flight_.end()) {
       first = it->second;
       in_flight_.erase(it);
-    }
-    if (auto it = recent_.find(r.tx); it != recent_.end() && !it->second.rolled_back) {
-      const TxId t = r.tx;
-      Add(Make("rollback", 0, at, &t,
+    } else if (Done* prev = Recent(tx); prev && !prev->rolled_back) {
+      Add(Make("rollback", 0, at, &tx,
                fmt::format("node {}: transaction {} rolled back at {} after its TX_COMMIT at {}", opt_.node,
-                           t.ToString(), at.ToString(), it->second.at.ToString())));
+                           tx.ToString(), at.ToString(), prev->at.ToString())));
       return;
     }
-    Done d{at, first, r.time_us, 0, 0, (r.flags & walfmt::kTxFlagRecovered) != 0, true, r.participants};
-    if (open_ >= 0 && candidates_.count(r.tx)) pending_[r.tx] = d;
-    Remember(r.tx, d);
+    const bool recovered = (flags & walfmt::kTxFlagRecovered) != 0;
+    if (open_ >= 0 && candidates_.count(tx)) pending_[tx] = MakeDone(at, first, time_us, 0, 0, recovered, true, parts);
+    Remember(tx, at, first, time_us, 0, 0, recovered, true, parts);
+  }
+
+  static Done MakeDone(Lsn at, Lsn first, uint64_t time_us, uint64_t marker, uint64_t f, bool recovered,
+                       bool rolled_back, std::span<const uint32_t> parts) {
+    return Done{at, first, time_us, marker, f, recovered, rolled_back, std::vector<uint32_t>(parts.begin(), parts.end())};
   }
 
   int FindIndex(uint64_t k) const {
@@ -358,8 +422,8 @@ class Scanner {
     Done* d = nullptr;
     if (auto it = pending_.find(t); it != pending_.end()) {
       d = &it->second;
-    } else if (auto r = recent_.find(t); r != recent_.end() && r->second.at < nc.start) {
-      d = &r->second;
+    } else if (Done* r = Recent(t); r && r->at < nc.start) {
+      d = r;
     }
     if (!d) {
       std::string why;
@@ -433,12 +497,16 @@ class Scanner {
   }
 
   void On(const walfmt::TxData&, Lsn) {}
+  void On(const walfmt::TxPrepare& p, Lsn at) { InFlight(p.tx, at); }
+  void On(const walfmt::TxCommit& c, Lsn at) { OnCommit(c.tx, c.marker, c.time_us, c.flags, c.participants, at); }
+  void On(const walfmt::TxRollback& r, Lsn at) { OnRollback(r.tx, r.time_us, r.flags, r.participants, at); }
 
   const ScanOptions& opt_;
   NodeSummary& s_;
   TxMap<Lsn> in_flight_;             // first TX_DATA / TX_PREPARE, not finished yet
-  TxMap<Done> recent_;               // the last commits and rollbacks
-  std::deque<TxId> recent_order_;
+  std::vector<std::pair<TxId, Done>> ring_;  // the last commits and rollbacks
+  size_t ring_next_ = 0;
+  size_t ring_used_ = 0;
   bool have_start_ = false;
   uint64_t last_start_ = 0;          // id of the last CUT_START
   uint64_t commits_so_far_ = 0;
@@ -448,6 +516,10 @@ class Scanner {
   TxMap<Done> expect_before_;        // committed since CUT_START of the open cut with marker < its id
   std::map<uint64_t, TxMap<Done>> expect_after_;  // cut id -> committed before its CUT_START with marker == id
   TxMap<uint64_t> witness_;
+  std::vector<uint32_t> parts_;      // participants of the record being read
+  uint64_t fc_f_ = UINT64_MAX;       // the first-cut bucket last used
+  FirstCutCount* fc_ = nullptr;
+  std::vector<std::pair<uint64_t, TxDigest*>> shared_cache_;  // by peer: the digest bucket last used
 };
 
 }  // namespace

@@ -1,5 +1,6 @@
 #include "recovery/restore.h"
 
+#include <time.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -15,6 +16,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "recovery/state_table.h"
 #include "walfmt/bytes.h"
 #include "walfmt/reader.h"
 #include "walfmt/snapshot.h"
@@ -29,6 +31,12 @@ using walfmt::TxId;
 namespace {
 
 using TxSet = std::unordered_set<TxId, walfmt::TxIdHash>;
+
+double ThreadCpuSeconds() {
+  timespec ts{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
+}
 
 walfmt::Result<std::string> ReadText(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
@@ -84,6 +92,9 @@ struct NodeJob {
   std::optional<CutRule> j;                  // restored base: cut J
   std::map<std::string, std::string> base;   // base state
   NodeRestore out;
+  std::string stage_file;                    // write the restored state here ("" : do not)
+  walfmt::SnapshotFile header;               // its header fields
+  bool keep_state = false;
 };
 
 Status RunNode(NodeJob& job, bool dry_run, const std::function<void(uint64_t)>& progress) {
@@ -98,13 +109,15 @@ Status RunNode(NodeJob& job, bool dry_run, const std::function<void(uint64_t)>& 
   for (const auto& s : *listed) {
     if (s.index >= o.from.segment && s.index <= o.to.segment) segs.push_back(s);
   }
-  std::unordered_map<std::string, std::string> state;
+  const double cpu_start = ThreadCpuSeconds();
+  StateTable state(dry_run ? 0 : job.base.size() + 1024);
   if (!dry_run) {
-    state.reserve(job.base.size() * 2 + 1024);
-    for (auto& [key, value] : job.base) state.emplace(key, std::move(value));
+    for (const auto& [key, value] : job.base) state.Put(key, value);
   }
   job.base.clear();
-  std::unordered_map<TxId, std::vector<std::string>, walfmt::TxIdHash> pending;
+  // TX_DATA payloads of the transactions in flight, each prefixed by its u32
+  // length (a transaction may write several TX_DATA records on one node).
+  std::unordered_map<TxId, std::string, walfmt::TxIdHash> pending;
   std::vector<walfmt::WriteView> writes;
   Status failure;
   bool reached_end = false;
@@ -123,7 +136,11 @@ Status RunNode(NodeJob& job, bool dry_run, const std::function<void(uint64_t)>& 
     switch (v.type) {
       case walfmt::RecordType::kTxData:
         if (!PeekTx(v.payload, t)) break;
-        pending[t].emplace_back(reinterpret_cast<const char*>(v.payload.data()), v.payload.size());
+        {
+          std::string& buf = pending[t];
+          walfmt::PutU32(buf, static_cast<uint32_t>(v.payload.size()));
+          buf.append(reinterpret_cast<const char*>(v.payload.data()), v.payload.size());
+        }
         break;
       case walfmt::RecordType::kTxCommit: {
         if (!PeekTx(v.payload, t)) break;
@@ -138,10 +155,13 @@ Status RunNode(NodeJob& job, bool dry_run, const std::function<void(uint64_t)>& 
             return false;
           }
           ++o.txs_applied;
-          for (const auto& payload : it->second) {
+          const std::string& buf = it->second;
+          for (size_t off = 0; off + 4 <= buf.size();) {
+            const auto* base = reinterpret_cast<const uint8_t*>(buf.data());
+            const uint32_t len = walfmt::LoadU32(base + off);
+            const std::span<const uint8_t> bytes_view(base + off + 4, len);
+            off += 4 + len;
             TxId tx;
-            const std::span<const uint8_t> bytes_view(reinterpret_cast<const uint8_t*>(payload.data()),
-                                                      payload.size());
             if (!walfmt::ParseTxData(bytes_view, tx, writes)) {
               failure = Status::Corruption(
                   fmt::format("node {}: TX_DATA of {} does not decode", job.node, t.ToString()));
@@ -151,10 +171,9 @@ Status RunNode(NodeJob& job, bool dry_run, const std::function<void(uint64_t)>& 
             if (dry_run) continue;
             for (const auto& w : writes) {
               if (w.op == walfmt::WriteOp::kDelete) {
-                state.erase(std::string(w.key));
+                state.Erase(w.key);
               } else {
-                auto [pos, fresh] = state.try_emplace(std::string(w.key), w.value);
-                if (!fresh) pos->second.assign(w.value.data(), w.value.size());
+                state.Put(w.key, w.value);
               }
             }
           }
@@ -188,11 +207,34 @@ Status RunNode(NodeJob& job, bool dry_run, const std::function<void(uint64_t)>& 
     return Status::Corruption(fmt::format("node {}: the WAL ends at {} before CUT_FINISH at {}", job.node,
                                           read.end.ToString(), o.to.ToString()));
   }
-  if (!dry_run) {
-    for (auto& [key, value] : state) o.state.emplace(key, std::move(value));
-    state = {};
-    o.entries = o.state.size();
+  o.apply_cpu_seconds = ThreadCpuSeconds() - cpu_start;
+  if (dry_run) return Status::Ok();
+  o.entries = state.size();
+  std::unique_ptr<walfmt::SnapshotStreamWriter> file;
+  if (!job.stage_file.empty()) {
+    auto w = walfmt::SnapshotStreamWriter::Create(job.stage_file, job.header, state.size());
+    if (!w.ok()) return w.status();
+    file = std::move(w.value());
+  }
+  Status write_status;
+  std::vector<std::pair<std::string, std::string>> kept;
+  if (job.keep_state) kept.reserve(state.size());
+  state.ForEachSorted([&](std::string_view k, std::string_view v) {
+    if (file) write_status = file->Add(k, v);
+    if (job.keep_state) kept.emplace_back(k, v);
+    return write_status.ok();
+  });
+  if (!write_status.ok()) return write_status;
+  state = StateTable();
+  if (job.keep_state) {
+    o.state = std::map<std::string, std::string>(std::make_move_iterator(kept.begin()),
+                                                 std::make_move_iterator(kept.end()));
     o.fingerprint = walfmt::StateFingerprint(o.state);
+  }
+  if (file) {
+    auto fp = file->Finish();
+    if (!fp.ok()) return fp.status();
+    o.fingerprint = *fp;
   }
   return Status::Ok();
 }
@@ -365,6 +407,35 @@ walfmt::Result<RestoreResult> Restore(const cut::ClusterCuts& cc, const cut::Clu
     }
   }
 
+  // With an output directory, each node's file is written as soon as the node
+  // is restored (into a staging directory next to OUT, renamed into place by
+  // WriteRestore), so that only the nodes being restored are in memory.
+  if (!req.dry_run && !req.out.empty()) {
+    std::error_code ec;
+    const fs::path target = fs::absolute(req.out, ec);
+    const fs::path stage = target.parent_path() / fmt::format(".{}.tmp-{}", target.filename().string(), getpid());
+    fs::remove_all(stage, ec);
+    if (!fs::create_directories(stage, ec) || ec) {
+      return Status::Io(fmt::format("{}: cannot create: {}", stage.string(), ec.message()));
+    }
+    r.stage_dir = stage.string();
+  }
+  uint64_t cluster_id = 0;
+  if (!r.cluster_json.empty()) {
+    json cj = json::parse(r.cluster_json, nullptr, false);
+    if (cj.is_object() && cj.contains("cluster_id") && cj["cluster_id"].is_number_unsigned()) {
+      cluster_id = cj["cluster_id"].get<uint64_t>();
+    }
+  }
+  for (auto& job : jobs) {
+    job.keep_state = req.keep_states || (req.out.empty() && !req.dry_run);
+    if (r.stage_dir.empty()) continue;
+    job.stage_file = (fs::path(r.stage_dir) / fmt::format("node-{}.snap", job.node)).string();
+    job.header.node_id = job.node;
+    job.header.cluster_id = cluster_id;
+    job.header.wal_position = job.out.cut_start;
+    job.header.name = fmt::format("cut-{}", req.cut);
+  }
   std::atomic<size_t> next{0};
   std::vector<Status> status(n);
   std::mutex progress_mu;
@@ -387,7 +458,13 @@ walfmt::Result<RestoreResult> Restore(const cut::ClusterCuts& cc, const cut::Clu
   work();
   for (auto& t : pool) t.join();
   for (size_t i = 0; i < n; ++i) {
-    if (!status[i].ok()) return status[i];
+    if (!status[i].ok()) {
+      if (!r.stage_dir.empty()) {
+        std::error_code ec;
+        fs::remove_all(r.stage_dir, ec);
+      }
+      return status[i];
+    }
   }
   for (auto& job : jobs) {
     r.bytes_read += job.out.bytes_to_read;
@@ -396,14 +473,18 @@ walfmt::Result<RestoreResult> Restore(const cut::ClusterCuts& cc, const cut::Clu
   return r;
 }
 
-walfmt::Status WriteRestore(const RestoreResult& r, const std::string& out, const std::string& extra_json) {
+walfmt::Status WriteRestore(RestoreResult& r, const std::string& out, const std::string& extra_json) {
   std::error_code ec;
   if (fs::exists(out, ec)) return Status::InvalidArgument(fmt::format("{}: already exists; refusing to overwrite", out));
   const fs::path target = fs::absolute(out, ec);
-  const fs::path tmp = target.parent_path() / fmt::format(".{}.tmp-{}", target.filename().string(), getpid());
-  fs::remove_all(tmp, ec);
-  if (!fs::create_directories(tmp, ec) || ec) {
-    return Status::Io(fmt::format("{}: cannot create: {}", tmp.string(), ec.message()));
+  const bool staged = !r.stage_dir.empty();
+  const fs::path tmp = staged ? fs::path(r.stage_dir)
+                              : target.parent_path() / fmt::format(".{}.tmp-{}", target.filename().string(), getpid());
+  if (!staged) {
+    fs::remove_all(tmp, ec);
+    if (!fs::create_directories(tmp, ec) || ec) {
+      return Status::Io(fmt::format("{}: cannot create: {}", tmp.string(), ec.message()));
+    }
   }
   auto fail = [&](Status st) {
     std::error_code ignored;
@@ -421,13 +502,27 @@ walfmt::Status WriteRestore(const RestoreResult& r, const std::string& out, cons
   if (r.base.kind == BaseKind::kRestored) m["base"]["cut"] = r.base.cut;
   if (!r.base.dir.empty()) m["base"]["dir"] = r.base.dir;
   json nodes = json::array();
-  for (const auto& nr : r.nodes) {
+  for (auto& nr : r.nodes) {
+    const std::string file = fmt::format("node-{}.snap", nr.node);
+    if (staged) {
+      nodes.push_back({{"node", nr.node},
+                       {"file", file},
+                       {"fingerprint", fmt::format("{:016x}", nr.fingerprint)},
+                       {"entries", nr.entries},
+                       {"wal_from", nr.from.ToString()},
+                       {"wal_to", nr.to.ToString()},
+                       {"cut_start", nr.cut_start.ToString()},
+                       {"continue_from", nr.continue_from.ToString()},
+                       {"txs_applied", nr.txs_applied},
+                       {"txs_skipped", nr.txs_skipped},
+                       {"writes_applied", nr.writes_applied}});
+      continue;
+    }
     walfmt::SnapshotFile f;
     f.node_id = nr.node;
     f.wal_position = nr.cut_start;
     f.name = fmt::format("cut-{}", r.cut);
-    f.entries = nr.state;
-    const std::string file = fmt::format("node-{}.snap", nr.node);
+    f.entries = std::move(nr.state);  // written once; the result no longer holds the state
     json cj = r.cluster_json.empty() ? json() : json::parse(r.cluster_json, nullptr, false);
     if (cj.is_object() && cj.contains("cluster_id") && cj["cluster_id"].is_number_unsigned()) {
       f.cluster_id = cj["cluster_id"].get<uint64_t>();
@@ -464,6 +559,7 @@ walfmt::Status WriteRestore(const RestoreResult& r, const std::string& out, cons
   }
   fs::rename(tmp, target, ec);
   if (ec) return fail(Status::Io(fmt::format("{}: cannot rename into place: {}", target.string(), ec.message())));
+  r.stage_dir.clear();
   return Status::Ok();
 }
 

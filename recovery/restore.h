@@ -48,7 +48,9 @@ struct RestoreRequest {
   std::string base;      // "" or "genesis": genesis; a name under DIR/snapshots/; or a restore output directory
   bool force = false;    // restore a cut that is not consistent
   bool dry_run = false;  // read and count, keep nothing, write nothing
-  std::string out;       // output directory (must not exist); unused with dry_run
+  std::string out;       // output directory (must not exist); unused with dry_run. The node files are
+                         // staged next to it as nodes finish; WriteRestore completes them
+  bool keep_states = false;  // also keep every node's state in NodeRestore::state (tests); implied without out
   unsigned jobs = 0;     // nodes restored at once; 0: one per core
   std::function<void(uint64_t bytes)> progress;
 };
@@ -66,9 +68,10 @@ struct NodeRestore {
   uint64_t txs_skipped = 0;         // committed in the range but not in the increment
   uint64_t txs_rolled_back = 0;
   uint64_t writes_applied = 0;
+  double apply_cpu_seconds = 0;     // CPU time of the WAL pass (reading, decoding, applying)
   uint64_t entries = 0;             // keys of the restored state
   uint64_t fingerprint = 0;
-  std::map<std::string, std::string> state;  // empty with dry_run
+  std::map<std::string, std::string> state;  // only with RestoreRequest::keep_states (or without out)
 };
 
 struct RestoreResult {
@@ -79,6 +82,7 @@ struct RestoreResult {
   std::vector<NodeRestore> nodes;
   uint64_t bytes_read = 0;
   std::string cluster_json;          // cluster.json, copied into the manifest
+  std::string stage_dir;             // node files written so far (with RestoreRequest::out), until WriteRestore
 };
 
 // Checks the request against the cluster (the cut exists and is consistent,
@@ -93,6 +97,8 @@ walfmt::Result<RestoreResult> Restore(const cut::ClusterCuts& cuts, const cut::C
 // Writes OUT/node-<i>.snap and OUT/manifest.json into a temporary directory
 // next to OUT and renames it into place; refuses an existing OUT. `extra` is
 // merged into the manifest (for example the results of workload checks).
-walfmt::Status WriteRestore(const RestoreResult& r, const std::string& out, const std::string& extra_json = "");
+// The node states are moved into the files: afterwards r.nodes[i].state is
+// empty (memory stays at one copy of the state).
+walfmt::Status WriteRestore(RestoreResult& r, const std::string& out, const std::string& extra_json = "");
 
 }  // namespace walcut::recovery

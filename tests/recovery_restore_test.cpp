@@ -170,6 +170,7 @@ void CheckOneSeed(uint64_t seed, SweepCounts& counts) {
     auto plan = walcut::recovery::Restore(cc, *layout, req);
     REQUIRE(plan.ok());
     req.dry_run = false;
+    req.keep_states = true;
     req.out = (d.path / fmt::format("restore-{}", k)).string();
     auto r = walcut::recovery::Restore(cc, *layout, req);
     REQUIRE(r.ok());

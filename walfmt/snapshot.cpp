@@ -1,5 +1,9 @@
 #include "walfmt/snapshot.h"
 
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
 #include <cstring>
 #include <fstream>
 #include <iterator>
@@ -26,8 +30,18 @@ void AppendEntries(std::string& out, const std::map<std::string, std::string>& e
   }
 }
 
+constexpr uint64_t kFnvOffset = 0xCBF29CE484222325ull;
+
+uint64_t FnvExtend(uint64_t h, std::string_view s) {
+  for (unsigned char c : s) {
+    h ^= c;
+    h *= 0x100000001B3ull;
+  }
+  return h;
+}
+
 uint64_t Fnv(std::string_view s) {
-  uint64_t h = 0xCBF29CE484222325ull;
+  uint64_t h = kFnvOffset;
   for (unsigned char c : s) {
     h ^= c;
     h *= 0x100000001B3ull;
@@ -165,6 +179,91 @@ Result<SnapshotFile> ReadSnapshotFile(const std::string& path) {
   auto s = DecodeSnapshot(bytes);
   if (!s.ok()) return Status::Corruption(fmt::format("{}: {}", path, s.status().message()));
   return s;
+}
+
+Result<std::unique_ptr<SnapshotStreamWriter>> SnapshotStreamWriter::Create(const std::string& path,
+                                                                         const SnapshotFile& h, uint64_t entry_count) {
+  if (h.name.size() > kMaxName) {
+    return Status::InvalidArgument(fmt::format("snapshot name of {} bytes exceeds {}", h.name.size(), kMaxName));
+  }
+  std::unique_ptr<SnapshotStreamWriter> w(new SnapshotStreamWriter());
+  w->path_ = path;
+  w->fd_ = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (w->fd_ < 0) return Status::Io(fmt::format("{}: cannot create: {}", path, std::strerror(errno)));
+  std::string& out = w->buf_;
+  out.append(kMagic, sizeof(kMagic));
+  walfmt::PutU16(out, kSnapshotVersion);
+  walfmt::PutU16(out, static_cast<uint16_t>(kSnapshotHeaderSize));
+  walfmt::PutU32(out, h.node_id);
+  walfmt::PutU64(out, h.cluster_id);
+  walfmt::PutU64(out, entry_count);
+  walfmt::PutU64(out, h.wal_position.segment);
+  walfmt::PutU64(out, h.wal_position.offset);
+  walfmt::PutU64(out, h.time_us);
+  walfmt::PutU16(out, static_cast<uint16_t>(h.name.size()));
+  walfmt::PutU16(out, 0);
+  walfmt::PutU32(out, walfmt::MaskCrc(walfmt::crc32c::Value(out.data(), 60)));
+  out += h.name;
+  w->body_crc_ = walfmt::crc32c::Value(h.name.data(), h.name.size());
+  w->fnv_ = kFnvOffset;
+  w->expected_ = entry_count;
+  return w;
+}
+
+SnapshotStreamWriter::~SnapshotStreamWriter() {
+  if (fd_ >= 0) ::close(fd_);
+}
+
+Status SnapshotStreamWriter::Flush() {
+  size_t done = 0;
+  while (done < buf_.size()) {
+    const ssize_t n = ::write(fd_, buf_.data() + done, buf_.size() - done);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return Status::Io(fmt::format("{}: write failed: {}", path_, std::strerror(errno)));
+    }
+    done += static_cast<size_t>(n);
+  }
+  buf_.clear();
+  return Status::Ok();
+}
+
+Status SnapshotStreamWriter::Add(std::string_view key, std::string_view value) {
+  if (key.size() > 0xFFFF || value.size() > 0xFFFFFFFFull) {
+    return Status::InvalidArgument(fmt::format("snapshot entry with a {}-byte key is too large", key.size()));
+  }
+  if (written_ >= expected_) return Status::InvalidArgument(fmt::format("{}: more entries than announced", path_));
+  if (written_ > 0 && !(std::string_view(last_key_) < key)) {
+    return Status::InvalidArgument(fmt::format("{}: entries out of order", path_));
+  }
+  last_key_.assign(key.data(), key.size());
+  const size_t start = buf_.size();
+  walfmt::PutU16(buf_, static_cast<uint16_t>(key.size()));
+  buf_.append(key.data(), key.size());
+  walfmt::PutU32(buf_, static_cast<uint32_t>(value.size()));
+  buf_.append(value.data(), value.size());
+  const std::string_view entry = std::string_view(buf_).substr(start);
+  body_crc_ = walfmt::crc32c::Extend(body_crc_, entry.data(), entry.size());
+  fnv_ = FnvExtend(fnv_, entry);
+  ++written_;
+  if (buf_.size() >= (1u << 20)) return Flush();
+  return Status::Ok();
+}
+
+Result<uint64_t> SnapshotStreamWriter::Finish() {
+  if (written_ != expected_) {
+    return Status::InvalidArgument(fmt::format("{}: {} entries written, {} announced", path_, written_, expected_));
+  }
+  buf_.append(kTrailerMagic, sizeof(kTrailerMagic));
+  walfmt::PutU32(buf_, walfmt::MaskCrc(body_crc_));
+  walfmt::PutU64(buf_, fnv_);
+  if (Status st = Flush(); !st.ok()) return st;
+  if (::close(fd_) != 0) {
+    fd_ = -1;
+    return Status::Io(fmt::format("{}: close failed: {}", path_, std::strerror(errno)));
+  }
+  fd_ = -1;
+  return fnv_;
 }
 
 }  // namespace walfmt

@@ -34,6 +34,8 @@
 
 #include <cstdint>
 #include <map>
+#include <memory>
+#include <string_view>
 #include <string>
 
 #include "walfmt/lsn.h"
@@ -65,6 +67,33 @@ Result<std::string> EncodeSnapshot(SnapshotFile& s);
 Result<SnapshotFile> DecodeSnapshot(const std::string& bytes);
 
 Status WriteSnapshotFile(const std::string& path, SnapshotFile& s);
+
+// Writes a snapshot file entry by entry, never holding the whole file: for
+// states too large to copy (restore). Entries must come in strictly
+// increasing key order and their number must be `entry_count`; Finish writes
+// the trailer and returns the fingerprint. The bytes are exactly those of
+// EncodeSnapshot for the same content.
+class SnapshotStreamWriter {
+ public:
+  // `header` supplies node_id, cluster_id, wal_position, time_us and name.
+  static Result<std::unique_ptr<SnapshotStreamWriter>> Create(const std::string& path, const SnapshotFile& header,
+                                                              uint64_t entry_count);
+  ~SnapshotStreamWriter();
+  Status Add(std::string_view key, std::string_view value);
+  Result<uint64_t> Finish();
+
+ private:
+  SnapshotStreamWriter() = default;
+  Status Flush();
+  std::string path_;
+  int fd_ = -1;
+  std::string buf_;
+  uint32_t body_crc_ = 0;
+  uint64_t fnv_ = 0;
+  uint64_t expected_ = 0;
+  uint64_t written_ = 0;
+  std::string last_key_;
+};
 Result<SnapshotFile> ReadSnapshotFile(const std::string& path);
 
 }  // namespace walfmt
