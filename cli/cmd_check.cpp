@@ -90,6 +90,15 @@ int RunCheck(const CheckCliOptions& o) {
     PrintError(fmt::format("--level {}: expected files, cuts or restore", o.level));
     return kExitUsage;
   }
+  if (!o.state.empty()) {
+    // A state file that is not ours is a usage error (the wrong path given),
+    // found before any work; an absent one starts a new state.
+    auto st = recovery::ReadCheckState(o.state);
+    if (!st.ok() && st.status().code() != walfmt::ErrorCode::kNotFound) {
+      PrintError(st.status().message());
+      return ExitForStatus(st.status());
+    }
+  }
   opt.jobs = o.jobs;
   opt.state_path = o.state;
   opt.full = o.full;

@@ -403,6 +403,13 @@ TEST_CASE("check: the state file skips what was verified, reads what is new, rep
   CHECK(j["files"]["segments_read"] == 22);
   CHECK(full.code == 1);
 
+  // A file that is not a state file is a usage error, and is left alone.
+  Spit(t.path + "/not-state.json", "{\"schema\": \"something else\"}");
+  const Run wrong = Walcut(fmt::format("check {} --level files --state {}/not-state.json", dir, t.path));
+  CHECK(wrong.code == 2);
+  CHECK(wrong.err.find("not a walcut.check-state/1 state file") != std::string::npos);
+  CHECK(Slurp(t.path + "/not-state.json") == "{\"schema\": \"something else\"}");
+
   // A verified segment that disappears is a finding too.
   fs::remove(dir + "/node-2/wal/0000000000000006.wal");
   const Run gone = Walcut(fmt::format("check {} --level files --state {}", dir, state));
