@@ -1,13 +1,18 @@
 // walcut restore DIR --cut K | --latest | --before TIME --out OUT: every node
 // restored to a cut from a base (genesis, a full snapshot, or an earlier
 // restore) plus the WAL.
+#include <filesystem>
+
 #include <fmt/format.h>
 
 #include "cli/command.h"
 #include "cli/cut_common.h"
 #include "cli/output.h"
 #include "cut/load.h"
+#include "recovery/cluster_info.h"
+#include "recovery/invariants.h"
 #include "recovery/restore.h"
+#include "recovery/state_set.h"
 
 namespace walcut::cli {
 namespace {
@@ -24,7 +29,56 @@ struct RestoreOptions {
   bool force = false;
   unsigned jobs = 0;
   Format format = Format::kText;
+  std::string check;  // "", bank, cycle, auto
 };
+
+// Runs the workload invariants on the staged node files (read back, so the
+// files themselves are what is checked). Returns the findings as JSON.
+walfmt::Result<json> CheckRestored(const recovery::RestoreResult& r, const std::string& dir, const std::string& what,
+                                   std::vector<std::string>& lines) {
+  auto info = recovery::LoadClusterInfo(dir);
+  if (!info.ok()) return info.status();
+  recovery::InvariantOptions io = recovery::OptionsFor(info->workload);
+  if (what == "bank") {
+    io.cycle = false;
+    io.bank = true;
+  } else if (what == "cycle") {
+    io.bank = false;
+    io.cycle = true;
+  }
+  if ((io.bank && !info->has_bank()) || (io.cycle && !info->has_cycle())) {
+    return walfmt::Status::InvalidArgument(
+        fmt::format("--check {}: the {} workload of {} has no such keys", what, recovery::WorkloadName(info->workload), dir));
+  }
+  recovery::LoadOptions lo;
+  lo.expected_nodes = info->nodes;
+  lo.expected_cluster_id = info->cluster_id;
+  auto set = recovery::LoadStateSet(r.stage_dir, lo);
+  if (!set.ok()) return set.status();
+  const auto report = recovery::CheckInvariants(*info, recovery::StatesOf(*set), io);
+  json j = {{"checks", json::array()}, {"ok", report.ok()}, {"findings", json::array()}};
+  if (io.bank) j["checks"].push_back("bank");
+  if (io.cycle) j["checks"].push_back("cycle");
+  if (report.bank_total) j["bank_total"] = *report.bank_total;
+  j["expected_bank_total"] = info->initial_bank_total;
+  j["ring_walked"] = report.ring_walked;
+  j["total_findings"] = report.total_findings;
+  for (const auto& f : report.findings) {
+    json x = {{"check", f.check}, {"message", f.message}, {"keys", f.keys}, {"key_count", f.key_count}};
+    x["node"] = f.node ? json(*f.node) : json(nullptr);
+    if (!f.expected.empty()) x["expected"] = f.expected;
+    if (!f.found.empty()) x["found"] = f.found;
+    j["findings"].push_back(std::move(x));
+    lines.push_back(f.message);
+  }
+  if (report.ok()) {
+    lines.push_back(io.bank && report.bank_total
+                        ? fmt::format("invariants hold: bank total {} as in cluster.json{}", *report.bank_total,
+                                      io.cycle ? fmt::format(", one ring of {} keys", report.ring_walked) : "")
+                        : fmt::format("invariants hold: one ring of {} keys", report.ring_walked));
+  }
+  return j;
+}
 
 // "250ms", "1.5s", "1200us" or a plain number of microseconds.
 bool ParseTime(const std::string& text, uint64_t& us) {
@@ -60,7 +114,8 @@ json NodeJson(const recovery::NodeRestore& n, bool dry_run) {
             {"txs_applied", n.txs_applied},
             {"txs_skipped", n.txs_skipped},
             {"txs_rolled_back", n.txs_rolled_back},
-            {"writes_applied", n.writes_applied}};
+            {"writes_applied", n.writes_applied},
+            {"apply_cpu_seconds", n.apply_cpu_seconds}};
   if (!dry_run) {
     j["entries"] = n.entries;
     j["fingerprint"] = fmt::format("{:016x}", n.fingerprint);
@@ -76,6 +131,10 @@ int RunRestore(const RestoreOptions& o) {
   }
   if (!o.dry_run && o.out.empty()) {
     PrintError("--out OUT is required (or --dry-run)");
+    return kExitUsage;
+  }
+  if (!o.check.empty() && o.dry_run) {
+    PrintError("--check needs the restored state: it cannot run with --dry-run");
     return kExitUsage;
   }
   uint64_t before_us = 0;
@@ -128,8 +187,23 @@ int RunRestore(const RestoreOptions& o) {
     }
     return ExitForStatus(r.status());
   }
+  std::vector<std::string> check_lines;
+  bool check_failed = false;
+  json check_json;
+  if (!o.check.empty()) {
+    auto cj = CheckRestored(*r, o.dir, o.check, check_lines);
+    if (!cj.ok()) {
+      std::error_code ec;
+      std::filesystem::remove_all(r->stage_dir, ec);
+      PrintError(cj.status().message());
+      return ExitForStatus(cj.status());
+    }
+    check_json = *cj;
+    check_failed = !check_json["ok"].get<bool>();
+  }
   if (!o.dry_run) {
-    if (auto st = recovery::WriteRestore(*r, o.out); !st.ok()) {
+    const std::string extra = check_json.is_null() ? "" : json({{"check", check_json}}).dump();
+    if (auto st = recovery::WriteRestore(*r, o.out, extra); !st.ok()) {
       PrintError(st.message());
       return ExitForStatus(st);
     }
@@ -149,6 +223,7 @@ int RunRestore(const RestoreOptions& o) {
     for (const auto& n : r->nodes) nodes.push_back(NodeJson(n, o.dry_run));
     j["nodes"] = nodes;
     j["bytes_read"] = r->bytes_read;
+    if (!check_json.is_null()) j["check"] = check_json;
     fmt::print("{}\n", j.dump(2));
   } else {
     fmt::print("{} cut {} of {} ({}{}) from base {} ({})\n", o.dry_run ? "plan: restore" : "restored", r->cut, o.dir,
@@ -168,9 +243,10 @@ int RunRestore(const RestoreOptions& o) {
       if (!o.dry_run) fmt::print("; {} keys, fingerprint {:016x}", n.entries, n.fingerprint);
       fmt::print("\n");
     }
+    for (const auto& l : check_lines) fmt::print("check: {}\n", l);
     if (!o.dry_run) fmt::print("wrote {}/node-*.snap and {}/manifest.json\n", o.out, o.out);
   }
-  return forced ? kExitFindings : kExitOk;
+  return forced || check_failed ? kExitFindings : kExitOk;
 }
 
 void RegisterRestore(CLI::App& root, Registry& reg) {
@@ -195,6 +271,10 @@ void RegisterRestore(CLI::App& root, Registry& reg) {
                 " write nothing");
   cmd->add_flag("--force", o->force, "Restore a cut that is not consistent (the manifest records why)");
   cmd->add_option("-j,--jobs", o->jobs, "Nodes restored at once (default: one per core)");
+  cmd->add_option("--check", o->check,
+                  "Check the workload invariants on the restored state (bank total as in cluster.json, the cycle is "
+                  "one ring, replicas agree); 'auto' = the cluster's workload. Findings name node and keys; exit 1")
+      ->check(CLI::IsMember({"bank", "cycle", "auto"}));
   AddFormatOption(cmd, o->format);
   reg.Add(cmd, [o] { return RunRestore(*o); });
 }

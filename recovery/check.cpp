@@ -670,12 +670,32 @@ void RestoreOne(const CheckOptions& opt, const cut::ClusterCuts& cc, const cut::
     return;
   }
 
+  // The restore is written the way `walcut restore` writes it, into a
+  // directory of our own (its node files are staged next to OUT as nodes
+  // finish, so memory holds one node's state at a time).
+  std::string tmpl = TempRoot(opt) + "/walcut-check-XXXXXX";
+  std::vector<char> buf(tmpl.begin(), tmpl.end());
+  buf.push_back('\0');
+  if (::mkdtemp(buf.data()) == nullptr) {
+    rep.errors.push_back(fmt::format("{}: cannot create a temporary directory: {}", tmpl, std::strerror(errno)));
+    restore.outcome = ItemOutcome::kSkipped;
+    restore.note = "error: no temporary directory";
+    skip_rest("the cut was not restored");
+    finish();
+    return;
+  }
+  const std::string tmp = buf.data();
+  const std::string out = tmp + "/restore";
+
   RestoreRequest req;
   req.cluster_dir = opt.dir;
   req.cut = k;
+  req.out = out;
   req.jobs = opt.jobs;
   req.progress = [&opt](uint64_t b) { Progress(opt, "restore", 0, 0, b); };
   auto r = Restore(cc, layout, req);
+  Status written = Status::Ok();
+  if (r.ok()) written = WriteRestore(*r, out);
   if (!r.ok()) {
     const auto code = r.status().code();
     if (code == walfmt::ErrorCode::kCorruption || code == walfmt::ErrorCode::kInvalidArgument) {
@@ -691,45 +711,31 @@ void RestoreOne(const CheckOptions& opt, const cut::ClusterCuts& cc, const cut::
       restore.note = "error: " + r.status().message();
     }
     skip_rest("the cut was not restored");
-    finish();
-    return;
-  }
-  rc.base = r->base.name;
-  for (const auto& n : r->nodes) {
-    rc.fingerprints.push_back(n.fingerprint);
-    rc.entries += n.entries;
-  }
-
-  // Write it the way `walcut restore` does, into a directory of our own.
-  std::string tmpl = TempRoot(opt) + "/walcut-check-XXXXXX";
-  std::vector<char> buf(tmpl.begin(), tmpl.end());
-  buf.push_back('\0');
-  if (::mkdtemp(buf.data()) == nullptr) {
-    rep.errors.push_back(fmt::format("{}: cannot create a temporary directory: {}", tmpl, std::strerror(errno)));
+  } else if (!written.ok()) {
+    rep.errors.push_back(written.message());
     restore.outcome = ItemOutcome::kSkipped;
-    restore.note = "error: no temporary directory";
-    skip_rest("the cut was not written");
-    finish();
-    return;
-  }
-  const std::string tmp = buf.data();
-  const std::string out = tmp + "/restore";
-  if (Status st = WriteRestore(*r, out); !st.ok()) {
-    rep.errors.push_back(st.message());
-    restore.outcome = ItemOutcome::kSkipped;
-    restore.note = "error: " + st.message();
+    restore.note = "error: " + written.message();
     skip_rest("the restore could not be written");
   } else {
     rc.restored = true;
+    rc.base = r->base.name;
+    for (const auto& n : r->nodes) {
+      rc.fingerprints.push_back(n.fingerprint);
+      rc.entries += n.entries;
+    }
     restore.note = fmt::format("base {}, {} nodes, {} keys", r->base.name, r->nodes.size(), rc.entries);
     // Read every file back: ReadSnapshotFile checks its checksums and that its
     // fingerprint matches its entries; it must also match the restore's.
+    std::vector<walfmt::SnapshotFile> back(r->nodes.size());
+    bool all_back = true;
     std::string fp_note;
-    for (const auto& n : r->nodes) {
+    for (size_t i = 0; i < r->nodes.size(); ++i) {
+      const NodeRestore& n = r->nodes[i];
       const std::string path = fmt::format("{}/node-{}.snap", out, n.node);
       const std::string shown = fmt::format("node-{}.snap", n.node);
       auto f = walfmt::ReadSnapshotFile(path);
       if (!f.ok()) {
+        all_back = false;
         if (f.status().code() == walfmt::ErrorCode::kIo) {
           rep.errors.push_back(f.status().message());
           continue;
@@ -757,6 +763,7 @@ void RestoreOne(const CheckOptions& opt, const cut::ClusterCuts& cc, const cut::
         fps.findings.push_back(std::move(c));
       }
       fp_note += fmt::format("{}node {} {:016x}", fp_note.empty() ? "" : ", ", n.node, n.fingerprint);
+      back[i] = std::move(*f);
     }
     fps.note = fp_note;
     fps.outcome = fps.findings.empty() ? ItemOutcome::kPass : ItemOutcome::kFail;
@@ -764,8 +771,13 @@ void RestoreOne(const CheckOptions& opt, const cut::ClusterCuts& cc, const cut::
     if (!opt.invariants) {
       inv.outcome = ItemOutcome::kSkipped;
       inv.note = "workload invariants are not available in this build (recovery/invariants.h)";
+    } else if (!all_back) {
+      inv.outcome = ItemOutcome::kSkipped;
+      inv.note = "not run: a restored file does not read back";
     } else {
-      auto res = opt.invariants(opt.dir, *r);
+      NodeStates states;
+      for (const auto& b : back) states.push_back(&b.entries);
+      auto res = opt.invariants(opt.dir, states);
       if (!res.ok()) {
         rep.errors.push_back(res.status().message());
         inv.outcome = ItemOutcome::kSkipped;
@@ -792,7 +804,7 @@ void RestoreOne(const CheckOptions& opt, const cut::ClusterCuts& cc, const cut::
 
 #ifdef WALCUT_CHECK_HAVE_INVARIANTS
 InvariantChecker DefaultInvariantChecker() {
-  return [](const std::string& dir, const RestoreResult& r) -> Result<InvariantOutcome> {
+  return [](const std::string& dir, const NodeStates& states) -> Result<InvariantOutcome> {
     auto info = LoadClusterInfo(dir);
     InvariantOutcome out;
     if (!info.ok()) {
@@ -802,8 +814,6 @@ InvariantChecker DefaultInvariantChecker() {
       }
       return info.status();
     }
-    std::vector<const NodeState*> states;
-    for (const auto& n : r.nodes) states.push_back(&n.state);
     const InvariantReport rep = CheckInvariants(*info, states, OptionsFor(info->workload));
     out.ran = true;
     out.summary = fmt::format("workload {}: {} key copies checked", WorkloadName(info->workload), rep.keys_checked);

@@ -108,17 +108,19 @@ struct CheckReport {
   uint64_t Findings() const;
 };
 
-// Workload invariants of one restored cut. recovery/invariants.h provides
-// them (bank total conserved, the cycle one ring); until it is part of this
-// build the check is reported as skipped. Returns findings (empty: all hold),
-// or an error when the cluster description cannot be read.
+// Workload invariants of one restored cut, run on the node states as read
+// back from the restored files (by node id). recovery/invariants.h provides
+// them (bank total conserved, the cycle one ring); a build without it reports
+// the check as skipped. Returns findings (empty: all hold), or an error when
+// the cluster description cannot be read.
 struct InvariantOutcome {
   bool ran = false;
   std::string summary;                // what was checked, or why not
   std::vector<CheckFinding> findings;
 };
+using NodeStates = std::vector<const std::map<std::string, std::string>*>;
 using InvariantChecker =
-    std::function<walfmt::Result<InvariantOutcome>(const std::string& cluster_dir, const RestoreResult& restored)>;
+    std::function<walfmt::Result<InvariantOutcome>(const std::string& cluster_dir, const NodeStates& states)>;
 // The checker this build has (recovery/invariants.h when available), or an
 // empty function.
 InvariantChecker DefaultInvariantChecker();

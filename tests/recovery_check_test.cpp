@@ -224,9 +224,11 @@ TEST_CASE("check: the invariant hook's findings fail the restored cut", "[recove
   o.level = CheckLevel::kRestore;
   o.temp_dir = d.path.parent_path().string();
   uint64_t calls = 0;
-  o.invariants = [&calls](const std::string&, const walcut::recovery::RestoreResult& r)
+  o.invariants = [&calls](const std::string&, const walcut::recovery::NodeStates& states)
       -> walfmt::Result<walcut::recovery::InvariantOutcome> {
     ++calls;
+    CHECK(states.size() == 3);
+    for (const auto* s : states) CHECK((s != nullptr && !s->empty()));
     walcut::recovery::InvariantOutcome out;
     out.ran = true;
     out.summary = "test hook";
@@ -234,7 +236,7 @@ TEST_CASE("check: the invariant hook's findings fail the restored cut", "[recove
     f.check = "invariant bank.total";
     f.expected = "100";
     f.found = "99";
-    f.message = fmt::format("cut {}: bank total is 99, expected 100", r.cut);
+    f.message = "bank total is 99, expected 100";
     out.findings.push_back(f);
     return out;
   };
@@ -247,6 +249,17 @@ TEST_CASE("check: the invariant hook's findings fail the restored cut", "[recove
   REQUIRE(inv->findings.size() == 1);
   CHECK(inv->findings[0].cut == 2u);
   CHECK(walcut::recovery::CheckExitCode(*r) == 1);
+
+  // The build's own checker (recovery/invariants.h): the bank total holds.
+  o.invariants = walcut::recovery::DefaultInvariantChecker();
+  REQUIRE(o.invariants);
+  auto d2 = walcut::recovery::RunCheck(o);
+  REQUIRE(d2.ok());
+  const auto* real = FindItem(*d2, CheckLevel::kRestore, "cut-2", "invariants");
+  REQUIRE(real != nullptr);
+  INFO(real->note);
+  CHECK(real->outcome == ItemOutcome::kPass);
+  CHECK(d2->restores.at(0).invariants_ran);
 
   // Without a checker the step is skipped, not passed.
   o.invariants = nullptr;

@@ -1,0 +1,288 @@
+// walcut snapshot check DIR: the workload invariants on a snapshot directory.
+// walcut snapshot show DIR: what a snapshot directory holds.
+#include <filesystem>
+#include <memory>
+#include <optional>
+
+#include <fmt/format.h>
+
+#include "cli/command.h"
+#include "cli/output.h"
+#include "recovery/invariants.h"
+#include "recovery/state_set.h"
+#include "walfmt/record.h"
+
+namespace walcut::cli {
+namespace {
+
+inline constexpr const char* kSnapshotCheckSchema = "walcut.snapshot.check/1";
+inline constexpr const char* kSnapshotShowSchema = "walcut.snapshot.show/1";
+
+// Missing or unusable directories and options that do not fit the cluster are
+// usage errors; a file that cannot be read or is damaged (a .snap failing its
+// checks, a malformed cluster.json or manifest.json) is exit 3.
+int ExitForLoad(const walfmt::Status& st) {
+  switch (st.code()) {
+    case walfmt::ErrorCode::kNotFound:
+    case walfmt::ErrorCode::kInvalidArgument: return kExitUsage;
+    default: return kExitIo;
+  }
+}
+
+std::string Hex(uint64_t v) { return fmt::format("{:016x}", v); }
+
+// The directory must exist before anything else is said about it.
+std::optional<int> CheckDirExists(const std::string& dir) {
+  std::error_code ec;
+  if (!std::filesystem::is_directory(dir, ec)) {
+    PrintError(fmt::format("{}: {}", dir, std::filesystem::exists(dir, ec) ? "not a directory" : "no such directory"));
+    return kExitUsage;
+  }
+  return std::nullopt;
+}
+
+// ---- snapshot check --------------------------------------------------------
+
+struct CheckOptions {
+  std::string dir;
+  std::string check = "auto";
+  std::string cluster_dir;
+  Format format = Format::kText;
+  size_t max_findings = 1000;
+};
+
+nlohmann::json FindingJson(const recovery::Finding& f) {
+  nlohmann::json keys = nlohmann::json::array();
+  for (const auto& k : f.keys) keys.push_back(walfmt::Printable(k, 0));
+  return {{"check", f.check},
+          {"node", f.node ? nlohmann::json(*f.node) : nlohmann::json(nullptr)},
+          {"peer", f.peer ? nlohmann::json(*f.peer) : nlohmann::json(nullptr)},
+          {"keys", keys},
+          {"key_count", f.key_count},
+          {"expected", walfmt::Printable(f.expected, 0)},
+          {"found", walfmt::Printable(f.found, 0)},
+          {"message", f.message}};
+}
+
+int RunCheck(const CheckOptions& o) {
+  if (auto rc = CheckDirExists(o.dir)) return *rc;
+  auto src = o.cluster_dir.empty() ? recovery::FindClusterInfoFor(o.dir)
+                                   : recovery::ClusterInfoFromDir(o.cluster_dir, o.dir);
+  if (!src.ok()) {
+    PrintError(src.status().message());
+    return ExitForLoad(src.status());
+  }
+  const recovery::ClusterInfo& info = src->info;
+
+  recovery::InvariantOptions iopt = recovery::OptionsFor(info.workload);
+  if (o.check == "bank" || o.check == "cycle") {
+    const bool bank = o.check == "bank";
+    if (bank ? info.accounts == 0 : info.ring_keys == 0) {
+      PrintError(fmt::format("--check {}: the cluster's workload ({}, in {}) has no {}", o.check,
+                             recovery::WorkloadName(info.workload), src->path, bank ? "bank accounts" : "ring keys"));
+      return kExitUsage;
+    }
+    iopt.bank = bank;
+    iopt.cycle = !bank;
+  }
+  iopt.max_findings = o.max_findings;
+
+  recovery::LoadOptions lopt;
+  lopt.expected_nodes = info.nodes;
+  lopt.expected_cluster_id = info.cluster_id;
+  lopt.expected_from = src->path;
+  auto set = recovery::LoadStateSet(o.dir, lopt);
+  if (!set.ok()) {
+    PrintError(set.status().message());
+    return ExitForLoad(set.status());
+  }
+
+  recovery::InvariantReport report = recovery::CheckInvariants(info, recovery::StatesOf(*set), iopt);
+  // A full snapshot listed in cluster.json: its files must still be the ones
+  // recorded when it was taken.
+  std::vector<recovery::Finding> recorded;
+  if (src->full_snapshot) recorded = recovery::CheckRecorded(*set, *src->full_snapshot);
+  const uint64_t total = report.total_findings + recorded.size();
+  const int rc = total == 0 ? kExitOk : kExitFindings;
+
+  std::vector<std::string> checks;
+  if (iopt.placement) checks.push_back("placement");
+  if (iopt.bank) checks.push_back("bank");
+  if (iopt.cycle) checks.push_back("cycle");
+  if (src->full_snapshot) checks.push_back("recorded");
+
+  if (o.format == Format::kJson) {
+    nlohmann::json findings = nlohmann::json::array();
+    for (const auto& f : recorded) findings.push_back(FindingJson(f));
+    for (const auto& f : report.findings) findings.push_back(FindingJson(f));
+    nlohmann::json nodes = nlohmann::json::array();
+    for (const auto& n : set->nodes) {
+      nodes.push_back({{"node", n.node_id}, {"entries", n.entries.size()}, {"fingerprint", Hex(n.fingerprint)}});
+    }
+    nlohmann::json doc{{"schema", kSnapshotCheckSchema},
+                       {"dir", o.dir},
+                       {"cluster",
+                        {{"path", src->path},
+                         {"from_manifest", src->from_manifest},
+                         {"cluster_id", Hex(info.cluster_id)},
+                         {"workload", recovery::WorkloadName(info.workload)},
+                         {"nodes", info.nodes},
+                         {"backups", info.backups},
+                         {"partitions", info.partitions}}},
+                       {"snapshot", src->full_snapshot ? nlohmann::json(src->full_snapshot->name) : nlohmann::json(nullptr)},
+                       {"checks", checks},
+                       {"nodes", nodes},
+                       {"keys_checked", report.keys_checked},
+                       {"findings", findings},
+                       {"total_findings", total},
+                       {"ok", rc == kExitOk},
+                       {"exit_code", rc}};
+    if (iopt.bank) {
+      doc["bank"] = {{"accounts", info.accounts},
+                     {"expected_total", info.initial_bank_total},
+                     {"total", report.bank_total ? nlohmann::json(*report.bank_total) : nlohmann::json(nullptr)}};
+    }
+    if (iopt.cycle) doc["cycle"] = {{"ring_keys", info.ring_keys}, {"walked", report.ring_walked}};
+    fmt::print("{}\n", doc.dump(2));
+    return rc;
+  }
+
+  fmt::print("snapshot {}: {} node{}, cluster {}, workload {} ({})\n", o.dir, set->nodes.size(),
+             set->nodes.size() == 1 ? "" : "s", Hex(info.cluster_id), recovery::WorkloadName(info.workload), src->path);
+  fmt::print("checks: {}\n", fmt::join(checks, ", "));
+  for (const auto& f : recorded) fmt::print("FINDING {}: {}\n", f.check, f.message);
+  for (const auto& f : report.findings) fmt::print("FINDING {}: {}\n", f.check, f.message);
+  if (report.total_findings > report.findings.size()) {
+    fmt::print("... {} more findings not listed (--max-findings)\n", report.total_findings - report.findings.size());
+  }
+  std::vector<std::string> facts{fmt::format("{} key copies", report.keys_checked)};
+  if (iopt.bank && report.bank_total) {
+    facts.push_back(fmt::format("bank total {} of {}", *report.bank_total, info.initial_bank_total));
+  }
+  if (iopt.cycle) facts.push_back(fmt::format("ring walked {} of {} keys", report.ring_walked, info.ring_keys));
+  if (rc == kExitOk) {
+    fmt::print("OK ({})\n", fmt::join(facts, ", "));
+  } else {
+    fmt::print("FAILED ({} finding{}; {})\n", total, total == 1 ? "" : "s", fmt::join(facts, ", "));
+  }
+  return rc;
+}
+
+// ---- snapshot show ---------------------------------------------------------
+
+struct ShowOptions {
+  std::string dir;
+  std::optional<uint32_t> node;
+  bool keys = false;
+  size_t max_bytes = 32;
+  Format format = Format::kText;
+};
+
+int RunShow(const ShowOptions& o) {
+  if (auto rc = CheckDirExists(o.dir)) return *rc;
+  auto set = recovery::LoadStateSet(o.dir);
+  if (!set.ok()) {
+    PrintError(set.status().message());
+    return ExitForLoad(set.status());
+  }
+  if (o.node && *o.node >= set->nodes.size()) {
+    PrintError(fmt::format("--node {}: {} holds nodes 0..{}", *o.node, o.dir, set->nodes.size() - 1));
+    return kExitUsage;
+  }
+  auto shown = [&](uint32_t i) { return !o.node || *o.node == i; };
+
+  if (o.format == Format::kJson) {
+    nlohmann::json nodes = nlohmann::json::array();
+    for (uint32_t i = 0; i < set->nodes.size(); ++i) {
+      if (!shown(i)) continue;
+      const auto& n = set->nodes[i];
+      nlohmann::json jn{{"node", n.node_id},
+                        {"name", walfmt::Printable(n.name, 0)},
+                        {"entries", n.entries.size()},
+                        {"bytes", set->file_bytes[i]},
+                        {"fingerprint", Hex(n.fingerprint)},
+                        {"wal_position", n.wal_position.ToString()},
+                        {"time_us", n.time_us}};
+      if (o.keys) {
+        nlohmann::json kv = nlohmann::json::array();
+        for (const auto& [k, v] : n.entries) kv.push_back({{"key", walfmt::Printable(k, 0)}, {"value", walfmt::Printable(v, 0)}});
+        jn["keys"] = kv;
+      }
+      nodes.push_back(jn);
+    }
+    nlohmann::json doc{{"schema", kSnapshotShowSchema},
+                       {"dir", o.dir},
+                       {"cluster_id", Hex(set->nodes[0].cluster_id)},
+                       {"node_count", set->nodes.size()},
+                       {"nodes", nodes}};
+    fmt::print("{}\n", doc.dump(2));
+    return kExitOk;
+  }
+
+  fmt::print("snapshot {}: {} node{}, cluster {}\n", o.dir, set->nodes.size(), set->nodes.size() == 1 ? "" : "s",
+             Hex(set->nodes[0].cluster_id));
+  for (uint32_t i = 0; i < set->nodes.size(); ++i) {
+    if (!shown(i)) continue;
+    const auto& n = set->nodes[i];
+    fmt::print("node {}: {} entries, {}, fingerprint {}, wal position {}, name {}, time {}us\n", i, n.entries.size(),
+               HumanBytes(set->file_bytes[i]), Hex(n.fingerprint), n.wal_position.ToString(),
+               walfmt::Printable(n.name, 64), n.time_us);
+    if (!o.keys) continue;
+    for (const auto& [k, v] : n.entries) {
+      fmt::print("  {} = {}\n", walfmt::Printable(k, o.max_bytes), walfmt::Printable(v, o.max_bytes));
+    }
+  }
+  return kExitOk;
+}
+
+}  // namespace
+
+void RegisterSnapshot(CLI::App& root, Registry& reg) {
+  CLI::App* cmd = root.add_subcommand(
+      "snapshot",
+      "Inspect and check a snapshot directory: a full snapshot (CLUSTER/snapshots/<name>) or a restore output\n"
+      "(node-<i>.snap files and a manifest.json). Nothing is modified.");
+  cmd->require_subcommand(1);
+
+  auto c = std::make_shared<CheckOptions>();
+  CLI::App* check = cmd->add_subcommand(
+      "check",
+      "Check the workload invariants on every node's state. bank: every account on each node that holds it\n"
+      "(primary and backups), backups equal to the primary, no negative balance, the primary copies add up\n"
+      "to initial_bank_total. cycle: every ring key where it belongs, copies agree, values are key indexes,\n"
+      "and the walk from ring/000000 visits every key once and returns. Always: no node holds a key that\n"
+      "is not its own or lies outside the workload's key space; for a full snapshot listed in cluster.json,\n"
+      "each file's fingerprint and WAL position are the ones recorded when it was taken. Each finding names\n"
+      "the node and the keys. The cluster comes from DIR/manifest.json, else DIR/../../cluster.json, else\n"
+      "--cluster. Exit 0 when every check passes, 1 on findings, 2 on usage errors (no such directory, no\n"
+      "cluster.json to be found, a --check the workload has no keys for, node counts or cluster ids that do\n"
+      "not match), 3 when a file cannot be read or is damaged (.snap, cluster.json, manifest.json).");
+  check->add_option("DIR", c->dir, "Snapshot directory")->required();
+  check->add_option("--check", c->check, "bank, cycle, or auto: what the cluster's workload has (default; mixed runs both)")
+      ->check(CLI::IsMember({"bank", "cycle", "auto"}))
+      ->type_name("bank|cycle|auto");
+  check->add_option("--cluster", c->cluster_dir, "Cluster directory whose cluster.json describes the snapshot");
+  check->add_option("--max-findings", c->max_findings, "List at most this many findings (default 1000); all are counted");
+  AddFormatOption(check, c->format);
+  reg.Add(check, [c] { return RunCheck(*c); });
+
+  auto s = std::make_shared<ShowOptions>();
+  CLI::App* show = cmd->add_subcommand(
+      "show",
+      "Per node: entries, file size, state fingerprint, the WAL position of its SNAPSHOT record, name and\n"
+      "time; with --keys every entry, keys and values shortened like `walcut dump`. Every file is checked\n"
+      "(header and body checksums, fingerprint) before anything is shown. Exit 0, 2 on usage errors, 3 when\n"
+      "a snapshot file cannot be read or fails its checks.");
+  show->add_option("DIR", s->dir, "Snapshot directory")->required();
+  show->add_option_function<uint32_t>("--node", [s](const uint32_t& n) { s->node = n; }, "Only this node");
+  show->add_flag("-k,--keys", s->keys, "List the entries");
+  show->add_option("--max-bytes", s->max_bytes, "Shorten keys and values to N bytes (default 32; 0 prints them whole)");
+  AddFormatOption(show, s->format);
+  reg.Add(show, [s] { return RunShow(*s); });
+}
+
+namespace {
+const CommandRegistrar kRegister{80, RegisterSnapshot};
+}  // namespace
+
+}  // namespace walcut::cli
