@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
-# Builds walcut and runs its main job on the bundled samples (made by
-# `walcut run`, see samples/README.md): verify the WAL of every node, show
-# what it holds, dump the cut records, and show how a crash during a cut, a
-# torn tail and a corrupted segment are reported. Exits non-zero if walcut
-# does not give the expected exit code on any sample. To add a command:
-# `expect EXIT_CODE $w SUBCOMMAND ARGS...` in the section of its sample.
+# Builds walcut and tells the whole story on the bundled samples (made by
+# `walcut run`, see samples/README.md): run a small cluster, verify the WAL of
+# every node, show what it holds, list its cuts with the restore window,
+# restore a cut, and check it all the way CI does (`walcut check`), then show
+# how a crash during a cut, a torn tail and a corrupted segment are reported.
+# Exits non-zero if walcut does not give the expected exit code on any
+# sample. To add a command: `expect EXIT_CODE $w SUBCOMMAND ARGS...` in the
+# section of its sample.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/build.sh >/dev/null
@@ -19,6 +21,13 @@ expect() {  # expect CODE CMD...
   [ "$got" = "$want" ] || { echo "demo: expected exit $want, got $got" >&2; exit 1; }
 }
 s=samples
+tmp=$(mktemp -d /tmp/walcut-demo-XXXXXX)
+trap 'rm -rf "$tmp"' EXIT
+
+# run: a small cluster of our own, then the same tools on it.
+section "walcut run"
+expect 0 $w run $tmp/run --nodes 3 --backups 1 --workload bank --txs 2000 --cut-every 300 --seed 7
+expect 0 $w check $tmp/run
 
 # healthy: 3 nodes, 6 consistent cuts, a full snapshot between cuts 3 and 4.
 section "samples/healthy"
@@ -26,21 +35,35 @@ expect 0 $w verify $s/healthy
 expect 0 $w stats $s/healthy
 expect 0 $w dump --node 0 -n 8 $s/healthy
 expect 0 $w dump --type cut_start,cut_finish,cut_abort,snapshot --node 1 $s/healthy
+expect 0 $w cuts $s/healthy
+expect 0 $w restore $s/healthy --cut 6 --base full-1500 --out $tmp/healthy-6
+expect 0 $w check $s/healthy
+expect 0 $w check $s/healthy --cut 6
+expect 0 $w check $s/healthy --format junit --output $tmp/healthy.xml
 
 # crash-during-cut: node 2 crashes during cut 3; cut 3 is aborted, the cuts
 # before and after it finish on every node.
 section "samples/crash-during-cut"
 expect 0 $w verify $s/crash-during-cut
 expect 0 $w dump --type cut_start,cut_finish,cut_abort,node_start --node 0,2 $s/crash-during-cut
+expect 1 $w cuts $s/crash-during-cut
+expect 1 $w restore $s/crash-during-cut --cut 3 --out $tmp/crash-3
+expect 0 $w restore $s/crash-during-cut --latest --out $tmp/crash-latest
+expect 1 $w check $s/crash-during-cut
+expect 1 $w check $s/crash-during-cut --cut 3
+expect 0 $w check $s/crash-during-cut --cut 4
 
 # torn-tail: node 2's last record cut short, what a crash leaves: tolerated.
 section "samples/torn-tail"
 expect 0 $w verify $s/torn-tail
+expect 0 $w check $s/torn-tail
 
 # corrupted-segment: one byte flipped in node 1's segment 2: a finding.
 section "samples/corrupted-segment"
 expect 1 $w verify $s/corrupted-segment
 expect 1 $w stats $s/corrupted-segment
+expect 1 $w check $s/corrupted-segment --level files
+expect 1 $w check $s/corrupted-segment
 
 echo
 echo "demo: every command gave the expected exit code"
