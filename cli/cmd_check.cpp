@@ -51,32 +51,6 @@ class PhaseProgress {
   std::unique_ptr<Progress> progress_;
 };
 
-// Writes FILE through a temporary file in the same directory and a rename, so
-// a reader (a CI step publishing it) never sees half a report.
-walfmt::Status WriteAtomically(const std::string& path, const std::string& text) {
-  const std::string tmp = fmt::format("{}.tmp-{}", path, getpid());
-  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) return walfmt::Status::Io(fmt::format("{}: cannot create: {}", tmp, std::strerror(errno)));
-  size_t done = 0;
-  while (done < text.size()) {
-    const ssize_t n = ::write(fd, text.data() + done, text.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) {
-      const std::string why = std::strerror(errno);
-      ::close(fd);
-      ::unlink(tmp.c_str());
-      return walfmt::Status::Io(fmt::format("{}: write failed: {}", tmp, why));
-    }
-    done += static_cast<size_t>(n);
-  }
-  if (::close(fd) != 0 || ::rename(tmp.c_str(), path.c_str()) != 0) {
-    const std::string why = std::strerror(errno);
-    ::unlink(tmp.c_str());
-    return walfmt::Status::Io(fmt::format("{}: cannot write: {}", path, why));
-  }
-  return walfmt::Status::Ok();
-}
-
 int RunCheck(const CheckCliOptions& o) {
   if (o.cut && o.all) {
     PrintError("give --cut K or --all, not both");
@@ -126,7 +100,7 @@ int RunCheck(const CheckCliOptions& o) {
     fmt::print("{}", text);
     return rc;
   }
-  if (auto st = WriteAtomically(o.output, text); !st.ok()) {
+  if (auto st = recovery::WriteFileAtomically(o.output, text); !st.ok()) {
     PrintError(st.message());
     return kExitIo;
   }

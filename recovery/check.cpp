@@ -147,8 +147,7 @@ Result<CheckState> ReadCheckState(const std::string& path) {
   return CheckStateFromJson(ss.str(), path);
 }
 
-Status WriteCheckState(const std::string& path, const CheckState& s) {
-  const std::string text = CheckStateToJson(s);
+Status WriteFileAtomically(const std::string& path, const std::string& text) {
   const std::string tmp = fmt::format("{}.tmp-{}", path, getpid());
   const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0) return Status::Io(fmt::format("{}: cannot create: {}", tmp, std::strerror(errno)));
@@ -174,6 +173,10 @@ Status WriteCheckState(const std::string& path, const CheckState& s) {
     return Status::Io(fmt::format("{}: cannot rename into place: {}", path, why));
   }
   return Status::Ok();
+}
+
+Status WriteCheckState(const std::string& path, const CheckState& s) {
+  return WriteFileAtomically(path, CheckStateToJson(s));
 }
 
 namespace {
