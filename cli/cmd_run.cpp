@@ -76,7 +76,9 @@ nlohmann::json SummaryJson(const node::RunResult& r) {
             {"lost_at_near", s.lost_at_near},
             {"recovered_commits", s.recovered_commits},
             {"recovered_rollbacks", s.recovered_rollbacks}}},
-          {"faults", {{"crashes", s.crashes}, {"restarts", s.restarts}}},
+          {"faults",
+           {{"crashes", s.crashes}, {"restarts", s.restarts}, {"initiator_failovers", s.initiator_failovers},
+            {"cuts_taken_over", s.cuts_taken_over}}},
           {"cuts",
            {{"started", s.cuts_started},
             {"consistent", s.cuts_consistent},
@@ -112,9 +114,10 @@ void PrintSummary(const node::RunResult& r) {
              "after CUT_START\n",
              s.after_commit_before_start, s.before_commit_after_start);
   if (s.crashes > 0) {
-    fmt::print("faults: {} crashes, {} restarts; {} transactions lost their near node; recovery committed {} and "
-               "rolled back {} copies; {} CUT_ABORT records\n",
-               s.crashes, s.restarts, s.lost_at_near, s.recovered_commits, s.recovered_rollbacks, s.cut_aborts);
+    fmt::print("faults: {} crashes, {} restarts, {} initiator failovers ({} during a cut); {} transactions lost "
+               "their near node; recovery committed {} and rolled back {} copies; {} CUT_ABORT records\n",
+               s.crashes, s.restarts, s.initiator_failovers, s.cuts_taken_over, s.lost_at_near, s.recovered_commits,
+               s.recovered_rollbacks, s.cut_aborts);
   }
   for (const auto& sn : r.snapshots) {
     fmt::print("full snapshot {}: after {} transactions, at {:.3f} s, files in {}/snapshots/{}/\n", sn.name, sn.at_tx,
@@ -187,7 +190,7 @@ void RegisterRun(CLI::App& root, Registry& reg) {
                   "Crash NODE at virtual TIME, restart after DELAY: NODE@TIME[+DELAY], e.g. 2@40ms+5ms (repeatable)");
   sub->add_option("--full-snapshot-at", c.full_snapshot_at_tx,
                   "Take a full snapshot (transactions quiesced) after this many workload transactions started");
-  sub->add_option("--crashes", c.random_crashes, "Random crashes drawn from the seed (nodes other than 0)");
+  sub->add_option("--crashes", c.random_crashes, "Random crashes drawn from the seed, on any node (the initiator included)");
   AddFormatOption(sub, opts->format);
   reg.Add(sub, [opts, cuts, every] {
     // --cut-every alone means "as many cuts as fit".

@@ -60,7 +60,7 @@ using walfmt::Topology;
 using walfmt::kSnapshotVersion;
 
 constexpr uint32_t kNoNode = 0xFFFFFFFFu;
-constexpr uint32_t kInitiator = 0;  // node 0 starts every cut
+constexpr uint32_t kFirstInitiator = 0;  // node 0 starts the cuts until it crashes
 constexpr uint64_t kMaxEvents = 4'000'000'000ull;  // a bound on the main loop
 constexpr size_t kLoadKeysPerTx = 64;
 
@@ -84,9 +84,8 @@ enum class MsgType : uint8_t {
   kCutDone,        // node -> initiator: CUT_FINISH (ok) or CUT_ABORT written for cut `marker`
   kQuery,          // recovery: what do you know about tx?
   kQueryResp,      // recovery: participant state and, from the near node, its decision
-  kHello,          // restarted node -> initiator: which cut is current?
+  kHello,          // restarted node -> initiator: which cut is current? (retried until answered)
   kHelloResp,      // initiator -> restarted node: current cut id (marker), running (ok)
-  kReady,          // restarted node -> initiator: recovered, may be part of the next cut
 };
 
 // Recovery answers (DESIGN.md section 1, "resolves its undecided transactions
@@ -213,7 +212,7 @@ class Cluster;
 
 class Node {
  public:
-  Node(Cluster& c, uint32_t id) : c_(c), id_(id) {}
+  Node(Cluster& c, uint32_t id) : c_(c), id_(id), initiating_(id == kFirstInitiator) {}
 
   Status Open(const walfmt::WriterOptions& wo);
   Status Close();
@@ -355,6 +354,7 @@ class Node {
   Answer NearAnswer(const TxId& id) const;  // this node's decision as the near node of id
   void Evaluate(const TxId& id);
   void Resolve(const TxId& id, bool commit, uint64_t marker);
+  void SendHello();
   void OnHelloResp(const Msg& m);
 
   // ---- cut protocol
@@ -363,7 +363,10 @@ class Node {
   void CutTxFinished(const TxId& id, bool committed, uint64_t marker, bool recovered);
   void MaybeFinishCut();
   void AbortCut(walfmt::CutAbortReason why, std::string detail);
+  void Report(uint64_t k, bool ok);
+  void OnCutStart(const Msg& m);
   void OnCutDone(const Msg& m);
+  void TakeOver();
   void MaybeCompleteCut();
 
   // ---- plumbing
@@ -407,8 +410,12 @@ class Node {
   // the last one it finished (from the WAL).
   uint64_t open_cut_ = 0;
   uint64_t last_finished_cut_ = 0;
+  // The last cut this node reported on, and how (true: CUT_FINISH).
+  uint64_t reported_k_ = 0;
+  bool reported_ok_ = false;
 
-  // Initiator state (node 0).
+  // Initiator state: node 0 at first, then the oldest live node.
+  bool initiating_ = false;
   uint64_t init_k_ = 0;
   std::vector<bool> expected_;  // nodes whose report on init_k_ is awaited
   uint32_t remaining_ = 0;
@@ -448,16 +455,23 @@ class Cluster {
   }
   bool failed() const { return !error_.ok(); }
   bool IsAlive(uint32_t n) const { return nodes_[n]->alive(); }
+  bool IsReady(uint32_t n) const { return nodes_[n]->ready(); }
   uint32_t IncarnationOf(uint32_t n) const { return nodes_[n]->incarnation(); }
   bool faults() const { return !opt_.crashes.empty() || opt_.random_crashes > 0; }
   void RecordBegin(const TxId& id) { began_.push_back(id); }
   void RecordCommit(const TxPlan& plan, uint64_t marker, bool recovered);
   void TxEnded(bool load, bool committed, AbortReason why, bool one_phase);
   void CutCompleted(uint64_t k, bool consistent);
-  void SetCutReady(uint32_t n, bool ready) {
-    cut_ready_[n] = ready;
-    if (ready) MaybeStartCut();
-  }
+  // Membership, as a discovery service gives it: the ready nodes in the order
+  // they joined. The oldest one is the cut initiator (Ignite's coordinator is
+  // its oldest server node); a restarted node joins as the youngest.
+  uint32_t Initiator() const { return members_.front(); }
+  uint32_t FailedInitiator() const { return failed_initiator_; }
+  void NodeReady(uint32_t n);
+  // The cut the scheduler asked for and has not seen completed (0: none). A
+  // new initiator takes it over: the scheduler re-sends its request, as a
+  // client retries against a new coordinator.
+  uint64_t RunningCut() const { return cut_running_ ? running_cut_ : 0; }
 
  private:
   void FillSlots();
@@ -475,6 +489,9 @@ class Cluster {
   std::vector<std::unique_ptr<Node>> nodes_;
   std::vector<walfmt::WriterOptions> writer_opts_;
   std::vector<bool> cut_ready_;
+  std::vector<uint32_t> members_;  // ready nodes, oldest first
+  uint32_t failed_initiator_ = kNoNode;
+  uint64_t running_cut_ = 0;
   Status error_;
   RunSummary sum_;
   History history_;
@@ -600,11 +617,14 @@ void Node::Deliver(Msg& m) {
     case MsgType::kDecide1pc: OnDecide1pc(m); break;
     case MsgType::kDecided1pc: OnDecided1pc(m); break;
     case MsgType::kCommit1pcResp: OnCommit1pcResp(m); break;
-    case MsgType::kCutStart: break;  // joining the cut was all it asked for
+    case MsgType::kCutStart: OnCutStart(m); break;
     case MsgType::kCutDone: OnCutDone(m); break;
     case MsgType::kQuery: OnQuery(m); break;
     case MsgType::kQueryResp: OnQueryResp(m); break;
     case MsgType::kHello: {
+      // Only the acting initiator knows whether a cut runs; a node that is
+      // about to take over stays silent and the restarted node asks again.
+      if (!initiating_) break;
       Msg r;
       r.type = MsgType::kHelloResp;
       r.to = m.from;
@@ -614,7 +634,6 @@ void Node::Deliver(Msg& m) {
       break;
     }
     case MsgType::kHelloResp: break;
-    case MsgType::kReady: c_.SetCutReady(m.from, true); break;
   }
 }
 
@@ -1291,6 +1310,10 @@ std::pair<uint32_t, uint32_t> Node::Crash() {
   near_outcomes_.clear();
   in_doubt_.clear();
   cut_ = CutState{};
+  initiating_ = false;
+  init_k_ = 0;
+  expected_.clear();
+  remaining_ = 0;
   alive_ = false;
   ready_ = false;
   ++incarnation_;
@@ -1363,6 +1386,10 @@ Status Node::Restart(const walfmt::WriterOptions& wo) {
   // high bits of the sequence.
   next_seq_ = (static_cast<uint64_t>(incarnation_) << 40) + 1;
   cut_id_ = max_cut;
+  // A report made before the crash counts for nothing now: the crash made
+  // that cut inconsistent if it was still running.
+  reported_k_ = last_finished_cut_;
+  reported_ok_ = false;
   Log(walfmt::NodeStart{incarnation_, c_.now()});
   // Data without a prepare: this node never voted (or, as a 1PC decider,
   // never committed), so nobody can have committed it: roll it back here.
@@ -1393,11 +1420,18 @@ Status Node::Restart(const walfmt::WriterOptions& wo) {
     }
   }
   for (const auto& [id, parts] : prepared) StartRecovery(id);
+  SendHello();
+  return Status::Ok();
+}
+
+// The initiator may be down or changing: ask again until one answers.
+void Node::SendHello() {
+  if (ready_) return;
   Msg h;
   h.type = MsgType::kHello;
-  h.to = kInitiator;
+  h.to = c_.Initiator();
   Send(std::move(h));
-  return Status::Ok();
+  PostAfter(c_.opt().recovery_retry_us, [this] { SendHello(); });
 }
 
 void Node::OnHelloResp(const Msg& m) {
@@ -1415,15 +1449,15 @@ void Node::OnHelloResp(const Msg& m) {
     Log(walfmt::CutAbort{current, c_.now(), walfmt::CutAbortReason::kNodeRestart,
                          fmt::format("node {} restarted (incarnation {}) while the cut ran", id_, incarnation_)});
     ++c_.sum().cut_aborts;
+    // Its report on the running cut, should a new initiator ask for it.
+    reported_k_ = current;
+    reported_ok_ = false;
   }
   Sync();
   open_cut_ = 0;
   cut_id_ = std::max(cut_id_, current);
   ready_ = true;
-  Msg r;
-  r.type = MsgType::kReady;
-  r.to = kInitiator;
-  Send(std::move(r));
+  c_.NodeReady(id_);
 }
 
 void Node::OnNodeFailed(uint32_t x) {
@@ -1523,8 +1557,11 @@ void Node::OnNodeFailed(uint32_t x) {
   std::sort(orphans.begin(), orphans.end());
   for (const TxId& id : orphans) ReleaseLocks(id);
 
+  // The oldest live node takes over when the initiator is gone.
+  if (!initiating_ && c_.Initiator() == id_) TakeOver();
+
   // The initiator: a cut running across a crash cannot be consistent.
-  if (id_ == kInitiator && init_k_ != 0 && x < expected_.size() && expected_[x]) {
+  if (initiating_ && init_k_ != 0 && x < expected_.size() && expected_[x]) {
     expected_[x] = false;
     --remaining_;
     init_inconsistent_ = true;
@@ -1825,12 +1862,30 @@ void Node::MaybeFinishCut() {
   Sync();  // durable before reporting
   const uint64_t k = cut_.k;
   cut_ = CutState{};
+  Report(k, true);
+}
+
+// Tells the initiator how this node ended cut k, and remembers it: a new
+// initiator that took over asks again (the first report may have gone to the
+// one that crashed).
+void Node::Report(uint64_t k, bool ok) {
+  reported_k_ = k;
+  reported_ok_ = ok;
   Msg r;
   r.type = MsgType::kCutDone;
-  r.to = kInitiator;
-  r.ok = true;
+  r.to = c_.Initiator();
+  r.ok = ok;
   r.marker = k;
   Send(std::move(r));
+}
+
+void Node::OnCutStart(const Msg& m) {
+  // Deliver has already joined the cut if it was new here (rule 2); that was
+  // all an initiator's first request asks for. A request from an initiator
+  // that took over (marker = the cut) also asks a node that already ended the
+  // cut to report again: its first report may have gone to the crashed one.
+  if (m.marker == 0 || m.marker != cut_id_ || cut_.active) return;
+  Report(m.marker, reported_k_ == m.marker && reported_ok_);
 }
 
 void Node::AbortCut(walfmt::CutAbortReason why, std::string detail) {
@@ -1839,12 +1894,47 @@ void Node::AbortCut(walfmt::CutAbortReason why, std::string detail) {
   Sync();
   ++c_.sum().cut_aborts;
   cut_ = CutState{};
-  Msg r;
-  r.type = MsgType::kCutDone;
-  r.to = kInitiator;
-  r.ok = false;
-  r.marker = k;
-  Send(std::move(r));
+  Report(k, false);
+}
+
+// The initiator crashed; this node is now the oldest live one. It takes over
+// the cut the scheduler is waiting for, if any: that cut ran across the
+// crash of a participant (the old initiator), so it is inconsistent, but
+// every live node must still end it before the next one starts (rule 1).
+// Nodes that never heard of it join it now; nodes that already ended it
+// report again.
+void Node::TakeOver() {
+  initiating_ = true;
+  ++c_.sum().initiator_failovers;
+  const uint64_t k = c_.RunningCut();
+  if (k == 0) return;
+  ++c_.sum().cuts_taken_over;
+  init_k_ = k;
+  init_inconsistent_ = true;
+  init_lost_node_ = true;
+  init_why_ = fmt::format("initiator node {} crashed while cut {} ran; node {} took over", c_.FailedInitiator(), k, id_);
+  expected_.assign(c_.topo().nodes(), false);
+  remaining_ = 0;
+  for (uint32_t n = 0; n < c_.topo().nodes(); ++n) {
+    if (n == id_ || c_.IsReady(n)) {
+      expected_[n] = true;
+      ++remaining_;
+    }
+  }
+  if (cut_id_ < k) StartCut(k);
+  if (!cut_.active && reported_k_ == k) {
+    expected_[id_] = false;
+    --remaining_;
+  }
+  for (uint32_t n = 0; n < c_.topo().nodes(); ++n) {
+    if (n == id_ || !expected_[n]) continue;
+    Msg m;
+    m.type = MsgType::kCutStart;
+    m.to = n;
+    m.marker = k;  // a takeover: report again if the cut already ended there
+    Send(std::move(m));
+  }
+  MaybeCompleteCut();
 }
 
 void Node::InitiateCut(uint64_t k) {
@@ -2017,12 +2107,20 @@ void Cluster::MaybeStartCut() {
   ++sum_.cuts_started;
   // The initiator acts in an event of its own, not inside the event of the
   // node whose transaction just ended.
-  Node* init = nodes_[kInitiator].get();
+  Node* init = nodes_[Initiator()].get();
   const uint64_t k = next_cut_++;
-  PostLocal(kInitiator, init->incarnation(), 1, [init, k] { init->InitiateCut(k); });
+  running_cut_ = k;
+  PostLocal(init->id(), init->incarnation(), 1, [init, k] { init->InitiateCut(k); });
 }
 
-void Cluster::CutCompleted(uint64_t, bool consistent) {
+void Cluster::NodeReady(uint32_t n) {
+  cut_ready_[n] = true;
+  members_.push_back(n);
+  MaybeStartCut();
+}
+
+void Cluster::CutCompleted(uint64_t k, bool consistent) {
+  if (!cut_running_ || k != running_cut_) return;
   cut_running_ = false;
   ++(consistent ? sum_.cuts_consistent : sum_.cuts_inconsistent);
   MaybeStartCut();
@@ -2037,12 +2135,24 @@ void Cluster::CrashNode(uint32_t n, uint64_t restart_delay_us) {
   }
   Node& node = *nodes_[n];
   if (!node.alive()) return;  // already down: this crash does not happen
+  const auto member = std::find(members_.begin(), members_.end(), n);
+  if (member != members_.end() && members_.size() == 1) {
+    // The last ready node stays up until another one is back: somebody must
+    // take client requests and start the cuts.
+    PostDriver(1000, [this, n, restart_delay_us] { CrashNode(n, restart_delay_us); });
+    return;
+  }
   ++sum_.crashes;
   const auto [lost_load, lost] = node.Crash();
   inflight_ -= lost_load + lost;
   loads_done_ += lost_load;
   sum_.lost_at_near += lost;
   cut_ready_[n] = false;
+  if (member != members_.end()) {
+    // The new oldest node takes over when it learns of the crash.
+    if (member == members_.begin()) failed_initiator_ = n;
+    members_.erase(member);
+  }
   // Failure detection: every live node learns of the crash within
   // detect_delay_max_us, always before the node is back.
   for (auto& other : nodes_) {
@@ -2109,11 +2219,11 @@ void Cluster::ScheduleCrashes() {
     PostDriver(c.at_us, [this, n, delay] { CrashNode(n, delay); });
   }
   // Random crashes: when the k-th workload transaction starts, spread over the
-  // middle 80 % of the workload, on nodes other than the initiator.
+  // middle 80 % of the workload, on any node (the initiator included).
   if (opt_.random_crashes > 0 && opt_.nodes > 1) {
     for (uint32_t i = 0; i < opt_.random_crashes; ++i) {
       const uint64_t at = opt_.txs / 10 + rng_.Below(std::max<uint64_t>(1, opt_.txs * 8 / 10));
-      const uint32_t n = 1 + static_cast<uint32_t>(rng_.Below(opt_.nodes - 1));
+      const uint32_t n = static_cast<uint32_t>(rng_.Below(opt_.nodes));
       crash_at_tx_.emplace_back(std::max<uint64_t>(1, at), n);
     }
     std::sort(crash_at_tx_.begin(), crash_at_tx_.end());
@@ -2131,7 +2241,7 @@ Status Cluster::WriteClusterJson(bool complete) const {
   j["seed"] = opt_.seed;
   j["nodes"] = opt_.nodes;
   j["backups"] = opt_.backups;
-  j["initiator"] = kInitiator;
+  j["initiator"] = kFirstInitiator;
   j["key_hash"] = "fnv1a64 % partitions";
   json parts = json::array();
   for (uint32_t p = 0; p < opt_.partitions; ++p) {
@@ -2207,6 +2317,8 @@ Status Cluster::Run() {
   const uint64_t cluster_id = cluster_id_;
   for (uint32_t i = 0; i < opt_.nodes; ++i) nodes_.push_back(std::make_unique<Node>(*this, i));
   cut_ready_.assign(opt_.nodes, true);
+  members_.clear();
+  for (uint32_t n = 0; n < opt_.nodes; ++n) members_.push_back(n);
   for (uint32_t i = 0; i < opt_.nodes; ++i) {
     walfmt::WriterOptions wo;
     wo.wal_dir = fmt::format("{}/node-{}/wal", opt_.dir, i);
@@ -2322,16 +2434,16 @@ Status NormalizeOptions(ClusterOptions& opt) {
     return Status::InvalidArgument("network delays: need 1 <= min <= max");
   }
   if (opt.step_delay_max_us < 1) return Status::InvalidArgument("step delay: at least 1 us");
+  if (!opt.crashes.empty() && opt.nodes < 2) {
+    return Status::InvalidArgument("--crash: needs at least 2 nodes (the last live node never crashes)");
+  }
   for (const CrashSpec& c : opt.crashes) {
-    if (c.node == kInitiator) {
-      return Status::InvalidArgument("--crash: node 0 is the cut initiator and cannot crash in this version");
-    }
     if (c.node >= opt.nodes) {
       return Status::InvalidArgument(fmt::format("--crash: node {} does not exist ({} nodes)", c.node, opt.nodes));
     }
   }
   if (opt.random_crashes > 0 && opt.nodes < 2) {
-    return Status::InvalidArgument("--crashes: needs at least 2 nodes (node 0, the initiator, does not crash)");
+    return Status::InvalidArgument("--crashes: needs at least 2 nodes (the last live node never crashes)");
   }
   if (opt.full_snapshot_at_tx > opt.txs) {
     return Status::InvalidArgument(

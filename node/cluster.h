@@ -61,7 +61,9 @@ struct ClusterOptions {
   // write DIR/snapshots/<name>/node-<i>.snap and a SNAPSHOT record. 0: none.
   uint64_t full_snapshot_at_tx = 0;
 
-  // Faults. The initiator (node 0) never crashes in this version.
+  // Faults. Any node may crash, the cut initiator included (the oldest live
+  // node takes over); a crash that would leave no ready node waits until
+  // another node is back.
   std::vector<CrashSpec> crashes;  // explicit crash schedule
   uint32_t random_crashes = 0;     // crashes drawn from the seed, spread over the workload
   uint64_t restart_delay_us = 5000;     // default time a crashed node stays down
@@ -109,6 +111,8 @@ struct RunSummary {
   uint64_t recovered_commits = 0;  // TX_COMMIT records written by the recovery protocol
   uint64_t recovered_rollbacks = 0;
   uint64_t cut_aborts = 0;         // CUT_ABORT records
+  uint64_t initiator_failovers = 0;  // times the oldest live node took over from a crashed initiator
+  uint64_t cuts_taken_over = 0;      // ... with a cut running, which the new initiator ended
   uint64_t snapshots = 0;          // full snapshots taken
   uint64_t stuck_recoveries = 0;   // recoveries started by the timeout rather than a failure notice
   uint64_t messages = 0;

@@ -179,12 +179,60 @@ TEST_CASE("crash specs") {
   CHECK_FALSE(walcut::node::ParseCrashSpec("1@5x", c));
   CHECK_FALSE(walcut::node::ParseCrashSpec("1@5+", c));
   CHECK_FALSE(walcut::node::ParseCrashSpec("1@5+0", c));
-  TempDir d("crash-node0");
-  auto o = SmallOptions(d.path.string(), 1, 3, 1, Workload::kBank);
+  TempDir d("crash-one-node");
+  auto o = SmallOptions(d.path.string(), 1, 1, 0, Workload::kBank);
   o.crashes = {{0, 1000, 0}};
   auto run = RunCluster(o);
   REQUIRE_FALSE(run.ok());
   CHECK(run.status().code() == walfmt::ErrorCode::kInvalidArgument);
+  o.crashes = {{3, 1000, 0}};
+  o.nodes = 3;
+  run = RunCluster(o);
+  REQUIRE_FALSE(run.ok());
+  CHECK(run.status().code() == walfmt::ErrorCode::kInvalidArgument);
+}
+
+// The initiator crashes at times spread over the run, so that many crashes
+// land while a cut runs: the oldest live node takes over, ends the running
+// cut as inconsistent (every live node still ends it), and the cuts after it
+// are consistent and match the oracle. Then the new initiator crashes too,
+// and finally every node crashes one after the other.
+TEST_CASE("the initiator crashes: the oldest live node takes over the cuts") {
+  uint64_t runs = 0, failovers = 0, taken_over = 0, consistent_after = 0;
+  for (uint64_t seed = 1; seed <= 24; ++seed) {
+    for (uint32_t nodes : {3u, 5u}) {
+      TempDir d("initiator");
+      auto o = SmallOptions(d.path.string(), 700000 + seed * 10 + nodes, nodes, seed % 3, Workload::kBank);
+      o.txs = 1200;
+      o.cuts = 40;
+      o.cut_every = 10;
+      // 10 ms .. 56 ms of virtual time, where cuts run back to back.
+      const uint64_t at = 10000 + (seed * 1931) % 46000;
+      o.crashes = {{0, at, 3000}};
+      if (seed % 4 == 0) o.crashes.push_back({1, at + 500, 3000});  // the new initiator too
+      if (seed % 6 == 0) {
+        for (uint32_t n = 0; n < nodes; ++n) o.crashes.push_back({n, at + 9000 + n * 700, 2000});
+      }
+      INFO(fmt::format("seed {} nodes {} backups {} initiator crash at {} us", o.seed, nodes, o.backups, at));
+      auto run = RunCluster(o);
+      INFO((run.ok() ? std::string() : run.status().message()));
+      REQUIRE(run.ok());
+      ClusterCheck c = CheckCluster(*run);
+      INFO(fmt::format("failures:\n{}", fmt::join(c.failures, "\n")));
+      REQUIRE(c.failures.empty());
+      CHECK(run->summary.restarts == run->summary.crashes);
+      CHECK(run->summary.initiator_failovers >= 1);
+      CHECK(run->summary.cuts_started == run->summary.cuts_consistent + run->summary.cuts_inconsistent);
+      ++runs;
+      failovers += run->summary.initiator_failovers;
+      taken_over += run->summary.cuts_taken_over;
+      if (run->summary.cuts_consistent > 0) ++consistent_after;
+    }
+  }
+  WARN(fmt::format("initiator crashes: {} runs, {} failovers, {} of them with a cut running", runs, failovers,
+                   taken_over));
+  CHECK(taken_over > 5);
+  CHECK(consistent_after == runs);
 }
 
 TEST_CASE("refuses a non-empty directory") {
