@@ -1,10 +1,12 @@
 #include "recovery/restore.h"
 
+#include <deque>
 #include <time.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
+#include <deque>
 #include <filesystem>
 #include <fstream>
 #include <mutex>
@@ -119,6 +121,18 @@ Status RunNode(NodeJob& job, bool dry_run, const std::function<void(uint64_t)>& 
   // length (a transaction may write several TX_DATA records on one node).
   std::unordered_map<TxId, std::string, walfmt::TxIdHash> pending;
   std::vector<walfmt::WriteView> writes;
+  // Writes are applied a few writes late (WritePipeline), so the buffer of a
+  // committed transaction is kept until its last write is applied, then
+  // reused for a new transaction, as are those of the others.
+  WritePipeline pipeline(state);
+  std::deque<std::pair<uint64_t, std::string>> retired;  // (writes pushed when retired, buffer)
+  std::vector<std::string> spare;
+  auto recycle = [&](std::string&& buf) {
+    if (spare.size() < 256) {
+      buf.clear();
+      spare.push_back(std::move(buf));
+    }
+  };
   Status failure;
   bool reached_end = false;
   uint64_t bytes = 0;
@@ -137,7 +151,12 @@ Status RunNode(NodeJob& job, bool dry_run, const std::function<void(uint64_t)>& 
       case walfmt::RecordType::kTxData:
         if (!PeekTx(v.payload, t)) break;
         {
-          std::string& buf = pending[t];
+          auto [slot, inserted] = pending.try_emplace(t);
+          std::string& buf = slot->second;
+          if (inserted && !spare.empty()) {
+            buf = std::move(spare.back());
+            spare.pop_back();
+          }
           walfmt::PutU32(buf, static_cast<uint32_t>(v.payload.size()));
           buf.append(reinterpret_cast<const char*>(v.payload.data()), v.payload.size());
         }
@@ -171,20 +190,37 @@ Status RunNode(NodeJob& job, bool dry_run, const std::function<void(uint64_t)>& 
             if (dry_run) continue;
             for (const auto& w : writes) {
               if (w.op == walfmt::WriteOp::kDelete) {
-                state.Erase(w.key);
+                pipeline.Erase(w.key);
               } else {
-                state.Put(w.key, w.value);
+                pipeline.Put(w.key, w.value);
               }
+            }
+          }
+          if (!dry_run) {
+            retired.emplace_back(pipeline.pushed(), std::move(it->second));
+            pending.erase(it);
+            it = pending.end();
+            while (!retired.empty() && retired.front().first <= pipeline.applied()) {
+              recycle(std::move(retired.front().second));
+              retired.pop_front();
             }
           }
         } else {
           ++o.txs_skipped;
         }
-        if (it != pending.end()) pending.erase(it);
+        if (it != pending.end()) {
+          recycle(std::move(it->second));
+          pending.erase(it);
+        }
         break;
       }
       case walfmt::RecordType::kTxRollback:
-        if (PeekTx(v.payload, t)) pending.erase(t);
+        if (PeekTx(v.payload, t)) {
+          if (auto it = pending.find(t); it != pending.end()) {
+            recycle(std::move(it->second));
+            pending.erase(it);
+          }
+        }
         ++o.txs_rolled_back;
         break;
       default:
@@ -197,6 +233,7 @@ Status RunNode(NodeJob& job, bool dry_run, const std::function<void(uint64_t)>& 
     return true;
   };
   auto read = walfmt::ReadNodeWal(segs, ro, visit, sink);
+  pipeline.Flush();
   o.bytes_to_read = bytes;
   if (!failure.ok()) return failure;
   if (!reached_end) {
