@@ -1,7 +1,8 @@
-// Transactions in flight on one node during a scan: TxId -> position of its
-// first record. An open-addressing table (linear probing, backward-shift
-// deletion, no allocation per entry): the scan inserts and removes one entry
-// per transaction, which a node-based hash map pays for with malloc and free.
+// Transactions in flight on one node during a scan: TxId -> a small value (the
+// position of its first record for the scan, a buffer index for the restore).
+// An open-addressing table (linear probing, backward-shift deletion, no
+// allocation per entry): a scan inserts and removes one entry per
+// transaction, which a node-based hash map pays for with malloc and free.
 #pragma once
 
 #include <cstdint>
@@ -12,14 +13,15 @@
 
 namespace walcut::cut {
 
-class TxTable {
+template <typename V>
+class TxMap {
  public:
-  TxTable() : slots_(64) {}
+  TxMap() : slots_(64) {}
 
   size_t size() const { return size_; }
 
   // Inserts t unless present; returns false when it was already there.
-  bool Insert(const walfmt::TxId& t, walfmt::Lsn at) {
+  bool Insert(const walfmt::TxId& t, V at) {
     if ((size_ + 1) * 2 > slots_.size()) Grow();
     for (size_t i = Home(t);; i = Next(i)) {
       Slot& s = slots_[i];
@@ -32,7 +34,7 @@ class TxTable {
     }
   }
 
-  const walfmt::Lsn* Find(const walfmt::TxId& t) const {
+  const V* Find(const walfmt::TxId& t) const {
     for (size_t i = Home(t);; i = Next(i)) {
       const Slot& s = slots_[i];
       if (!s.used) return nullptr;
@@ -40,8 +42,8 @@ class TxTable {
     }
   }
 
-  // Removes t; returns its position through `at` when it was there.
-  bool Erase(const walfmt::TxId& t, walfmt::Lsn& at) {
+  // Removes t; returns its value through `at` when it was there.
+  bool Erase(const walfmt::TxId& t, V& at) {
     size_t i = Home(t);
     for (;; i = Next(i)) {
       if (!slots_[i].used) return false;
@@ -76,7 +78,7 @@ class TxTable {
   struct Slot {
     bool used = false;
     walfmt::TxId tx;
-    walfmt::Lsn at;
+    V at{};
   };
   size_t Home(const walfmt::TxId& t) const { return walfmt::TxIdHash{}(t) * 0x9E3779B97F4A7C15ull >> shift_; }
   size_t Next(size_t i) const { return (i + 1) & (slots_.size() - 1); }
@@ -94,5 +96,7 @@ class TxTable {
   int shift_ = 64 - 6;  // log2(64) bits of the multiplied hash pick the home slot
   size_t size_ = 0;
 };
+
+using TxTable = TxMap<walfmt::Lsn>;
 
 }  // namespace walcut::cut

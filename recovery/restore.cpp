@@ -1,23 +1,20 @@
 #include "recovery/restore.h"
 
-#include <deque>
 #include <time.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
-#include <deque>
 #include <filesystem>
 #include <fstream>
 #include <mutex>
 #include <sstream>
 #include <thread>
-#include <unordered_map>
-#include <unordered_set>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "cut/tx_table.h"
 #include "recovery/state_table.h"
 #include "walfmt/bytes.h"
 #include "walfmt/reader.h"
@@ -32,7 +29,6 @@ using walfmt::TxId;
 
 namespace {
 
-using TxSet = std::unordered_set<TxId, walfmt::TxIdHash>;
 
 double ThreadCpuSeconds() {
   timespec ts{};
@@ -49,21 +45,26 @@ walfmt::Result<std::string> ReadText(const std::string& path) {
   return ss.str();
 }
 
-// Membership of one cut on one node, as DESIGN.md section 2 states it.
+// Membership of one cut on one node, as DESIGN.md section 2 states it. The
+// sets are small (the transactions in flight when the cut started) and asked
+// once per commit: sorted vectors.
 struct CutRule {
   Lsn start;
-  TxSet before;
-  TxSet after;
+  std::vector<TxId> before;
+  std::vector<TxId> after;
   bool In(const TxId& t, Lsn p) const {
-    return (p < start && !after.count(t)) || (p > start && before.count(t));
+    if (p < start) return !std::binary_search(after.begin(), after.end(), t);
+    return p > start && std::binary_search(before.begin(), before.end(), t);
   }
 };
 
 CutRule RuleOf(const cut::NodeCut& nc) {
   CutRule r;
   r.start = nc.start;
-  for (const auto& t : nc.before) r.before.insert(t.tx);
-  for (const auto& t : nc.after) r.after.insert(t.tx);
+  for (const auto& t : nc.before) r.before.push_back(t.tx);
+  for (const auto& t : nc.after) r.after.push_back(t.tx);
+  std::sort(r.before.begin(), r.before.end());
+  std::sort(r.after.begin(), r.after.end());
   return r;
 }
 
@@ -112,27 +113,26 @@ Status RunNode(NodeJob& job, bool dry_run, const std::function<void(uint64_t)>& 
     if (s.index >= o.from.segment && s.index <= o.to.segment) segs.push_back(s);
   }
   const double cpu_start = ThreadCpuSeconds();
-  StateTable state(dry_run ? 0 : job.base.size() + 1024);
+  PartitionedState state(dry_run ? 0 : job.base.size() + 1024, dry_run ? 0 : size_t{64} << 10);
   if (!dry_run) {
     for (const auto& [key, value] : job.base) state.Put(key, value);
   }
   job.base.clear();
   // TX_DATA payloads of the transactions in flight, each prefixed by its u32
-  // length (a transaction may write several TX_DATA records on one node).
-  std::unordered_map<TxId, std::string, walfmt::TxIdHash> pending;
-  std::vector<walfmt::WriteView> writes;
-  // Writes are applied a few writes late (WritePipeline), so the buffer of a
-  // committed transaction is kept until its last write is applied, then
-  // reused for a new transaction, as are those of the others.
-  WritePipeline pipeline(state);
-  std::deque<std::pair<uint64_t, std::string>> retired;  // (writes pushed when retired, buffer)
-  std::vector<std::string> spare;
-  auto recycle = [&](std::string&& buf) {
-    if (spare.size() < 256) {
-      buf.clear();
-      spare.push_back(std::move(buf));
-    }
+  // length (a transaction may write several TX_DATA records on one node):
+  // pending maps the transaction to its buffer in `buffers`. The buffers of
+  // finished transactions are reused for new ones (no malloc per
+  // transaction), and so is the map's storage.
+  cut::TxMap<uint32_t> pending;
+  std::vector<std::string> buffers;
+  std::vector<uint32_t> free_buffers;
+  auto release = [&](const TxId& t) {
+    uint32_t b = 0;
+    if (!pending.Erase(t, b)) return;
+    buffers[b].clear();
+    free_buffers.push_back(b);
   };
+  std::vector<walfmt::WriteView> writes;
   Status failure;
   bool reached_end = false;
   uint64_t bytes = 0;
@@ -151,12 +151,19 @@ Status RunNode(NodeJob& job, bool dry_run, const std::function<void(uint64_t)>& 
       case walfmt::RecordType::kTxData:
         if (!PeekTx(v.payload, t)) break;
         {
-          auto [slot, inserted] = pending.try_emplace(t);
-          std::string& buf = slot->second;
-          if (inserted && !spare.empty()) {
-            buf = std::move(spare.back());
-            spare.pop_back();
+          uint32_t b = 0;
+          if (const uint32_t* known = pending.Find(t)) {
+            b = *known;
+          } else {
+            if (free_buffers.empty()) {
+              free_buffers.push_back(static_cast<uint32_t>(buffers.size()));
+              buffers.emplace_back();
+            }
+            b = free_buffers.back();
+            free_buffers.pop_back();
+            pending.Insert(t, b);
           }
+          std::string& buf = buffers[b];
           walfmt::PutU32(buf, static_cast<uint32_t>(v.payload.size()));
           buf.append(reinterpret_cast<const char*>(v.payload.data()), v.payload.size());
         }
@@ -165,16 +172,16 @@ Status RunNode(NodeJob& job, bool dry_run, const std::function<void(uint64_t)>& 
         if (!PeekTx(v.payload, t)) break;
         bool apply = job.k.In(t, v.lsn);
         if (apply && job.j) apply = !job.j->In(t, v.lsn);
-        auto it = pending.find(t);
+        const uint32_t* found = pending.Find(t);
         if (apply) {
-          if (it == pending.end()) {
+          if (found == nullptr) {
             failure = Status::Corruption(fmt::format(
                 "node {}: transaction {} committed at {} belongs to the restore but its TX_DATA is not in {}..{}",
                 job.node, t.ToString(), v.lsn.ToString(), o.from.ToString(), o.to.ToString()));
             return false;
           }
           ++o.txs_applied;
-          const std::string& buf = it->second;
+          const std::string& buf = buffers[*found];
           for (size_t off = 0; off + 4 <= buf.size();) {
             const auto* base = reinterpret_cast<const uint8_t*>(buf.data());
             const uint32_t len = walfmt::LoadU32(base + off);
@@ -190,37 +197,20 @@ Status RunNode(NodeJob& job, bool dry_run, const std::function<void(uint64_t)>& 
             if (dry_run) continue;
             for (const auto& w : writes) {
               if (w.op == walfmt::WriteOp::kDelete) {
-                pipeline.Erase(w.key);
+                state.Erase(w.key);
               } else {
-                pipeline.Put(w.key, w.value);
+                state.Put(w.key, w.value);
               }
-            }
-          }
-          if (!dry_run) {
-            retired.emplace_back(pipeline.pushed(), std::move(it->second));
-            pending.erase(it);
-            it = pending.end();
-            while (!retired.empty() && retired.front().first <= pipeline.applied()) {
-              recycle(std::move(retired.front().second));
-              retired.pop_front();
             }
           }
         } else {
           ++o.txs_skipped;
         }
-        if (it != pending.end()) {
-          recycle(std::move(it->second));
-          pending.erase(it);
-        }
+        release(t);
         break;
       }
       case walfmt::RecordType::kTxRollback:
-        if (PeekTx(v.payload, t)) {
-          if (auto it = pending.find(t); it != pending.end()) {
-            recycle(std::move(it->second));
-            pending.erase(it);
-          }
-        }
+        if (PeekTx(v.payload, t)) release(t);
         ++o.txs_rolled_back;
         break;
       default:
@@ -233,7 +223,7 @@ Status RunNode(NodeJob& job, bool dry_run, const std::function<void(uint64_t)>& 
     return true;
   };
   auto read = walfmt::ReadNodeWal(segs, ro, visit, sink);
-  pipeline.Flush();
+  state.Flush();
   o.bytes_to_read = bytes;
   if (!failure.ok()) return failure;
   if (!reached_end) {
@@ -262,7 +252,7 @@ Status RunNode(NodeJob& job, bool dry_run, const std::function<void(uint64_t)>& 
     return write_status.ok();
   });
   if (!write_status.ok()) return write_status;
-  state = StateTable();
+  state = PartitionedState(0, 0);
   if (job.keep_state) {
     o.state = std::map<std::string, std::string>(std::make_move_iterator(kept.begin()),
                                                  std::make_move_iterator(kept.end()));

@@ -6,18 +6,12 @@
 // whose value fits the capacity is done in place (values that change length
 // by a digit or two, as balances do, never move), others append and leave
 // garbage that is compacted away when it outweighs the live bytes.
-//
-// A write to a random key costs two cache misses (its slot, then its entry
-// in the arena), which is most of a restore's time once the table outgrows
-// the caches. Two things hide them: the big arrays ask for transparent huge
-// pages (fewer TLB misses), and WritePipeline below prefetches the slot and
-// then the entry of writes that are applied a few writes later.
+// The big arrays ask for transparent huge pages (fewer TLB misses).
 #pragma once
 
 #include <sys/mman.h>
 
 #include <algorithm>
-#include <array>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
@@ -111,22 +105,6 @@ class StateTable {
     h *= 0xFF51AFD7ED558CCDull;
     h ^= h >> 33;
     return h;
-  }
-
-  // Hints for a write of the key with hash h that comes soon: bring its slot
-  // into the cache, and (once the slot is there) its entry in the arena.
-  void PrefetchSlot(uint64_t h) const { __builtin_prefetch(&slots_[h & mask_]); }
-  void PrefetchEntry(uint64_t h) const {
-    // The key's slot is the first one from its home slot with its tag (the
-    // probe sequence is short and mostly within one cache line).
-    for (size_t i = h & mask_, n = 0; n < 8; i = (i + 1) & mask_, ++n) {
-      const uint64_t s = slots_[i];
-      if (s == kEmpty) return;
-      if (s != kDead && Tag(s) == HashTag(h)) {
-        __builtin_prefetch(&arena_[Offset(s)]);
-        return;
-      }
-    }
   }
 
   void Put(std::string_view key, std::string_view value) { Put(key, value, Hash(key)); }
@@ -290,60 +268,108 @@ class StateTable {
   uint64_t garbage_ = 0;
 };
 
-// Applies writes to a StateTable in the order they are pushed, each one
-// kDepth writes after it was pushed: the push prefetches the write's slot,
-// and halfway through the wait its arena entry, so that by the time it is
-// applied both are in the cache. The key and value bytes must stay valid
-// until the write is applied (Flush applies everything pushed so far).
-class WritePipeline {
+// The state of one node during a restore, split by key hash into partitions
+// of a size that stays in the caches. A write to a random key of a table that
+// does not fit costs two cache misses (its slot, then its arena entry), which
+// was most of a restore's time; here a write is appended to its partition's
+// buffer (sequential, cheap), and a full buffer is applied at once to its
+// partition's table, whose slots and entries are then cache-resident. Writes
+// to one key go to one partition and are applied in order, so the result is
+// that of applying every write in order.
+class PartitionedState {
  public:
-  explicit WritePipeline(StateTable& t) : t_(t) {}
-
-  void Put(std::string_view key, std::string_view value) { Push(key, value, false); }
-  void Erase(std::string_view key) { Push(key, {}, true); }
-
-  void Flush() {
-    while (count_ > 0) ApplyOldest();
+  explicit PartitionedState(size_t expected_keys = 0, size_t buffer_bytes = size_t{64} << 10)
+      : buffer_bytes_(buffer_bytes) {
+    tables_.reserve(kPartitions);
+    for (size_t i = 0; i < kPartitions; ++i) tables_.emplace_back(expected_keys / kPartitions);
+    buffers_.resize(kPartitions);
+    for (auto& b : buffers_) b.reserve(buffer_bytes_ + 256);
   }
-  // Writes pushed and applied so far: the bytes of the first applied() writes
-  // pushed are no longer needed.
-  uint64_t pushed() const { return pushed_; }
-  uint64_t applied() const { return pushed_ - count_; }
+
+  void Put(std::string_view key, std::string_view value) { Add(kPut, key, value); }
+  void Erase(std::string_view key) { Add(kErase, key, {}); }
+
+  // Applies every buffered write; size() and ForEachSorted see them after.
+  void Flush() {
+    for (size_t p = 0; p < kPartitions; ++p) Apply(p);
+  }
+
+  size_t size() const {
+    size_t n = 0;
+    for (const auto& t : tables_) n += t.size();
+    return n;
+  }
+
+  // After Flush: calls visit(key, value) for every entry in increasing key
+  // order.
+  template <typename Visit>
+  bool ForEachSorted(Visit&& visit) const {
+    std::vector<std::pair<std::string_view, std::string_view>> all;
+    all.reserve(size());
+    for (const auto& t : tables_) {
+      t.ForEachSorted([&](std::string_view k, std::string_view v) {
+        all.emplace_back(k, v);
+        return true;
+      });
+    }
+    std::sort(all.begin(), all.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+    for (const auto& [k, v] : all) {
+      if (!visit(k, v)) return false;
+    }
+    return true;
+  }
 
  private:
-  static constexpr size_t kDepth = 32;  // a power of two
-  struct Write {
-    std::string_view key, value;
-    uint64_t hash = 0;
-    bool erase = false;
-  };
+  static constexpr size_t kPartitions = 256;
+  static constexpr uint8_t kPut = 1, kErase = 2;
+  // A buffered write: u64 hash, u8 op, u16 key length, u32 value length,
+  // key, value.
+  static constexpr size_t kHeader = 15;
 
-  void Push(std::string_view key, std::string_view value, bool erase) {
-    if (count_ == kDepth) ApplyOldest();
+  void Add(uint8_t op, std::string_view key, std::string_view value) {
     const uint64_t h = StateTable::Hash(key);
-    t_.PrefetchSlot(h);
-    ring_[(head_ + count_) % kDepth] = Write{key, value, h, erase};
-    ++count_;
-    ++pushed_;
-    if (count_ > kDepth / 2) t_.PrefetchEntry(ring_[(head_ + count_ - 1 - kDepth / 2) % kDepth].hash);
+    // Bits 32-39 pick the partition: the table uses the low bits for the
+    // slot and the top bits for its tag.
+    const size_t p = (h >> 32) & (kPartitions - 1);
+    std::string& b = buffers_[p];
+    const uint16_t kl = static_cast<uint16_t>(key.size());
+    const uint32_t vl = static_cast<uint32_t>(value.size());
+    char head[kHeader];
+    std::memcpy(head, &h, 8);
+    head[8] = static_cast<char>(op);
+    std::memcpy(head + 9, &kl, 2);
+    std::memcpy(head + 11, &vl, 4);
+    b.append(head, kHeader);
+    b.append(key.data(), key.size());
+    b.append(value.data(), value.size());
+    if (b.size() >= buffer_bytes_) Apply(p);
   }
 
-  void ApplyOldest() {
-    const Write& w = ring_[head_];
-    if (w.erase) {
-      t_.Erase(w.key, w.hash);
-    } else {
-      t_.Put(w.key, w.value, w.hash);
+  void Apply(size_t p) {
+    std::string& b = buffers_[p];
+    StateTable& t = tables_[p];
+    for (size_t at = 0; at < b.size();) {
+      uint64_t h;
+      uint16_t kl;
+      uint32_t vl;
+      std::memcpy(&h, &b[at], 8);
+      const uint8_t op = static_cast<uint8_t>(b[at + 8]);
+      std::memcpy(&kl, &b[at + 9], 2);
+      std::memcpy(&vl, &b[at + 11], 4);
+      const std::string_view key(&b[at + kHeader], kl);
+      if (op == kErase) {
+        t.Erase(key, h);
+      } else {
+        t.Put(key, std::string_view(&b[at + kHeader + kl], vl), h);
+      }
+      at += kHeader + kl + vl;
     }
-    head_ = (head_ + 1) % kDepth;
-    --count_;
+    b.clear();
   }
 
-  StateTable& t_;
-  std::array<Write, kDepth> ring_{};
-  size_t head_ = 0;
-  size_t count_ = 0;
-  uint64_t pushed_ = 0;
+  size_t buffer_bytes_;
+  std::vector<StateTable> tables_;
+  std::vector<std::string> buffers_;
 };
 
 }  // namespace walcut::recovery
