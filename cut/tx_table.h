@@ -14,9 +14,9 @@
 namespace walcut::cut {
 
 template <typename V>
-class TxMap {
+class FlatTxMap {
  public:
-  TxMap() : slots_(64) {}
+  FlatTxMap() : slots_(64) {}
 
   size_t size() const { return size_; }
 
@@ -97,6 +97,6 @@ class TxMap {
   size_t size_ = 0;
 };
 
-using TxTable = TxMap<walfmt::Lsn>;
+using TxTable = FlatTxMap<walfmt::Lsn>;
 
 }  // namespace walcut::cut

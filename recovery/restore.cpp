@@ -123,7 +123,7 @@ Status RunNode(NodeJob& job, bool dry_run, const std::function<void(uint64_t)>& 
   // pending maps the transaction to its buffer in `buffers`. The buffers of
   // finished transactions are reused for new ones (no malloc per
   // transaction), and so is the map's storage.
-  cut::TxMap<uint32_t> pending;
+  cut::FlatTxMap<uint32_t> pending;
   std::vector<std::string> buffers;
   std::vector<uint32_t> free_buffers;
   auto release = [&](const TxId& t) {

@@ -354,6 +354,7 @@ TEST_CASE("soak", "[.][soak]") {
   const uint64_t seeds = env ? std::strtoull(env, nullptr, 10) : 2000;
   const uint64_t first = first_env ? std::strtoull(first_env, nullptr, 10) : 1;
   uint64_t runs = 0, crash_runs = 0, after_early = 0, before_late = 0, consistent = 0, inconsistent = 0;
+  uint64_t failovers = 0, taken_over = 0;
   for (uint64_t seed = first; seed < first + seeds; ++seed) {
     TempDir d("soak");
     auto o = SoakOptions(d.path.string(), seed);
@@ -371,8 +372,10 @@ TEST_CASE("soak", "[.][soak]") {
     before_late += c.before_commit_after_start;
     consistent += c.consistent_cuts;
     inconsistent += c.inconsistent_cuts;
+    failovers += run->summary.initiator_failovers;
+    taken_over += run->summary.cuts_taken_over;
   }
   WARN(fmt::format("soak: {} runs ({} with crashes), {} consistent / {} inconsistent cuts; rule 5: {} after-early, "
-                   "{} before-late",
-                   runs, crash_runs, consistent, inconsistent, after_early, before_late));
+                   "{} before-late; {} initiator failovers, {} with a cut running",
+                   runs, crash_runs, consistent, inconsistent, after_early, before_late, failovers, taken_over));
 }
