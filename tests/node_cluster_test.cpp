@@ -67,6 +67,18 @@ ClusterOptions SoakOptions(const std::string& dir, uint64_t seed) {
   return o;
 }
 
+// Runs the cluster and checks its WAL against the oracle; fails the test
+// case (with the run's error or the check's failures) when either goes wrong.
+std::pair<RunResult, ClusterCheck> RunAndCheck(const ClusterOptions& o) {
+  auto run = RunCluster(o);
+  INFO((run.ok() ? std::string() : run.status().message()));
+  REQUIRE(run.ok());
+  ClusterCheck c = CheckCluster(*run);
+  INFO(fmt::format("failures:\n{}", fmt::join(c.failures, "\n")));
+  REQUIRE(c.failures.empty());
+  return {std::move(run.value()), std::move(c)};
+}
+
 std::string ReadAll(const fs::path& p) {
   std::ifstream in(p, std::ios::binary);
   return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
@@ -116,12 +128,8 @@ TEST_CASE("crash sweep - recovery keeps the WAL consistent with the oracle") {
           o.random_crashes = 2;
           INFO(fmt::format("seed {} nodes {} backups {} workload {} crashes 2", o.seed, nodes, backups,
                            walcut::node::WorkloadName(w)));
-          auto run = RunCluster(o);
-          INFO((run.ok() ? std::string() : run.status().message()));
-          REQUIRE(run.ok());
-          ClusterCheck c = CheckCluster(*run);
-          INFO(fmt::format("failures:\n{}", fmt::join(c.failures, "\n")));
-          REQUIRE(c.failures.empty());
+          auto [result, c] = RunAndCheck(o);
+          const RunResult* run = &result;
           ++runs;
           crashes += run->summary.crashes;
           restarts += c.restarts;
@@ -214,12 +222,8 @@ TEST_CASE("the initiator crashes: the oldest live node takes over the cuts") {
         for (uint32_t n = 0; n < nodes; ++n) o.crashes.push_back({n, at + 9000 + n * 700, 2000});
       }
       INFO(fmt::format("seed {} nodes {} backups {} initiator crash at {} us", o.seed, nodes, o.backups, at));
-      auto run = RunCluster(o);
-      INFO((run.ok() ? std::string() : run.status().message()));
-      REQUIRE(run.ok());
-      ClusterCheck c = CheckCluster(*run);
-      INFO(fmt::format("failures:\n{}", fmt::join(c.failures, "\n")));
-      REQUIRE(c.failures.empty());
+      auto [result, c] = RunAndCheck(o);
+      const RunResult* run = &result;
       CHECK(run->summary.restarts == run->summary.crashes);
       CHECK(run->summary.initiator_failovers >= 1);
       CHECK(run->summary.cuts_started == run->summary.cuts_consistent + run->summary.cuts_inconsistent);
@@ -360,12 +364,8 @@ TEST_CASE("soak", "[.][soak]") {
     auto o = SoakOptions(d.path.string(), seed);
     INFO(fmt::format("seed {} nodes {} backups {} workload {} crashes {}", seed, o.nodes, o.backups,
                      walcut::node::WorkloadName(o.workload.workload), o.random_crashes));
-    auto run = RunCluster(o);
-    INFO((run.ok() ? std::string() : run.status().message()));
-    REQUIRE(run.ok());
-    ClusterCheck c = CheckCluster(*run);
-    INFO(fmt::format("failures:\n{}", fmt::join(c.failures, "\n")));
-    REQUIRE(c.failures.empty());
+    auto [result, c] = RunAndCheck(o);
+    const RunResult* run = &result;
     ++runs;
     crash_runs += o.random_crashes > 0 ? 1 : 0;
     after_early += c.after_commit_before_start;
