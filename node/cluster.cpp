@@ -41,6 +41,7 @@
 #include <nlohmann/json.hpp>
 
 #include "node/rng.h"
+#include "node/string_map.h"
 #include "walfmt/snapshot.h"
 #include "walfmt/topology.h"
 #include "walfmt/reader.h"
@@ -427,8 +428,8 @@ class Node {
   walfmt::Record rollback_rec_{walfmt::TxRollback{}};
   walfmt::Lsn synced_;         // durability point: everything before it survives a crash
 
-  std::unordered_map<std::string, std::string> kv_;
-  std::unordered_map<std::string, TxId> locks_;
+  StringMap<std::string> kv_;
+  StringMap<TxId> locks_;
   std::unordered_map<TxId, std::vector<std::string>, TxIdHash> held_;
   std::unordered_map<TxId, NearTx, TxIdHash> near_;
   std::unordered_map<TxId, LocalTx, TxIdHash> local_;
@@ -978,8 +979,8 @@ void Node::OnLockRead(const Msg& m) {
   r.to = m.from;
   r.tx = m.tx;
   for (const auto& k : m.keys) {
-    auto it = locks_.find(k);
-    if (it != locks_.end() && it->second != m.tx) {
+    const TxId* holder = locks_.find(k);
+    if (holder != nullptr && *holder != m.tx) {
       r.ok = false;  // no waiting: a conflict rolls the transaction back (no deadlocks)
       break;
     }
@@ -987,10 +988,9 @@ void Node::OnLockRead(const Msg& m) {
   if (r.ok) {
     auto& held = held_[m.tx];
     for (const auto& k : m.keys) {
-      auto [it, fresh] = locks_.emplace(k, m.tx);
-      if (fresh) held.push_back(k);
-      auto v = kv_.find(k);
-      r.values.push_back(v == kv_.end() ? std::nullopt : std::optional<std::string>(v->second));
+      if (locks_.emplace(k, m.tx).second) held.push_back(k);
+      const std::string* v = kv_.find(k);
+      r.values.push_back(v == nullptr ? std::nullopt : std::optional<std::string>(*v));
     }
     r.keys = m.keys;
   }
@@ -1001,8 +1001,8 @@ void Node::ReleaseLocks(const TxId& id) {
   auto it = held_.find(id);
   if (it == held_.end()) return;
   for (const auto& k : it->second) {
-    auto l = locks_.find(k);
-    if (l != locks_.end() && l->second == id) locks_.erase(l);
+    const TxId* holder = locks_.find(k);
+    if (holder != nullptr && *holder == id) locks_.erase(k);
   }
   held_.erase(it);
 }
@@ -1359,7 +1359,7 @@ Status Node::TakeSnapshot(const std::string& name, const std::string& path, uint
   f.cluster_id = cluster_id;
   f.name = name;
   f.time_us = c_.now();
-  f.entries.insert(kv_.begin(), kv_.end());
+  kv_.for_each([&](const std::string& k, const std::string& v) { f.entries.emplace(k, v); });
   fingerprint = StateFingerprint(f.entries);
   wal_->set_time_us(c_.now());
   auto lsn = wal_->Append(walfmt::Snapshot{name, c_.now(), fingerprint});
