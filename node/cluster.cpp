@@ -123,6 +123,11 @@ struct TxPlan {
   std::vector<uint32_t> forwarder;             // by node: who forwards to it (kNoNode: the near node)
   uint32_t decider = kNoNode;                  // 1PC: the node that decides (first backup, or the primary)
   std::vector<Write> all_writes;               // for the history
+  // Set by the oracle (Cluster::RecordCommit) once the commit is recorded:
+  // every participant's TX_COMMIT reports it, and this saves the other
+  // participants a lookup in the set of committed ids. Not part of the plan
+  // proper, hence mutable.
+  mutable bool recorded = false;
 };
 
 struct Msg {
@@ -2110,6 +2115,9 @@ void Cluster::PostStep(uint32_t node, uint32_t incarnation, uint64_t delay, Step
 // The oracle learns of a commit when the first TX_COMMIT is written (and
 // synced): that is when the transaction is committed, whatever happens next.
 void Cluster::RecordCommit(const TxPlan& plan, uint64_t marker, bool recovered) {
+  if (plan.recorded) return;
+  plan.recorded = true;
+  // A plan rebuilt by a restarted node is another object: the set decides.
   if (!committed_ids_.insert(plan.id).second) return;
   CommittedTx c;
   c.id = plan.id;
