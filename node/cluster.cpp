@@ -27,6 +27,7 @@
 #include <charconv>
 #include <chrono>
 #include <ctime>
+#include <deque>
 #include <filesystem>
 #include <fstream>
 #include <functional>
@@ -40,6 +41,7 @@
 #include <nlohmann/json.hpp>
 
 #include "node/rng.h"
+#include "node/string_map.h"
 #include "walfmt/snapshot.h"
 #include "walfmt/topology.h"
 #include "walfmt/reader.h"
@@ -121,6 +123,11 @@ struct TxPlan {
   std::vector<uint32_t> forwarder;             // by node: who forwards to it (kNoNode: the near node)
   uint32_t decider = kNoNode;                  // 1PC: the node that decides (first backup, or the primary)
   std::vector<Write> all_writes;               // for the history
+  // Set by the oracle (Cluster::RecordCommit) once the commit is recorded:
+  // every participant's TX_COMMIT reports it, and this saves the other
+  // participants a lookup in the set of committed ids. Not part of the plan
+  // proper, hence mutable.
+  mutable bool recorded = false;
 };
 
 struct Msg {
@@ -144,6 +151,13 @@ struct Msg {
 
 class Node;
 
+// The local steps a node schedules on every transaction. They are plain data
+// rather than a std::function: a lambda capturing `this` and a TxId does not
+// fit std::function's small buffer, so each of the ~1.3 M steps of a 200k
+// transaction run cost a heap allocation. Rare steps (timers, recovery,
+// driver actions) still use std::function.
+enum class StepKind : uint8_t { kNone = 0, kDecide, kSendFinish, kCommitStep, kCutStartStep };
+
 // Events are ordered by (time, sequence); the sequence number makes ties
 // deterministic. An event is a message delivery, a local step of a node, or a
 // step of the driver (node == kNoNode). Node events are dropped when the node
@@ -155,42 +169,60 @@ class Scheduler {
     uint64_t seq = 0;
     uint32_t node = kNoNode;
     uint32_t incarnation = 0;
-    std::unique_ptr<Msg> msg;
-    std::function<void()> fn;
+    bool has_msg = false;
+    StepKind step = StepKind::kNone;
+    Msg msg;                 // when has_msg
+    TxId step_tx;            // the step's transaction (kDecide, kSendFinish, kCommitStep)
+    uint64_t step_k = 0;     // the step's cut id (kCutStartStep)
+    std::function<void()> fn;  // otherwise
   };
 
   uint64_t now() const { return now_; }
-  // The heap holds small keys; events stay put in a slab (moving 64-byte
-  // events with their std::function through the heap cost a fifth of the run).
-  void Push(Event e) {
+  // Schedules an event at time t and returns it for the caller to fill in
+  // (before anything else is scheduled or popped). The heap holds small keys;
+  // events stay put in a slab and are run in place, so a message is never
+  // copied to the heap or moved again after it was sent. The slab is a deque:
+  // events scheduled while one runs must not move the running one.
+  Event& Add(uint64_t t) {
     uint32_t slot;
     if (free_.empty()) {
       slot = static_cast<uint32_t>(slots_.size());
-      slots_.push_back(std::move(e));
+      slots_.emplace_back();
     } else {
       slot = free_.back();
       free_.pop_back();
-      slots_[slot] = std::move(e);
     }
-    heap_.push_back(Key{slots_[slot].t, next_seq_++, slot});
+    heap_.push_back(Key{t, next_seq_++, slot});
     std::push_heap(heap_.begin(), heap_.end(), Later{});
+    Event& e = slots_[slot];
+    e.t = t;
+    return e;
   }
-  bool Pop(Event& out) {
+  // The next event; it stays valid until Release(slot).
+  bool Pop(uint32_t& slot) {
     if (heap_.empty()) return false;
     std::pop_heap(heap_.begin(), heap_.end(), Later{});
     const Key k = heap_.back();
     heap_.pop_back();
-    out = std::move(slots_[k.slot]);
-    out.seq = k.seq;
-    free_.push_back(k.slot);
+    slot = k.slot;
+    slots_[slot].seq = k.seq;
     now_ = k.t;
     return true;
   }
-  void Clear() {
-    heap_.clear();
-    slots_.clear();
-    free_.clear();
+  Event& at(uint32_t slot) { return slots_[slot]; }
+  // Drops what the event holds that matters (the shared plan, the closure);
+  // the message's vectors are simply overwritten by the next use of the slot.
+  void Release(uint32_t slot) {
+    Event& e = slots_[slot];
+    e.has_msg = false;
+    e.step = StepKind::kNone;
+    e.msg.plan.reset();
+    e.fn = nullptr;
+    free_.push_back(slot);
   }
+  // Nothing runs after this. The slab is kept: the event running now (the one
+  // that failed) lives in it.
+  void Clear() { heap_.clear(); }
 
  private:
   struct Key {
@@ -202,7 +234,7 @@ class Scheduler {
     bool operator()(const Key& a, const Key& b) const { return a.t != b.t ? a.t > b.t : a.seq > b.seq; }
   };
   std::vector<Key> heap_;
-  std::vector<Event> slots_;
+  std::deque<Event> slots_;
   std::vector<uint32_t> free_;
   uint64_t now_ = 0;
   uint64_t next_seq_ = 0;
@@ -235,6 +267,8 @@ class Node {
                       uint64_t& fingerprint);
 
   uint32_t id() const { return id_; }
+  // Runs a step posted by PostStep.
+  void RunStep(StepKind kind, const TxId& id, uint64_t k);
   // What is unfinished here, for the "simulation stalled" error.
   std::string Pending() const {
     std::string out;
@@ -372,9 +406,15 @@ class Node {
   // ---- plumbing
   void Send(Msg m);
   void Reply(const Msg& to, MsgType type, bool ok = true);
-  void Post(std::function<void()> fn);  // a local step after a small random delay
+  void PostStep(StepKind kind, const TxId& id, uint64_t k = 0);  // a local step after a small random delay
   void PostAfter(uint64_t delay_us, std::function<void()> fn);
   void Log(const walfmt::Record& r);
+  // The per-transaction records, written through reused Record objects (see
+  // data_rec_).
+  void LogData(const TxId& id, const std::vector<Write>& writes);
+  void LogPrepare(const TxId& id, const std::vector<uint32_t>& participants);
+  void LogCommit(const TxId& id, uint64_t marker, uint16_t flags, const std::vector<uint32_t>& participants);
+  void LogRollback(const TxId& id, uint16_t flags, const std::vector<uint32_t>& participants);
   void Sync();
 
   Cluster& c_;
@@ -383,10 +423,18 @@ class Node {
   bool ready_ = true;          // false after a restart until the initiator told the current cut
   uint32_t incarnation_ = 0;
   std::unique_ptr<walfmt::WalWriter> wal_;
+  // Building a fresh Record for every TX_DATA, TX_PREPARE, TX_COMMIT and
+  // TX_ROLLBACK copied the writes and participants into new vectors, a few
+  // allocations per record; these keep their capacity from one record to the
+  // next. The bytes written are the same.
+  walfmt::Record data_rec_{walfmt::TxData{}};
+  walfmt::Record prepare_rec_{walfmt::TxPrepare{}};
+  walfmt::Record commit_rec_{walfmt::TxCommit{}};
+  walfmt::Record rollback_rec_{walfmt::TxRollback{}};
   walfmt::Lsn synced_;         // durability point: everything before it survives a crash
 
-  std::unordered_map<std::string, std::string> kv_;
-  std::unordered_map<std::string, TxId> locks_;
+  StringMap<std::string> kv_;
+  StringMap<TxId> locks_;
   std::unordered_map<TxId, std::vector<std::string>, TxIdHash> held_;
   std::unordered_map<TxId, NearTx, TxIdHash> near_;
   std::unordered_map<TxId, LocalTx, TxIdHash> local_;
@@ -448,6 +496,7 @@ class Cluster {
   void Send(Msg m);
   void PostLocal(uint32_t node, uint32_t incarnation, uint64_t delay, std::function<void()> fn);
   void PostDriver(uint64_t delay, std::function<void()> fn) { PostLocal(kNoNode, 0, delay, std::move(fn)); }
+  void PostStep(uint32_t node, uint32_t incarnation, uint64_t delay, StepKind kind, const TxId& id, uint64_t k);
   uint64_t StepDelay() { return rng_.Range(1, opt_.step_delay_max_us); }
   void Fail(const Status& st) {
     if (error_.ok()) error_ = st;
@@ -474,6 +523,7 @@ class Cluster {
   uint64_t RunningCut() const { return cut_running_ ? running_cut_ : 0; }
 
  private:
+  void Dispatch(Scheduler::Event& e);
   void FillSlots();
   void StartTx(std::shared_ptr<Program> prog, bool load);
   void MaybeStartCut();
@@ -544,6 +594,40 @@ void Node::Log(const walfmt::Record& r) {
   ++c_.sum().records;
 }
 
+void Node::LogData(const TxId& id, const std::vector<Write>& writes) {
+  auto& d = std::get<walfmt::TxData>(data_rec_);
+  d.tx = id;
+  d.writes.assign(writes.begin(), writes.end());
+  Log(data_rec_);
+}
+
+void Node::LogPrepare(const TxId& id, const std::vector<uint32_t>& participants) {
+  auto& p = std::get<walfmt::TxPrepare>(prepare_rec_);
+  p.tx = id;
+  p.time_us = c_.now();
+  p.participants.assign(participants.begin(), participants.end());
+  Log(prepare_rec_);
+}
+
+void Node::LogCommit(const TxId& id, uint64_t marker, uint16_t flags, const std::vector<uint32_t>& participants) {
+  auto& c = std::get<walfmt::TxCommit>(commit_rec_);
+  c.tx = id;
+  c.marker = marker;
+  c.time_us = c_.now();
+  c.flags = flags;
+  c.participants.assign(participants.begin(), participants.end());
+  Log(commit_rec_);
+}
+
+void Node::LogRollback(const TxId& id, uint16_t flags, const std::vector<uint32_t>& participants) {
+  auto& r = std::get<walfmt::TxRollback>(rollback_rec_);
+  r.tx = id;
+  r.time_us = c_.now();
+  r.flags = flags;
+  r.participants.assign(participants.begin(), participants.end());
+  Log(rollback_rec_);
+}
+
 // The durability point. The writer keeps appended bytes in memory until
 // WalWriter::Sync writes them; calling that on every simulated sync would cost
 // a write(2) per prepare and per commit on every participant for nothing, as
@@ -570,7 +654,18 @@ void Node::Reply(const Msg& to, MsgType type, bool ok) {
   Send(std::move(r));
 }
 
-void Node::Post(std::function<void()> fn) { c_.PostLocal(id_, incarnation_, c_.StepDelay(), std::move(fn)); }
+void Node::PostStep(StepKind kind, const TxId& id, uint64_t k) {
+  c_.PostStep(id_, incarnation_, c_.StepDelay(), kind, id, k);
+}
+void Node::RunStep(StepKind kind, const TxId& id, uint64_t k) {
+  switch (kind) {
+    case StepKind::kDecide: Decide(id); break;
+    case StepKind::kSendFinish: SendFinish(id); break;
+    case StepKind::kCommitStep: CommitStep(id); break;
+    case StepKind::kCutStartStep: CutStartStep(k); break;
+    case StepKind::kNone: break;
+  }
+}
 void Node::PostAfter(uint64_t delay_us, std::function<void()> fn) {
   c_.PostLocal(id_, incarnation_, delay_us, std::move(fn));
 }
@@ -801,7 +896,7 @@ void Node::OnVote(const Msg& m) {
   if (--it->second.pending > 0) return;
   it->second.voting = false;
   const TxId id = m.tx;
-  Post([this, id] { Decide(id); });
+  PostStep(StepKind::kDecide, id);
 }
 
 // The near node decides a 2PC transaction: it reads its cut id (the marker)
@@ -827,7 +922,7 @@ void Node::Decide(const TxId& id) {
   t.marker = cut_id_;
   t.decided = true;
   Remember(near_outcomes_, id, Outcome{true, t.marker});
-  Post([this, id] { SendFinish(id); });
+  PostStep(StepKind::kSendFinish, id);
 }
 
 void Node::SendFinish(const TxId& id) {
@@ -889,8 +984,8 @@ void Node::OnLockRead(const Msg& m) {
   r.to = m.from;
   r.tx = m.tx;
   for (const auto& k : m.keys) {
-    auto it = locks_.find(k);
-    if (it != locks_.end() && it->second != m.tx) {
+    const TxId* holder = locks_.find(k);
+    if (holder != nullptr && *holder != m.tx) {
       r.ok = false;  // no waiting: a conflict rolls the transaction back (no deadlocks)
       break;
     }
@@ -898,10 +993,9 @@ void Node::OnLockRead(const Msg& m) {
   if (r.ok) {
     auto& held = held_[m.tx];
     for (const auto& k : m.keys) {
-      auto [it, fresh] = locks_.emplace(k, m.tx);
-      if (fresh) held.push_back(k);
-      auto v = kv_.find(k);
-      r.values.push_back(v == kv_.end() ? std::nullopt : std::optional<std::string>(v->second));
+      if (locks_.emplace(k, m.tx).second) held.push_back(k);
+      const std::string* v = kv_.find(k);
+      r.values.push_back(v == nullptr ? std::nullopt : std::optional<std::string>(*v));
     }
     r.keys = m.keys;
   }
@@ -912,8 +1006,8 @@ void Node::ReleaseLocks(const TxId& id) {
   auto it = held_.find(id);
   if (it == held_.end()) return;
   for (const auto& k : it->second) {
-    auto l = locks_.find(k);
-    if (l != locks_.end() && l->second == id) locks_.erase(l);
+    const TxId* holder = locks_.find(k);
+    if (holder != nullptr && *holder == id) locks_.erase(k);
   }
   held_.erase(it);
 }
@@ -931,8 +1025,8 @@ void Node::OnPrepare(const Msg& m) {
   for (uint32_t b : plan.forward[id_]) {
     if (!c_.IsAlive(b)) return Refuse(m);
   }
-  Log(walfmt::TxData{plan.id, plan.writes[id_]});
-  Log(walfmt::TxPrepare{plan.id, c_.now(), plan.participants});
+  LogData(plan.id, plan.writes[id_]);
+  LogPrepare(plan.id, plan.participants);
   Sync();  // durable before voting
   LocalTx& lt = local_[plan.id];
   lt.plan = m.plan;
@@ -977,8 +1071,8 @@ void Node::MaybeVote(const TxId& id) {
 void Node::OnPrepareFwd(const Msg& m) {
   const TxPlan& plan = *m.plan;
   if (Refusing(plan.id) || local_.count(plan.id) || NearGone(plan)) return Refuse(m);
-  Log(walfmt::TxData{plan.id, plan.writes[id_]});
-  Log(walfmt::TxPrepare{plan.id, c_.now(), plan.participants});
+  LogData(plan.id, plan.writes[id_]);
+  LogPrepare(plan.id, plan.participants);
   Sync();
   LocalTx& lt = local_[plan.id];
   lt.plan = m.plan;
@@ -1000,9 +1094,8 @@ void Node::OnVoteFwd(const Msg& m) {
 }
 
 void Node::WriteRollback(const TxId& id, const TxPlan& plan, uint16_t extra_flags) {
-  Log(walfmt::TxRollback{id, c_.now(),
-                         static_cast<uint16_t>((plan.one_phase ? walfmt::kTxFlagOnePhase : 0) | extra_flags),
-                         plan.participants});
+  LogRollback(id, static_cast<uint16_t>((plan.one_phase ? walfmt::kTxFlagOnePhase : 0) | extra_flags),
+              plan.participants);
   Sync();
   Remember(outcomes_, id, Outcome{false, 0});
   CutTxFinished(id, false, 0, (extra_flags & walfmt::kTxFlagRecovered) != 0);
@@ -1064,7 +1157,7 @@ void Node::OnFinish(const Msg& m) {
     Send(std::move(f));
   }
   const TxId id = m.tx;
-  Post([this, id] { CommitStep(id); });
+  PostStep(StepKind::kCommitStep, id);
 }
 
 void Node::OnFinishFwd(const Msg& m) {
@@ -1083,7 +1176,7 @@ void Node::OnFinishFwd(const Msg& m) {
   it->second.outcome_known = true;
   it->second.marker = m.marker;
   const TxId id = m.tx;
-  Post([this, id] { CommitStep(id); });
+  PostStep(StepKind::kCommitStep, id);
 }
 
 // The second half of committing on a participant: write TX_COMMIT with the
@@ -1094,8 +1187,7 @@ void Node::CommitStep(const TxId& id) {
   if (it == local_.end() || in_doubt_.count(id)) return;
   LocalTx& lt = it->second;
   const TxPlan& plan = *lt.plan;
-  Log(walfmt::TxCommit{id, lt.marker, c_.now(), static_cast<uint16_t>(plan.one_phase ? walfmt::kTxFlagOnePhase : 0),
-                       plan.participants});
+  LogCommit(id, lt.marker, static_cast<uint16_t>(plan.one_phase ? walfmt::kTxFlagOnePhase : 0), plan.participants);
   Sync();  // durable before acknowledging
   for (const Write& w : plan.writes[id_]) {
     if (w.op == walfmt::WriteOp::kDelete) kv_.erase(w.key);
@@ -1185,8 +1277,8 @@ void Node::Enter1pcCommit(const TxId& id) {
   const TxPlan& plan = *lt.plan;
   if (plan.decider == id_) return DeciderBegin(id);
   if (!c_.IsAlive(plan.decider)) return Abort1pc(id, false);  // lost while the others prepared
-  Log(walfmt::TxData{id, plan.writes[id_]});
-  Log(walfmt::TxPrepare{id, c_.now(), plan.participants});
+  LogData(id, plan.writes[id_]);
+  LogPrepare(id, plan.participants);
   Sync();
   lt.st = TxState::kCommitting;
   WatchStuck(id);
@@ -1230,8 +1322,8 @@ void Node::DeciderBegin(const TxId& id) {
   const TxPlan& plan = *lt.plan;
   lt.marker = cut_id_;
   lt.st = TxState::kCommitting;
-  Log(walfmt::TxData{id, plan.writes[id_]});
-  Post([this, id] { CommitStep(id); });
+  LogData(id, plan.writes[id_]);
+  PostStep(StepKind::kCommitStep, id);
 }
 
 void Node::OnDecide1pc(const Msg& m) {
@@ -1260,7 +1352,7 @@ void Node::OnDecided1pc(const Msg& m) {
     Send(std::move(f));
   }
   const TxId id = m.tx;
-  Post([this, id] { CommitStep(id); });
+  PostStep(StepKind::kCommitStep, id);
 }
 
 // ---- full snapshot
@@ -1272,7 +1364,7 @@ Status Node::TakeSnapshot(const std::string& name, const std::string& path, uint
   f.cluster_id = cluster_id;
   f.name = name;
   f.time_us = c_.now();
-  f.entries.insert(kv_.begin(), kv_.end());
+  kv_.for_each([&](const std::string& k, const std::string& v) { f.entries.emplace(k, v); });
   fingerprint = StateFingerprint(f.entries);
   wal_->set_time_us(c_.now());
   auto lsn = wal_->Append(walfmt::Snapshot{name, c_.now(), fingerprint});
@@ -1490,7 +1582,7 @@ void Node::OnNodeFailed(uint32_t x) {
       t.failed = true;
       if (t.voting) {
         t.voting = false;
-        Post([this, id] { Decide(id); });
+        PostStep(StepKind::kDecide, id);
       }
       continue;
     }
@@ -1797,7 +1889,7 @@ void Node::StartCut(uint64_t k) {
   cut_.active = true;
   cut_.k = k;
   cut_.capturing = true;
-  Post([this, k] { CutStartStep(k); });
+  PostStep(StepKind::kCutStartStep, TxId{}, k);
 }
 
 // Step B: CUT_START, then the tracked set — everything prepared or committing
@@ -1992,30 +2084,40 @@ void Node::MaybeCompleteCut() {
 
 void Cluster::Send(Msg m) {
   ++sum_.messages;
-  Scheduler::Event e;
   // Most messages take min..max; a few take up to ten times the maximum (a
   // long tail, as real networks have), which also reorders them more.
   uint64_t delay = rng_.Range(opt_.net_delay_min_us, opt_.net_delay_max_us);
   if (rng_.Chance(opt_.slow_message_per_million)) delay = rng_.Range(opt_.net_delay_max_us, 10 * opt_.net_delay_max_us);
-  e.t = sched_.now() + delay;
+  Scheduler::Event& e = sched_.Add(sched_.now() + delay);
   e.node = m.to;
   e.incarnation = nodes_[m.to]->incarnation();
-  e.msg = std::make_unique<Msg>(std::move(m));
-  sched_.Push(std::move(e));
+  e.has_msg = true;
+  e.msg = std::move(m);
 }
 
 void Cluster::PostLocal(uint32_t node, uint32_t incarnation, uint64_t delay, std::function<void()> fn) {
-  Scheduler::Event e;
-  e.t = sched_.now() + delay;
+  Scheduler::Event& e = sched_.Add(sched_.now() + delay);
   e.node = node;
   e.incarnation = incarnation;
   e.fn = std::move(fn);
-  sched_.Push(std::move(e));
+}
+
+void Cluster::PostStep(uint32_t node, uint32_t incarnation, uint64_t delay, StepKind kind, const TxId& id,
+                       uint64_t k) {
+  Scheduler::Event& e = sched_.Add(sched_.now() + delay);
+  e.node = node;
+  e.incarnation = incarnation;
+  e.step = kind;
+  e.step_tx = id;
+  e.step_k = k;
 }
 
 // The oracle learns of a commit when the first TX_COMMIT is written (and
 // synced): that is when the transaction is committed, whatever happens next.
 void Cluster::RecordCommit(const TxPlan& plan, uint64_t marker, bool recovered) {
+  if (plan.recorded) return;
+  plan.recorded = true;
+  // A plan rebuilt by a restarted node is another object: the set decides.
   if (!committed_ids_.insert(plan.id).second) return;
   CommittedTx c;
   c.id = plan.id;
@@ -2309,6 +2411,25 @@ Status Cluster::WriteClusterJson(bool complete) const {
   return Status::Ok();
 }
 
+void Cluster::Dispatch(Scheduler::Event& e) {
+  if (e.node == kNoNode) {
+    e.fn();
+    return;
+  }
+  Node& n = *nodes_[e.node];
+  if (!n.alive() || n.incarnation() != e.incarnation) return;
+  if (e.has_msg) {
+    // A crash resets the sender's connections: what it sent before is lost.
+    const Node& from = *nodes_[e.msg.from];
+    if (!from.alive() || from.incarnation() != e.msg.from_incarnation) return;
+    n.Deliver(e.msg);
+  } else if (e.step != StepKind::kNone) {
+    n.RunStep(e.step, e.step_tx, e.step_k);
+  } else {
+    e.fn();
+  }
+}
+
 Status Cluster::Run() {
   const auto wall_start = std::chrono::steady_clock::now();
   const std::clock_t cpu_start = std::clock();
@@ -2347,27 +2468,15 @@ Status Cluster::Run() {
   ScheduleCrashes();
   FillSlots();
 
-  Scheduler::Event e;
   uint64_t events = 0;
-  while (sched_.Pop(e)) {
+  uint32_t slot = 0;
+  while (sched_.Pop(slot)) {
     if (++events > kMaxEvents) {
       Fail(Status::Internal(fmt::format("simulation did not end after {} events", kMaxEvents)));
       break;
     }
-    if (e.node == kNoNode) {
-      e.fn();
-      continue;
-    }
-    Node& n = *nodes_[e.node];
-    if (!n.alive() || n.incarnation() != e.incarnation) continue;
-    if (e.msg) {
-      // A crash resets the sender's connections: what it sent before is lost.
-      const Node& from = *nodes_[e.msg->from];
-      if (!from.alive() || from.incarnation() != e.msg->from_incarnation) continue;
-      n.Deliver(*e.msg);
-    } else {
-      e.fn();
-    }
+    Dispatch(sched_.at(slot));
+    sched_.Release(slot);
   }
   sum_.events = events;
   sum_.sim_time_us = sched_.now();

@@ -9,6 +9,7 @@
 #include <cstring>
 
 #include <fmt/format.h>
+#include <zstd.h>
 
 #include "walfmt/bytes.h"
 #include "walfmt/reader.h"
@@ -50,13 +51,21 @@ Status WriteFile(const std::string& path, std::string_view data) {
   return Status::Ok();
 }
 
+// Reads the whole file into `out`, reusing its capacity.
 Status ReadFile(const std::string& path, std::string& out) {
   const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) return Status::Io(Errno("open", path));
-  out.clear();
-  char buf[1 << 16];
+  struct stat sb;
+  if (fstat(fd, &sb) != 0) {
+    Status st = Status::Io(Errno("fstat", path));
+    close(fd);
+    return st;
+  }
+  out.resize(static_cast<size_t>(sb.st_size));
+  size_t done = 0;
   for (;;) {
-    const ssize_t r = read(fd, buf, sizeof(buf));
+    if (done == out.size()) out.resize(done + (1 << 16));  // the file grew (never for a rolled segment)
+    const ssize_t r = read(fd, out.data() + done, out.size() - done);
     if (r < 0 && errno == EINTR) continue;
     if (r < 0) {
       Status st = Status::Io(Errno("read", path));
@@ -64,13 +73,16 @@ Status ReadFile(const std::string& path, std::string& out) {
       return st;
     }
     if (r == 0) break;
-    out.append(buf, static_cast<size_t>(r));
+    done += static_cast<size_t>(r);
   }
+  out.resize(done);
   close(fd);
   return Status::Ok();
 }
 
 }  // namespace
+
+void WalWriter::CCtxFree::operator()(ZSTD_CCtx_s* c) const { ZSTD_freeCCtx(c); }
 
 WalWriter::~WalWriter() {
   if (fd_ >= 0) {
@@ -199,14 +211,22 @@ Status WalWriter::Roll() {
 Status WalWriter::Archive(uint64_t index) {
   const std::string plain = opt_.wal_dir + "/" + SegmentFileName(index, false);
   const std::string zst = opt_.wal_dir + "/" + SegmentFileName(index, true);
-  std::string data;
-  if (Status st = ReadFile(plain, data); !st.ok()) return st;
-  auto packed = ZstdCompress({reinterpret_cast<const uint8_t*>(data.data()), data.size()}, opt_.zstd_level);
-  if (!packed.ok()) return packed.status();
+  if (Status st = ReadFile(plain, archive_in_); !st.ok()) return st;
+  // The same frame as ZstdCompress (source.h) makes: ZSTD_compress is
+  // ZSTD_compressCCtx on a new context.
+  if (!cctx_) {
+    cctx_.reset(ZSTD_createCCtx());
+    if (!cctx_) return Status::Internal("zstd: cannot create a compression context");
+  }
+  const size_t bound = ZSTD_compressBound(archive_in_.size());
+  if (archive_out_.size() < bound) archive_out_.resize(bound);
+  const size_t n = ZSTD_compressCCtx(cctx_.get(), archive_out_.data(), archive_out_.size(), archive_in_.data(),
+                                     archive_in_.size(), opt_.zstd_level);
+  if (ZSTD_isError(n)) return Status::Internal(fmt::format("zstd: {}", ZSTD_getErrorName(n)));
   // Write aside, rename into place, then drop the original: at every moment
   // one complete copy exists (ListSegments prefers the .wal if both do).
   const std::string tmp = zst + ".tmp";
-  if (Status st = WriteFile(tmp, *packed); !st.ok()) return st;
+  if (Status st = WriteFile(tmp, std::string_view(archive_out_.data(), n)); !st.ok()) return st;
   if (rename(tmp.c_str(), zst.c_str()) != 0) return Status::Io(Errno("rename", tmp));
   if (unlink(plain.c_str()) != 0) return Status::Io(Errno("unlink", plain));
   return Status::Ok();

@@ -15,6 +15,8 @@
 #include "walfmt/segment.h"
 #include "walfmt/status.h"
 
+struct ZSTD_CCtx_s;  // zstd.h stays out of this header
+
 namespace walfmt {
 
 struct WriterOptions {
@@ -75,6 +77,16 @@ class WalWriter {
   std::string buf_;            // appended, not yet written
   std::string scratch_;
   bool closed_ = false;
+  // Archive() state kept from one rolled segment to the next: a fresh zstd
+  // context and fresh megabyte buffers per segment cost page faults and
+  // table initialisation each time. The compressed bytes do not depend on
+  // the context being reused.
+  struct CCtxFree {
+    void operator()(ZSTD_CCtx_s* c) const;
+  };
+  std::unique_ptr<ZSTD_CCtx_s, CCtxFree> cctx_;
+  std::string archive_in_;
+  std::string archive_out_;
 };
 
 }  // namespace walfmt
