@@ -126,27 +126,6 @@ class Load final : public Program {
 
 }  // namespace
 
-const char* WorkloadName(Workload w) {
-  switch (w) {
-    case Workload::kBank: return "bank";
-    case Workload::kCycle: return "cycle";
-    case Workload::kMixed: return "mixed";
-  }
-  return "?";
-}
-
-bool ParseWorkload(std::string_view s, Workload& out) {
-  if (s == "bank") out = Workload::kBank;
-  else if (s == "cycle") out = Workload::kCycle;
-  else if (s == "mixed") out = Workload::kMixed;
-  else return false;
-  return true;
-}
-
-std::string AccountKey(uint32_t i) { return fmt::format("acct/{:06}", i); }
-std::string RingKey(uint32_t i) { return fmt::format("ring/{:06}", i); }
-bool IsAccountKey(std::string_view k) { return k.substr(0, 5) == "acct/"; }
-bool IsRingKey(std::string_view k) { return k.substr(0, 5) == "ring/"; }
 
 std::vector<walfmt::Write> InitialWrites(const WorkloadParams& p) {
   std::vector<walfmt::Write> w;

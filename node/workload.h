@@ -14,12 +14,13 @@
 
 #include "node/rng.h"
 #include "walfmt/record.h"
+#include "walfmt/workload.h"
 
 namespace walcut::node {
 
-enum class Workload : uint8_t { kBank = 1, kCycle = 2, kMixed = 3 };
-const char* WorkloadName(Workload w);
-bool ParseWorkload(std::string_view s, Workload& out);
+using walfmt::ParseWorkload;
+using walfmt::Workload;
+using walfmt::WorkloadName;
 
 enum class AbortReason : uint8_t {
   kNone = 0,
@@ -46,12 +47,9 @@ class Program {
   virtual Step Next(const ReadSet& reads) = 0;
 };
 
-// Key names. Bank accounts are "acct/NNNNNN", cycle keys "ring/NNNNNN" whose
-// value is the index of the next key in the ring.
-std::string AccountKey(uint32_t i);
-std::string RingKey(uint32_t i);
-bool IsAccountKey(std::string_view k);
-bool IsRingKey(std::string_view k);
+// Key names (walfmt/workload.h).
+using walfmt::AccountKey;
+using walfmt::RingKey;
 
 struct WorkloadParams {
   Workload workload = Workload::kBank;

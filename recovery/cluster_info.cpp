@@ -250,23 +250,6 @@ Status ParseDocument(const Reader& r, const json& doc, ClusterInfo& ci) {
 
 }  // namespace
 
-const char* WorkloadName(Workload w) {
-  switch (w) {
-    case Workload::kBank: return "bank";
-    case Workload::kCycle: return "cycle";
-    case Workload::kMixed: return "mixed";
-  }
-  return "?";
-}
-
-bool ParseWorkload(std::string_view s, Workload& out) {
-  if (s == "bank") out = Workload::kBank;
-  else if (s == "cycle") out = Workload::kCycle;
-  else if (s == "mixed") out = Workload::kMixed;
-  else return false;
-  return true;
-}
-
 const FullSnapshotInfo* ClusterInfo::FindSnapshot(std::string_view name) const {
   for (const auto& s : full_snapshots) {
     if (s.name == name) return &s;

@@ -19,6 +19,7 @@
 #include "walfmt/lsn.h"
 #include "walfmt/status.h"
 #include "walfmt/topology.h"
+#include "walfmt/workload.h"
 
 namespace walcut::recovery {
 
@@ -28,9 +29,9 @@ inline constexpr uint64_t kClusterFormatVersion = 1;
 // The key -> partition function the tools recompute (walfmt/topology.h).
 inline constexpr std::string_view kKeyHash = "fnv1a64 % partitions";
 
-enum class Workload : uint8_t { kBank = 1, kCycle = 2, kMixed = 3 };
-const char* WorkloadName(Workload w);
-bool ParseWorkload(std::string_view s, Workload& out);
+using walfmt::ParseWorkload;
+using walfmt::Workload;
+using walfmt::WorkloadName;
 
 // One node's file of a full snapshot, as cluster.json lists it.
 struct FullSnapshotNode {

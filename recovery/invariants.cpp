@@ -15,17 +15,6 @@ constexpr size_t kValueBytesShown = 32;
 
 std::string Shown(std::string_view v) { return "'" + walfmt::Printable(v, kValueBytesShown) + "'"; }
 
-std::optional<uint32_t> ParseIndexedKey(std::string_view key, std::string_view prefix) {
-  constexpr size_t kDigits = 6;
-  if (key.size() != prefix.size() + kDigits || key.substr(0, prefix.size()) != prefix) return std::nullopt;
-  uint32_t v = 0;
-  for (char c : key.substr(prefix.size())) {
-    if (c < '0' || c > '9') return std::nullopt;
-    v = v * 10 + static_cast<uint32_t>(c - '0');
-  }
-  return v;
-}
-
 // A decimal integer, strictly: optional '-', digits, nothing else.
 std::optional<int64_t> ParseI64(std::string_view s) {
   if (s.empty() || s[0] == '+') return std::nullopt;
@@ -321,10 +310,6 @@ void CheckCycle(const ClusterInfo& info, const walfmt::Topology& topo, const std
 
 }  // namespace
 
-std::string AccountKey(uint32_t i) { return fmt::format("acct/{:06}", i); }
-std::string RingKey(uint32_t i) { return fmt::format("ring/{:06}", i); }
-std::optional<uint32_t> ParseAccountKey(std::string_view key) { return ParseIndexedKey(key, "acct/"); }
-std::optional<uint32_t> ParseRingKey(std::string_view key) { return ParseIndexedKey(key, "ring/"); }
 
 InvariantOptions OptionsFor(Workload w) {
   InvariantOptions o;

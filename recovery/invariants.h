@@ -29,14 +29,11 @@
 
 namespace walcut::recovery {
 
-// Key names of the workloads (the node runtime's, node/workload.h; recovery
-// does not depend on node/).
-std::string AccountKey(uint32_t i);
-std::string RingKey(uint32_t i);
-// The index of "acct/NNNNNN" / "ring/NNNNNN" (exactly six digits); nullopt
-// for any other key.
-std::optional<uint32_t> ParseAccountKey(std::string_view key);
-std::optional<uint32_t> ParseRingKey(std::string_view key);
+// Key names of the workloads (walfmt/workload.h).
+using walfmt::AccountKey;
+using walfmt::ParseAccountKey;
+using walfmt::ParseRingKey;
+using walfmt::RingKey;
 
 // Check names, stable (they appear in JSON output).
 namespace check {
