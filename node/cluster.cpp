@@ -2014,7 +2014,8 @@ void Node::TakeOver() {
     }
   }
   if (cut_id_ < k) StartCut(k);
-  if (!cut_.active && reported_k_ == k) {
+  if (!cut_.active) {
+    // Already ended here (whatever the report said, the cut is inconsistent).
     expected_[id_] = false;
     --remaining_;
   }
