@@ -187,7 +187,8 @@ void RegisterRun(CLI::App& root, Registry& reg) {
   sub->add_option("--accounts", c.workload.accounts, "Bank accounts (default 1000)");
   sub->add_option("--ring-keys", c.workload.ring, "Keys in the cycle workload's ring (default 1000)");
   sub->add_option("--crash", opts->crashes,
-                  "Crash NODE at virtual TIME, restart after DELAY: NODE@TIME[+DELAY], e.g. 2@40ms+5ms (repeatable)");
+                  "Crash NODE (any, the cut initiator included) at virtual TIME, restart after DELAY: "
+                  "NODE@TIME[+DELAY], e.g. 2@40ms+5ms (repeatable)");
   sub->add_option("--full-snapshot-at", c.full_snapshot_at_tx,
                   "Take a full snapshot (transactions quiesced) after this many workload transactions started");
   sub->add_option("--crashes", c.random_crashes, "Random crashes drawn from the seed, on any node (the initiator included)");
