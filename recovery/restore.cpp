@@ -29,7 +29,6 @@ using walfmt::TxId;
 
 namespace {
 
-
 double ThreadCpuSeconds() {
   timespec ts{};
   clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
