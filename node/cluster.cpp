@@ -1828,6 +1828,14 @@ void Node::Evaluate(const TxId& id) {
     auto a = r.answers.find(p);
     if (a == r.answers.end() || a->second.p != PState::kPrepared) all_prepared = false;
   }
+  // Rule 4 needs the near node gone: down when the round asked (so not
+  // asked), or restarted and forgetful (it answers kNoSay). A near node that
+  // was asked and has not answered yet (a slow reply, this is the timeout's
+  // evaluation) may have decided rollback: wait for it (soak seed 25399).
+  if (id.node != id_ && !answers.count(id.node) &&
+      std::find(r.asked.begin(), r.asked.end(), id.node) != r.asked.end()) {
+    wait = true;
+  }
   if (commit && rollback) {
     std::string text;
     for (const auto& [n, a] : answers) {
