@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <deque>
 #include <filesystem>
 #include <fstream>
 #include <mutex>
@@ -445,27 +446,55 @@ walfmt::Result<ClusterLayout> FindClusterLayout(const std::string& dir) {
 walfmt::Result<std::vector<NodeSummary>> ScanCluster(const ClusterLayout& layout, const LoadOptions& opt) {
   const size_t n = layout.wal_dirs.size();
   std::vector<walfmt::Result<NodeSummary>> results(n, walfmt::Status::Internal("not scanned"));
-  std::atomic<size_t> next{0};
   std::vector<std::atomic<uint64_t>> done(n);
   std::mutex progress_mu;
+  std::vector<std::unique_ptr<NodeScan>> scans(n);
+  // Nodes waiting for their next segment. A worker takes a node, scans one
+  // segment of it and puts it back at the end: with more nodes than workers
+  // every core stays busy to the end instead of the last node running alone.
+  std::deque<size_t> ready;
+  std::mutex ready_mu;
+  for (size_t i = 0; i < n; ++i) {
+    ScanOptions so;
+    so.node = static_cast<uint32_t>(i);
+    so.expect_cluster = layout.has_cluster_json;
+    so.cluster_id = layout.cluster_id;
+    if (opt.progress) {
+      so.progress = [&, i](uint64_t b) {
+        done[i].store(b, std::memory_order_relaxed);
+        uint64_t total = 0;
+        for (auto& d : done) total += d.load(std::memory_order_relaxed);
+        std::lock_guard<std::mutex> lock(progress_mu);
+        opt.progress(total);
+      };
+    }
+    auto scan = NodeScan::Open(layout.wal_dirs[i], so);
+    if (!scan.ok()) {
+      results[i] = scan.status();
+      continue;
+    }
+    scans[i] = std::move(scan.value());
+    ready.push_back(i);
+  }
   unsigned jobs = opt.jobs ? opt.jobs : std::max(1u, std::thread::hardware_concurrency());
-  jobs = static_cast<unsigned>(std::min<size_t>(jobs, n));
+  jobs = static_cast<unsigned>(std::min<size_t>(jobs, std::max<size_t>(ready.size(), 1)));
   auto work = [&] {
-    for (size_t i; (i = next.fetch_add(1)) < n;) {
-      ScanOptions so;
-      so.node = static_cast<uint32_t>(i);
-      so.expect_cluster = layout.has_cluster_json;
-      so.cluster_id = layout.cluster_id;
-      if (opt.progress) {
-        so.progress = [&, i](uint64_t b) {
-          done[i].store(b, std::memory_order_relaxed);
-          uint64_t total = 0;
-          for (auto& d : done) total += d.load(std::memory_order_relaxed);
-          std::lock_guard<std::mutex> lock(progress_mu);
-          opt.progress(total);
-        };
+    for (;;) {
+      size_t i;
+      {
+        std::lock_guard<std::mutex> lock(ready_mu);
+        if (ready.empty()) return;
+        i = ready.front();
+        ready.pop_front();
       }
-      results[i] = ScanNode(layout.wal_dirs[i], so);
+      scans[i]->Step();
+      if (scans[i]->done()) {
+        results[i] = scans[i]->Finish();
+        scans[i].reset();
+        continue;
+      }
+      std::lock_guard<std::mutex> lock(ready_mu);
+      ready.push_back(i);
     }
   };
   std::vector<std::thread> threads;

@@ -545,23 +545,38 @@ const NodeCut* NodeSummary::FindCut(uint64_t k) const {
   return it != cuts.end() && it->cut_id == k ? &*it : nullptr;
 }
 
-walfmt::Result<NodeSummary> ScanNode(const std::string& wal_dir, const ScanOptions& opt) {
+struct NodeScan::State {
+  explicit State(const ScanOptions& o) : opt(o), scanner(opt, s) {}
+  ScanOptions opt;
   NodeSummary s;
-  s.node = opt.node;
-  s.wal_dir = wal_dir;
-  s.cluster_known = opt.expect_cluster;
-  s.cluster_id = opt.cluster_id;
+  Scanner scanner;
+  std::vector<walfmt::SegmentFile> segs;
+  walfmt::ProblemSink sink;
+  walfmt::RecordVisitor visit;
+  std::unique_ptr<walfmt::NodeWalReader> reader;
+};
+
+NodeScan::NodeScan(std::unique_ptr<State> st) : st_(std::move(st)) {}
+NodeScan::~NodeScan() = default;
+
+walfmt::Result<std::unique_ptr<NodeScan>> NodeScan::Open(const std::string& wal_dir, const ScanOptions& opt) {
   std::error_code ec;
   if (!std::filesystem::is_directory(wal_dir, ec)) {
     return walfmt::Status::NotFound(fmt::format("{}: no such WAL directory", wal_dir));
   }
+  auto st = std::make_unique<State>(opt);
+  NodeSummary& s = st->s;
+  s.node = opt.node;
+  s.wal_dir = wal_dir;
+  s.cluster_known = opt.expect_cluster;
+  s.cluster_id = opt.cluster_id;
   std::vector<walfmt::Problem> listing;
   auto segs = walfmt::ListSegments(wal_dir, [&](const walfmt::Problem& p) { listing.push_back(p); });
   if (!segs.ok()) return segs.status();
   if (segs->empty()) return walfmt::Status::NotFound(fmt::format("{}: no WAL segments", wal_dir));
-
-  Scanner scanner(opt, s);
-  auto sink = [&](const walfmt::Problem& p) {
+  st->segs = std::move(segs.value());
+  const uint32_t node = opt.node;
+  st->sink = [&s, node](const walfmt::Problem& p) {
     if (p.kind == walfmt::ProblemKind::kTornTail && !p.fatal) {
       s.torn_tail = true;
       s.torn_at = p.lsn();
@@ -574,7 +589,7 @@ walfmt::Result<NodeSummary> ScanNode(const std::string& wal_dir, const ScanOptio
     s.damage = p.ToString();
     Finding f;
     f.check = "wal";
-    f.node = opt.node;
+    f.node = node;
     f.has_position = true;
     f.position = p.lsn();
     f.message = s.damage;
@@ -582,10 +597,23 @@ walfmt::Result<NodeSummary> ScanNode(const std::string& wal_dir, const ScanOptio
     f.found = p.actual;
     s.findings.push_back(std::move(f));
   };
-  for (const auto& p : listing) sink(p);
+  for (const auto& p : listing) st->sink(p);
+  Scanner* scanner = &st->scanner;
+  st->visit = [scanner](const walfmt::RecordView& v) { return scanner->Visit(v); };
   walfmt::NodeReadOptions ro;
   ro.mode = walfmt::RecoveryMode::kPointInTime;
-  auto read = walfmt::ReadNodeWal(*segs, ro, [&](const walfmt::RecordView& v) { return scanner.Visit(v); }, sink);
+  st->reader = std::make_unique<walfmt::NodeWalReader>(st->segs, ro, st->visit, st->sink);
+  return std::unique_ptr<NodeScan>(new NodeScan(std::move(st)));
+}
+
+bool NodeScan::done() const { return st_->reader->done(); }
+
+void NodeScan::Step() { st_->reader->Step(); }
+
+walfmt::Result<NodeSummary> NodeScan::Finish() {
+  NodeSummary& s = st_->s;
+  const ScanOptions& opt = st_->opt;
+  const walfmt::NodeRead& read = st_->reader->result();
   s.end = read.end;
   for (const auto& seg : read.segments) {
     SegmentInfo si;
@@ -601,11 +629,18 @@ walfmt::Result<NodeSummary> ScanNode(const std::string& wal_dir, const ScanOptio
     s.segments.push_back(std::move(si));
   }
   if (read.segments.empty() || (read.segments.size() == 1 && read.segments[0].end == walfmt::SegmentEnd::kIoError)) {
-    return walfmt::Status::Io(s.damaged ? s.damage : fmt::format("{}: nothing readable", wal_dir));
+    return walfmt::Status::Io(s.damaged ? s.damage : fmt::format("{}: nothing readable", s.wal_dir));
   }
-  scanner.Finish();
+  st_->scanner.Finish();
   if (opt.progress) opt.progress(s.bytes);
-  return s;
+  return std::move(s);
+}
+
+walfmt::Result<NodeSummary> ScanNode(const std::string& wal_dir, const ScanOptions& opt) {
+  auto scan = NodeScan::Open(wal_dir, opt);
+  if (!scan.ok()) return scan.status();
+  while (!(*scan)->done()) (*scan)->Step();
+  return (*scan)->Finish();
 }
 
 }  // namespace walcut::cut

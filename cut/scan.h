@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -33,5 +34,26 @@ struct ScanOptions {
 // only when nothing can be read at all (no such directory, no segments, I/O
 // error on the first segment); damage is part of the summary.
 walfmt::Result<NodeSummary> ScanNode(const std::string& wal_dir, const ScanOptions& opt);
+
+// ScanNode one segment at a time: ScanCluster interleaves the nodes' scans on
+// its threads so that the cores stay busy whatever the number of nodes.
+class NodeScan {
+ public:
+  // Fails as ScanNode does when the directory or its segment list is unusable.
+  static walfmt::Result<std::unique_ptr<NodeScan>> Open(const std::string& wal_dir, const ScanOptions& opt);
+  ~NodeScan();
+  NodeScan(const NodeScan&) = delete;
+  NodeScan& operator=(const NodeScan&) = delete;
+
+  bool done() const;
+  void Step();  // scans the next segment
+  // After done(): the summary, or the failure when nothing could be read.
+  walfmt::Result<NodeSummary> Finish();
+
+ private:
+  struct State;
+  explicit NodeScan(std::unique_ptr<State> st);
+  std::unique_ptr<State> st_;
+};
 
 }  // namespace walcut::cut

@@ -539,54 +539,62 @@ Result<std::vector<SegmentFile>> ListSegments(const std::string& wal_dir, const 
   return out;
 }
 
-NodeRead ReadNodeWal(const std::vector<SegmentFile>& segments, const NodeReadOptions& opt,
-                     const RecordVisitor& visit, const ProblemSink& sink) {
-  NodeRead r;
-  ScanOptions so;
-  so.mode = opt.mode;
-  so.check_payload_crc = opt.check_payload_crc;
-  bool stop = false;
-  RecordVisitor filtered = visit;
-  if (opt.from > Lsn{0, 0} && visit) {
-    filtered = [&](const RecordView& v) { return v.lsn < opt.from || visit(v); };
+NodeWalReader::NodeWalReader(const std::vector<SegmentFile>& segments, const NodeReadOptions& opt,
+                             const RecordVisitor& visit, const ProblemSink& sink)
+    : segments_(segments), opt_(opt), visit_(visit), sink_(sink) {
+  if (opt_.from > Lsn{0, 0} && visit_) {
+    filtered_ = [this](const RecordView& v) { return v.lsn < opt_.from || visit_(v); };
   }
-  RecordVisitor wrapped = [&](const RecordView& v) {
-    const bool more = !filtered || filtered(v);
-    if (!more) stop = true;
-    return more;
-  };
-  for (size_t i = 0; i < segments.size(); ++i) {
-    if (segments[i].index < opt.from.segment && i + 1 < segments.size() && segments[i + 1].index <= opt.from.segment) {
+  done_ = segments_.empty();
+}
+
+void NodeWalReader::Step() {
+  while (!done_ && next_ < segments_.size()) {
+    const size_t i = next_++;
+    if (segments_[i].index < opt_.from.segment && i + 1 < segments_.size() &&
+        segments_[i + 1].index <= opt_.from.segment) {
       continue;  // wholly before `from`: not even opened
     }
-    so.is_last = i + 1 == segments.size();
-    const SegmentScan* prev = r.segments.empty() ? nullptr : &r.segments.back();
+    ScanOptions so;
+    so.mode = opt_.mode;
+    so.check_payload_crc = opt_.check_payload_crc;
+    so.is_last = i + 1 == segments_.size();
+    const SegmentScan* prev = r_.segments.empty() ? nullptr : &r_.segments.back();
     if (prev != nullptr && prev->header_ok) {
       so.expect_node = true;
       so.node_id = prev->header.node_id;
       so.expect_cluster = true;
       so.cluster_id = prev->header.cluster_id;
     }
-    SegmentScan s = ScanSegmentFile(segments[i], so, wrapped, sink, prev);
-    if (s.valid_end > 0) r.end = Lsn{s.file.index, s.valid_end};
+    // The visitor is called straight from the scan loop (no wrapper per
+    // record): a visitor that returns false ends the segment as kStopped.
+    SegmentScan s = ScanSegmentFile(segments_[i], so, filtered_ ? filtered_ : visit_, sink_, prev);
+    if (s.valid_end > 0) r_.end = Lsn{s.file.index, s.valid_end};
     const bool failed = s.failed;
+    const bool stopped = s.end == SegmentEnd::kStopped;
     const bool damaged = s.end == SegmentEnd::kDamaged || s.end == SegmentEnd::kBadHeader ||
                          s.end == SegmentEnd::kIoError;
-    r.segments.push_back(std::move(s));
+    r_.segments.push_back(std::move(s));
     if (failed) {
-      r.failed = true;
-      break;
+      r_.failed = true;
+      done_ = true;
+    } else if (stopped) {
+      r_.stopped = true;
+      done_ = true;
+    } else if (damaged && opt_.mode != RecoveryMode::kSalvage) {
+      r_.stopped = true;  // point in time: keep what came before
+      done_ = true;
     }
-    if (stop) {
-      r.stopped = true;
-      break;
-    }
-    if (damaged && opt.mode != RecoveryMode::kSalvage) {
-      r.stopped = true;  // point in time: keep what came before
-      break;
-    }
+    break;
   }
-  return r;
+  if (next_ >= segments_.size()) done_ = true;
+}
+
+NodeRead ReadNodeWal(const std::vector<SegmentFile>& segments, const NodeReadOptions& opt,
+                     const RecordVisitor& visit, const ProblemSink& sink) {
+  NodeWalReader reader(segments, opt, visit, sink);
+  while (!reader.done()) reader.Step();
+  return reader.Take();
 }
 
 }  // namespace walfmt

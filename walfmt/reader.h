@@ -177,4 +177,33 @@ struct NodeRead {
 NodeRead ReadNodeWal(const std::vector<SegmentFile>& segments, const NodeReadOptions& opt,
                      const RecordVisitor& visit, const ProblemSink& sink);
 
+// ReadNodeWal one segment at a time, so that a caller can interleave the
+// reads of several nodes on fewer threads (a node's read may move from one
+// thread to another between steps, never run on two at once). The segments,
+// visitor and sink must outlive the reader.
+class NodeWalReader {
+ public:
+  NodeWalReader(const std::vector<SegmentFile>& segments, const NodeReadOptions& opt, const RecordVisitor& visit,
+                const ProblemSink& sink);
+  NodeWalReader(const NodeWalReader&) = delete;
+  NodeWalReader& operator=(const NodeWalReader&) = delete;
+
+  bool done() const { return done_; }
+  // Reads the next segment (those wholly before `from` are skipped unopened).
+  // Does nothing once done().
+  void Step();
+  const NodeRead& result() const { return r_; }
+  NodeRead Take() { return std::move(r_); }
+
+ private:
+  const std::vector<SegmentFile>& segments_;
+  NodeReadOptions opt_;
+  const RecordVisitor& visit_;
+  const ProblemSink& sink_;
+  RecordVisitor filtered_;  // visit_ behind the `from` filter, when there is one
+  size_t next_ = 0;
+  bool done_ = false;
+  NodeRead r_;
+};
+
 }  // namespace walfmt
