@@ -1,6 +1,7 @@
 #include "cut/scan.h"
 
 #include <algorithm>
+#include <array>
 #include <span>
 #include <filesystem>
 #include <unordered_map>
@@ -19,6 +20,32 @@ using walfmt::RecordType;
 using walfmt::RecordView;
 using walfmt::TxIdHash;
 
+// A transaction's participants: a few inline (the common case, copied on
+// every commit into the ring of recent commits without allocating), more on
+// the heap.
+class Participants {
+ public:
+  Participants() = default;
+  explicit Participants(std::span<const uint32_t> p) { assign(p); }
+  void assign(std::span<const uint32_t> p) {
+    n_ = static_cast<uint32_t>(p.size());
+    if (n_ <= kInline) {
+      std::copy(p.begin(), p.end(), inline_.begin());
+    } else {
+      more_.assign(p.begin(), p.end());
+    }
+  }
+  operator std::span<const uint32_t>() const {
+    return n_ <= kInline ? std::span<const uint32_t>(inline_.data(), n_) : std::span<const uint32_t>(more_);
+  }
+
+ private:
+  static constexpr uint32_t kInline = 6;
+  uint32_t n_ = 0;
+  std::array<uint32_t, kInline> inline_{};
+  std::vector<uint32_t> more_;
+};
+
 // What the scan remembers about a finished transaction while a cut may still
 // ask about it.
 struct Done {
@@ -29,7 +56,7 @@ struct Done {
   uint64_t f = 0;            // first cut, as currently known
   bool recovered = false;
   bool rolled_back = false;
-  std::vector<uint32_t> participants;
+  Participants participants;
 };
 
 template <typename V>
@@ -40,37 +67,32 @@ class Scanner {
  public:
   Scanner(const ScanOptions& opt, NodeSummary& s) : opt_(opt), s_(s) {}
 
+  // The hot path: TX_DATA, TX_PREPARE, TX_COMMIT and TX_ROLLBACK are read in
+  // place; every other record (a few per cut) is decoded in full.
   bool Visit(const RecordView& v) {
-    ++s_.records;
-    s_.bytes += v.size();
-    if (opt_.progress && (s_.records & 0xFFFF) == 0) opt_.progress(s_.bytes);
-    switch (v.type) {
-      case RecordType::kTxData: {
-        // Only the transaction id matters here: it is in flight from now on.
-        if (v.payload.size() < 12) return Bad(v, "TX_DATA payload shorter than a transaction id");
+    ++records_;
+    bytes_ += v.size();
+    if ((records_ & 0xFFFF) == 0 && opt_.progress) opt_.progress(bytes_);
+    const auto type = v.type;
+    if (type == RecordType::kTxData || type == RecordType::kTxPrepare) {
+      // Only the transaction id matters here: it is in flight from now on.
+      if (v.payload.size() >= 12) [[likely]] {
         const TxId t{walfmt::LoadU32(v.payload.data()), walfmt::LoadU64(v.payload.data() + 4)};
         InFlight(t, v.lsn);
         return true;
       }
-      case RecordType::kTxPrepare: {
-        if (v.payload.size() < 12) break;  // DecodePayload says what is wrong
-        const TxId t{walfmt::LoadU32(v.payload.data()), walfmt::LoadU64(v.payload.data() + 4)};
-        InFlight(t, v.lsn);
-        return true;
-      }
-      case RecordType::kTxCommit:
-      case RecordType::kTxRollback:
-        if (FastOutcome(v)) return true;
-        break;  // DecodePayload says what is wrong
-      case RecordType::kCutStart:
-      case RecordType::kCutFinish:
-      case RecordType::kCutAbort:
-      case RecordType::kSnapshot:
-      case RecordType::kNodeStart:
-        break;
-      default:
-        return true;
+      if (type == RecordType::kTxData) return Bad(v, "TX_DATA payload shorter than a transaction id");
+    } else if (type == RecordType::kTxCommit || type == RecordType::kTxRollback) {
+      if (FastOutcome(v)) [[likely]] return true;
+    } else if (type > RecordType::kNodeStart || type == RecordType::kInvalid) {
+      return true;  // the reader visits no such record; nothing to say about it
     }
+    return VisitDecoded(v);
+  }
+
+  // Anything the hot path does not read in place: DecodePayload says what is
+  // wrong with it, or it is a cut, snapshot or node record.
+  [[gnu::noinline]] bool VisitDecoded(const RecordView& v) {
     auto rec = walfmt::DecodePayload(v.type, v.payload);
     if (!rec.ok()) return Bad(v, rec.status().message());
     std::visit([&](const auto& r) { On(r, v.lsn); }, rec.value());
@@ -109,6 +131,8 @@ class Scanner {
   }
 
   void Finish() {
+    s_.records = records_;
+    s_.bytes = bytes_;
     if (open_ >= 0) {
       s_.cuts[open_].end = s_.damaged ? CutEnd::kDamaged : CutEnd::kOpen;
       CloseOpen();
@@ -186,7 +210,7 @@ class Scanner {
     d.f = f;
     d.recovered = recovered;
     d.rolled_back = rolled_back;
-    d.participants.assign(parts.begin(), parts.end());
+    d.participants.assign(parts);
     ring_used_ = std::max(ring_used_, ring_next_);
   }
   Done* Recent(const TxId& t) {
@@ -300,7 +324,7 @@ class Scanner {
 
   static Done MakeDone(Lsn at, Lsn first, uint64_t time_us, uint64_t marker, uint64_t f, bool recovered,
                        bool rolled_back, std::span<const uint32_t> parts) {
-    return Done{at, first, time_us, marker, f, recovered, rolled_back, std::vector<uint32_t>(parts.begin(), parts.end())};
+    return Done{at, first, time_us, marker, f, recovered, rolled_back, Participants(parts)};
   }
 
   int FindIndex(uint64_t k) const {
@@ -499,6 +523,8 @@ class Scanner {
 
   const ScanOptions& opt_;
   NodeSummary& s_;
+  uint64_t records_ = 0;             // summary counters, kept here during the scan
+  uint64_t bytes_ = 0;
   TxTable in_flight_;                // first TX_DATA / TX_PREPARE, not finished yet
   std::vector<std::pair<TxId, Done>> ring_;  // the last commits and rollbacks
   size_t ring_next_ = 0;

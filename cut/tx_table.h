@@ -82,7 +82,7 @@ class FlatTxMap {
   };
   size_t Home(const walfmt::TxId& t) const { return walfmt::TxIdHash{}(t) * 0x9E3779B97F4A7C15ull >> shift_; }
   size_t Next(size_t i) const { return (i + 1) & (slots_.size() - 1); }
-  void Grow() {
+  [[gnu::noinline]] void Grow() {
     std::vector<Slot> old = std::move(slots_);
     slots_.assign(old.size() * 2, Slot{});
     --shift_;
