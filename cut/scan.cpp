@@ -103,6 +103,7 @@ class Scanner {
   // TX_ROLLBACK: tx, u64 time_us, u16 flags, participants (FORMAT.md). Parsed
   // in place into a reused buffer; false on anything DecodePayload would reject.
   bool FastOutcome(const RecordView& v) {
+    have_last_ = false;  // the transaction may leave the table now
     const uint8_t* p = v.payload.data();
     const size_t n = v.payload.size();
     const bool commit = v.type == RecordType::kTxCommit;
@@ -189,7 +190,12 @@ class Scanner {
   }
 
   void InFlight(const TxId& t, Lsn at) {
+    // A participant writes TX_PREPARE right after its TX_DATA: the second
+    // record of the pair finds the transaction already in the table.
+    if (have_last_ && t == last_in_flight_) return;
     if (in_flight_.Insert(t, at)) s_.peak_in_flight = std::max<uint64_t>(s_.peak_in_flight, in_flight_.size());
+    last_in_flight_ = t;
+    have_last_ = true;
   }
 
   uint64_t CurrentCut() const { return have_start_ ? last_start_ : 0; }
@@ -518,14 +524,22 @@ class Scanner {
 
   void On(const walfmt::TxData&, Lsn) {}
   void On(const walfmt::TxPrepare& p, Lsn at) { InFlight(p.tx, at); }
-  void On(const walfmt::TxCommit& c, Lsn at) { OnCommit(c.tx, c.marker, c.time_us, c.flags, c.participants, at); }
-  void On(const walfmt::TxRollback& r, Lsn at) { OnRollback(r.tx, r.time_us, r.flags, r.participants, at); }
+  void On(const walfmt::TxCommit& c, Lsn at) {
+    have_last_ = false;
+    OnCommit(c.tx, c.marker, c.time_us, c.flags, c.participants, at);
+  }
+  void On(const walfmt::TxRollback& r, Lsn at) {
+    have_last_ = false;
+    OnRollback(r.tx, r.time_us, r.flags, r.participants, at);
+  }
 
   const ScanOptions& opt_;
   NodeSummary& s_;
   uint64_t records_ = 0;             // summary counters, kept here during the scan
   uint64_t bytes_ = 0;
   TxTable in_flight_;                // first TX_DATA / TX_PREPARE, not finished yet
+  TxId last_in_flight_;              // the transaction InFlight last put in the table (while have_last_)
+  bool have_last_ = false;
   std::vector<std::pair<TxId, Done>> ring_;  // the last commits and rollbacks
   size_t ring_next_ = 0;
   size_t ring_used_ = 0;

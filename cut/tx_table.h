@@ -22,7 +22,9 @@ class FlatTxMap {
 
   // Inserts t unless present; returns false when it was already there.
   bool Insert(const walfmt::TxId& t, V at) {
-    if ((size_ + 1) * 2 > slots_.size()) Grow();
+    // Sparse while small (at most 1/8 full up to 64 Ki slots), so that a
+    // lookup almost never probes past its home slot; half full beyond.
+    if ((size_ + 1) * (slots_.size() < (size_t{1} << 16) ? 8 : 2) > slots_.size()) Grow();
     for (size_t i = Home(t);; i = Next(i)) {
       Slot& s = slots_[i];
       if (!s.used) {
