@@ -211,7 +211,7 @@ void RegisterCut(CLI::App& root, Registry& reg) {
       "Exit 0 when the cut is consistent, 1 when it is not, 2 usage error (no such cut), 3 I/O error.");
   show->add_option("args", o->paths, "DIR K, or SUMMARY... K")->required()->expected(2, -1);
   AddFormatOption(show, o->format);
-  show->add_option("-j,--jobs", o->jobs, "Nodes scanned at once (default: one per core)");
+  show->add_option("-j,--jobs", o->jobs, "Threads scanning the WALs (default: one per core); nodes take turns segment by segment");
   show->add_option("--svg", o->svg, "Also write the space-time diagram of the cut to FILE (SVG)")->type_name("FILE");
   reg.Add(show, [o] { return RunCutShow(*o); });
 }

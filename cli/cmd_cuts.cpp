@@ -110,7 +110,7 @@ void RegisterCuts(CLI::App& root, Registry& reg) {
   cmd->add_option("paths", o->paths, "A cluster directory, or one summary file per node (walcut scan --out)")
       ->required();
   AddFormatOption(cmd, o->format);
-  cmd->add_option("-j,--jobs", o->jobs, "Nodes scanned at once (default: one per core)");
+  cmd->add_option("-j,--jobs", o->jobs, "Threads scanning the WALs (default: one per core); nodes take turns segment by segment");
   reg.Add(cmd, [o] { return RunCuts(*o); });
 }
 

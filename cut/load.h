@@ -17,7 +17,7 @@
 namespace walcut::cut {
 
 struct LoadOptions {
-  unsigned jobs = 0;  // nodes scanned at once; 0: the number of cores
+  unsigned jobs = 0;  // scanning threads (nodes take turns segment by segment); 0: the number of cores
   // Called from the scanning threads with the total WAL bytes read so far.
   std::function<void(uint64_t bytes)> progress;
 };

@@ -284,3 +284,56 @@ TEST_CASE("a damaged record in the middle of a node's WAL limits the restore win
   REQUIRE(b);
   CHECK(b->status != CutStatus::kConsistent);
 }
+
+TEST_CASE("the nodes' scans interleaved segment by segment on 1-4 threads equal one ScanNode per node") {
+  TempDir d("interleave");
+  auto o = Healthy(d.path.string(), 23);
+  o.nodes = 5;
+  o.backups = 2;
+  o.txs = 2500;
+  o.random_crashes = 3;
+  o.segment_bytes = 32 * 1024;  // dozens of segments per node, so the turns really alternate
+  auto run = walcut::node::RunCluster(o);
+  REQUIRE(run.ok());
+  // Node 3's WAL ends early: damage in its second segment stops its scan
+  // while the others go on.
+  auto segs = walfmt::ListSegments(fmt::format("{}/node-3/wal", d.path.string()), [](const walfmt::Problem&) {});
+  REQUIRE(segs.ok());
+  REQUIRE(segs->size() > 4);
+  {
+    std::fstream f((*segs)[1].path, std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(5000);
+    f.put('\x5a');
+  }
+  auto layout = walcut::cut::FindClusterLayout(d.path.string());
+  REQUIRE(layout.ok());
+  std::vector<std::string> expected;
+  for (uint32_t n = 0; n < layout->wal_dirs.size(); ++n) {
+    walcut::cut::ScanOptions so;
+    so.node = n;
+    so.expect_cluster = true;
+    so.cluster_id = layout->cluster_id;
+    auto s = walcut::cut::ScanNode(layout->wal_dirs[n], so);
+    REQUIRE(s.ok());
+    expected.push_back(walcut::cut::SummaryToJson(*s));
+  }
+  CHECK(expected[3].find("\"damage\"") != std::string::npos);
+  for (unsigned jobs = 1; jobs <= 4; ++jobs) {
+    INFO("jobs " << jobs);
+    walcut::cut::LoadOptions lo;
+    lo.jobs = jobs;
+    auto sums = walcut::cut::ScanCluster(*layout, lo);
+    REQUIRE(sums.ok());
+    REQUIRE(sums->size() == expected.size());
+    for (size_t n = 0; n < expected.size(); ++n) CHECK(walcut::cut::SummaryToJson((*sums)[n]) == expected[n]);
+  }
+  // A node whose WAL directory is gone fails the whole scan, naming it.
+  fs::remove_all(layout->wal_dirs[2]);
+  for (unsigned jobs = 1; jobs <= 3; ++jobs) {
+    walcut::cut::LoadOptions lo;
+    lo.jobs = jobs;
+    auto sums = walcut::cut::ScanCluster(*layout, lo);
+    REQUIRE_FALSE(sums.ok());
+    CHECK(sums.status().message().find("node-2/wal") != std::string::npos);
+  }
+}
