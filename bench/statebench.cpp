@@ -1,12 +1,11 @@
 // statebench: the cost of one write into recovery::StateTable, the table a
 // restore builds, without any WAL around it. Writes go to random keys of a
 // bank-like key space ("acct/NNNNNN", values of 3 or 4 digits, so that many
-// rewrites change the value's length), either one Put at a time or through
-// WritePipeline (which prefetches the slot and the entry of the writes that
-// fit in the caches: PartitionedState buffers writes per key-hash partition
-// and applies a full buffer at once to its cache-sized table. Prints ns per
-// write and writes per CPU second for both, side by side, with the same keys
-// and values.
+// rewrites change the value's length), either one Put at a time into one
+// big table or through PartitionedState, which buffers writes per key-hash
+// partition and applies a full buffer at once to its cache-sized table.
+// Prints ns per write and writes per CPU second for both, side by side, with
+// the same keys and values.
 //
 //   statebench [--keys N] [--writes M] [--seed S] [--buffer BYTES per partition]
 #include <time.h>

@@ -16,15 +16,16 @@ namespace walcut::cut {
 template <typename V>
 class FlatTxMap {
  public:
-  FlatTxMap() : slots_(64) {}
+  // `sparse`: while the table is small (under 64 Ki slots) it is kept at
+  // most 1/sparse full, so that a lookup almost never probes past its home
+  // slot; beyond that, half full. bench/txtablebench compares settings.
+  explicit FlatTxMap(unsigned sparse = 8) : slots_(64), sparse_(sparse < 2 ? 2 : sparse) {}
 
   size_t size() const { return size_; }
 
   // Inserts t unless present; returns false when it was already there.
   bool Insert(const walfmt::TxId& t, V at) {
-    // Sparse while small (at most 1/8 full up to 64 Ki slots), so that a
-    // lookup almost never probes past its home slot; half full beyond.
-    if ((size_ + 1) * (slots_.size() < (size_t{1} << 16) ? 8 : 2) > slots_.size()) Grow();
+    if ((size_ + 1) * (slots_.size() < (size_t{1} << 16) ? sparse_ : 2) > slots_.size()) Grow();
     for (size_t i = Home(t);; i = Next(i)) {
       Slot& s = slots_[i];
       if (!s.used) {
@@ -95,6 +96,7 @@ class FlatTxMap {
   }
 
   std::vector<Slot> slots_;
+  size_t sparse_;
   int shift_ = 64 - 6;  // log2(64) bits of the multiplied hash pick the home slot
   size_t size_ = 0;
 };
