@@ -8,8 +8,6 @@
 // the same keys and values.
 //
 //   statebench [--keys N] [--writes M] [--seed S] [--buffer BYTES per partition]
-#include <time.h>
-
 #include <cinttypes>
 #include <cstdio>
 #include <cstdlib>
@@ -17,22 +15,13 @@
 #include <string>
 #include <vector>
 
+#include "bench/bench_util.h"
 #include "recovery/state_table.h"
 
 namespace {
 
-double CpuSeconds() {
-  timespec ts{};
-  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
-  return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
-}
-
-uint64_t Next(uint64_t& s) {  // splitmix64
-  uint64_t z = (s += 0x9E3779B97F4A7C15ull);
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-  return z ^ (z >> 31);
-}
+using walcut::bench::CpuSeconds;
+using walcut::bench::Next;
 
 }  // namespace
 
