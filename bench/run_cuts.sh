@@ -9,9 +9,11 @@
 #   walcut stats DIR                               (the scan speed to match)
 #   walcut cuts DIR, walcut cuts --jobs 1 DIR
 #   walcut restore DIR --cut LAST --out T          (both cores, then --jobs 1)
-# Each command runs RUNS times; the table shows the median wall time, CPU
-# time, the ratio to stats, peak RSS and, for restore, writes applied per
-# second and the size of the restored state.
+# cat runs RUNS times first; the other commands run round by round, each
+# once per round, RUNS rounds; the
+# table shows the median wall time, CPU time, the ratio to stats, peak RSS
+# and, for restore, writes applied per second and the size of the restored
+# state; a last line gives the cuts/stats ratio of each round.
 #
 #   bench/run_cuts.sh [--txs N] [--runs R] [--regen]
 #
@@ -27,7 +29,7 @@ while [ $# -gt 0 ]; do
     --txs) txs="$2"; shift 2 ;;
     --runs) runs="$2"; shift 2 ;;
     --regen) regen=1; shift ;;
-    -h|--help) sed -n '2,19p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,20p' "$0"; exit 0 ;;
     *) echo "run_cuts.sh: unknown argument $1 (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -59,37 +61,52 @@ for _ in 1 2; do cat "${files[@]}" >/dev/null; done
 records=$("$walcut" stats --format json "$data" | jq .records)
 last=$("$walcut" cuts --format json "$data" | jq .window.latest)
 
-declare -A med cpu rss
-measure() {
+declare -A walls cpus rss
+# Runs one command once and appends its wall time (ns), CPU time (ms) and
+# peak RSS to the label's lists. The commands are run round by round (each
+# once per round), so that a slow spell of the shared machine hits all of
+# them alike and the ratios to stats stay fair.
+once() {
   local label="$1"
   shift
-  local times=() cpus=() r t0 t1 maxrss=0 kib u sy
-  for ((r = 0; r < runs; r++)); do
-    rm -rf "$tmp/out"
-    t0=$(date +%s%N)
-    /usr/bin/time -f '%M %U %S' -o "$tmp/rss" "$@" >"$tmp/stdout" 2>"$tmp/err" || {
-      echo "run_cuts.sh: $label failed: $(head -c 300 "$tmp/err")" >&2
-      exit 3
-    }
-    t1=$(date +%s%N)
-    times+=($((t1 - t0)))
-    read -r kib u sy < <(tail -n 1 "$tmp/rss")
-    cpus+=("$(echo "($u + $sy) * 1000 / 1" | bc)")
-    [ "$kib" -gt "$maxrss" ] && maxrss=$kib
-  done
-  med[$label]=$(printf '%s\n' "${times[@]}" | sort -n | sed -n "$(((runs + 1) / 2))p")
-  cpu[$label]=$(printf '%s\n' "${cpus[@]}" | sort -n | sed -n "$(((runs + 1) / 2))p")
-  rss[$label]=$maxrss
+  local t0 t1 kib u sy
+  rm -rf "$tmp/out"
+  t0=$(date +%s%N)
+  /usr/bin/time -f '%M %U %S' -o "$tmp/rss" "$@" >"$tmp/stdout" 2>"$tmp/err" || {
+    echo "run_cuts.sh: $label failed: $(head -c 300 "$tmp/err")" >&2
+    exit 3
+  }
+  t1=$(date +%s%N)
+  read -r kib u sy < <(tail -n 1 "$tmp/rss")
+  walls[$label]+="$((t1 - t0)) "
+  cpus[$label]+="$(echo "($u + $sy) * 1000 / 1" | bc) "
+  [ "$kib" -gt "${rss[$label]:-0}" ] && rss[$label]=$kib
+  return 0
 }
+median() { tr ' ' '\n' | grep -v '^$' | sort -n | sed -n "$(((runs + 1) / 2))p"; }
 
-measure cat cat "${files[@]}"
-measure stats "$walcut" stats "$data"
-measure cuts "$walcut" cuts "$data"
-measure "cuts --jobs 1" "$walcut" cuts --jobs 1 "$data"
-measure restore "$walcut" restore "$data" --cut "$last" --format json --out "$tmp/out"
-cp "$tmp/stdout" "$tmp/restore.json"
-state=$(du -sb "$tmp/out" | cut -f1)
-measure "restore --jobs 1" "$walcut" restore "$data" --cut "$last" --jobs 1 --format json --out "$tmp/out"
+# cat first and on its own: right after a cat (read(2)), the next command
+# to map the files pays to bring the pages back into use, which would slow
+# whichever command follows it in a round. One unmeasured stats run then
+# maps everything once.
+for ((r = 0; r < runs; r++)); do once cat cat "${files[@]}"; done
+"$walcut" stats "$data" >/dev/null
+for ((r = 0; r < runs; r++)); do
+  once stats "$walcut" stats "$data"
+  once cuts "$walcut" cuts "$data"
+  once "cuts --jobs 1" "$walcut" cuts --jobs 1 "$data"
+  once restore "$walcut" restore "$data" --cut "$last" --format json --out "$tmp/out"
+  if [ "$r" = 0 ]; then
+    cp "$tmp/stdout" "$tmp/restore.json"
+    state=$(du -sb "$tmp/out" | cut -f1)
+  fi
+  once "restore --jobs 1" "$walcut" restore "$data" --cut "$last" --jobs 1 --format json --out "$tmp/out"
+done
+declare -A med cpu
+for l in cat stats cuts "cuts --jobs 1" restore "restore --jobs 1"; do
+  med[$l]=$(echo "${walls[$l]}" | median)
+  cpu[$l]=$(echo "${cpus[$l]}" | median)
+done
 writes=$(jq '[.nodes[].writes_applied] | add' "$tmp/restore.json")
 
 echo "data: $(du -sh "$data" | cut -f1), ${#files[@]} segments, $bytes bytes, $records records; restored cut $last:" \
@@ -109,3 +126,9 @@ for l in cat stats cuts "cuts --jobs 1" restore "restore --jobs 1"; do
   esac
   echo "| \`$l\` | $w | $c | ${ratio}x | $recs | $wps | $(echo "scale=1; ${rss[$l]} / 1024" | bc) |"
 done
+read -ra sw <<<"${walls[stats]}"
+read -ra cw <<<"${walls[cuts]}"
+ratios=""
+for ((r = 0; r < runs; r++)); do ratios+="$(echo "scale=2; ${cw[$r]} / ${sw[$r]}" | bc) "; done
+echo
+echo "cuts / stats, wall, round by round: $ratios(median $(echo "$ratios" | median)x)"
