@@ -23,6 +23,8 @@ using walfmt::TxIdHash;
 // A transaction's participants: a few inline (the common case, copied on
 // every commit into the ring of recent commits without allocating), more on
 // the heap.
+constexpr uint32_t kInlineParticipants = 6;
+
 class Participants {
  public:
   Participants() = default;
@@ -40,7 +42,7 @@ class Participants {
   }
 
  private:
-  static constexpr uint32_t kInline = 6;
+  static constexpr uint32_t kInline = kInlineParticipants;
   uint32_t n_ = 0;
   std::array<uint32_t, kInline> inline_{};
   std::vector<uint32_t> more_;
@@ -57,6 +59,22 @@ struct Done {
   bool recovered = false;
   bool rolled_back = false;
   Participants participants;
+};
+
+// One entry of the ring of recent commits and rollbacks: written on every
+// commit, so it holds the participants inline (more live in the scanner's
+// ring_more_) and no pointer to free.
+struct RingEntry {
+  TxId tx;
+  Lsn at;
+  Lsn first_seen;
+  uint64_t time_us = 0;
+  uint64_t marker = 0;
+  uint64_t f = 0;
+  uint32_t parts_count = 0;
+  bool recovered = false;
+  bool rolled_back = false;
+  std::array<uint32_t, kInlineParticipants> parts{};
 };
 
 template <typename V>
@@ -82,12 +100,32 @@ class Scanner {
         return true;
       }
       if (type == RecordType::kTxData) return Bad(v, "TX_DATA payload shorter than a transaction id");
-    } else if (type == RecordType::kTxCommit || type == RecordType::kTxRollback) {
+    } else if (type == RecordType::kTxCommit) {
+      if (FastCommit(v)) [[likely]] return true;
+      if (FastOutcome(v)) return true;
+    } else if (type == RecordType::kTxRollback) {
       if (FastOutcome(v)) [[likely]] return true;
     } else if (type > RecordType::kNodeStart || type == RecordType::kInvalid) {
       return true;  // the reader visits no such record; nothing to say about it
     }
     return VisitDecoded(v);
+  }
+
+  // The common TX_COMMIT (a few participants) parsed in place; false sends
+  // the record to FastOutcome, which takes any number of participants.
+  bool FastCommit(const RecordView& v) {
+    const uint8_t* p = v.payload.data();
+    const size_t n = v.payload.size();
+    constexpr size_t kFixed = 12 + 8 + 8 + 2 + 2;
+    if (n < kFixed) return false;
+    const uint16_t count = walfmt::LoadU16(p + kFixed - 2);
+    if (count > kInlineParticipants || n != kFixed + 4u * count) return false;
+    have_last_ = false;  // the transaction leaves the table now
+    std::array<uint32_t, kInlineParticipants> parts;
+    for (uint16_t i = 0; i < count; ++i) parts[i] = walfmt::LoadU32(p + kFixed + 4u * i);
+    OnCommit(TxId{walfmt::LoadU32(p), walfmt::LoadU64(p + 4)}, walfmt::LoadU64(p + 12), walfmt::LoadU64(p + 20),
+             walfmt::LoadU16(p + 28), std::span<const uint32_t>(parts.data(), count), v.lsn);
+    return true;
   }
 
   // Anything the hot path does not read in place: DecodePayload says what is
@@ -134,6 +172,10 @@ class Scanner {
   void Finish() {
     s_.records = records_;
     s_.bytes = bytes_;
+    s_.commits = commits_;
+    s_.recovered_commits = recovered_commits_;
+    s_.peak_in_flight = peak_in_flight_;
+    Flush();
     if (open_ >= 0) {
       s_.cuts[open_].end = s_.damaged ? CutEnd::kDamaged : CutEnd::kOpen;
       CloseOpen();
@@ -193,69 +235,137 @@ class Scanner {
     // A participant writes TX_PREPARE right after its TX_DATA: the second
     // record of the pair finds the transaction already in the table.
     if (have_last_ && t == last_in_flight_) return;
-    if (in_flight_.Insert(t, at)) s_.peak_in_flight = std::max<uint64_t>(s_.peak_in_flight, in_flight_.size());
+    if (in_flight_.Insert(t, at) && in_flight_.size() > peak_in_flight_) [[unlikely]] NewPeak();
     last_in_flight_ = t;
     have_last_ = true;
   }
 
   uint64_t CurrentCut() const { return have_start_ ? last_start_ : 0; }
 
+  // The ring keeps the last max(recent_commits, 4 x peak in flight) commits
+  // and rollbacks.
+  [[gnu::noinline]] void NewPeak() {
+    peak_in_flight_ = in_flight_.size();
+    ResizeRing();
+  }
+  void ResizeRing() {
+    const size_t cap = std::max<size_t>({opt_.recent_commits, 4 * peak_in_flight_, 1});
+    if (ring_.size() < cap) ring_.resize(cap);
+  }
+
   // The last commits and rollbacks, in a ring: written on every commit,
   // searched only when a cut finishes or something looks wrong.
   void Remember(const TxId& t, const Lsn& at, const Lsn& first, uint64_t time_us, uint64_t marker, uint64_t f,
                 bool recovered, bool rolled_back, std::span<const uint32_t> parts) {
-    const size_t cap = std::max<size_t>(opt_.recent_commits, 4 * s_.peak_in_flight);
-    if (ring_.size() < cap) ring_.resize(cap);
-    if (ring_next_ >= ring_.size()) ring_next_ = 0;
-    auto& [id, d] = ring_[ring_next_++];
-    id = t;
-    d.at = at;
-    d.first_seen = first;
-    d.time_us = time_us;
-    d.marker = marker;
-    d.f = f;
-    d.recovered = recovered;
-    d.rolled_back = rolled_back;
-    d.participants.assign(parts);
+    if (ring_next_ >= ring_.size()) [[unlikely]] {
+      if (ring_.empty()) ResizeRing();
+      ring_next_ = 0;
+    }
+    RingEntry& e = ring_[ring_next_];
+    e.tx = t;
+    e.at = at;
+    e.first_seen = first;
+    e.time_us = time_us;
+    e.marker = marker;
+    e.f = f;
+    e.recovered = recovered;
+    e.rolled_back = rolled_back;
+    e.parts_count = static_cast<uint32_t>(parts.size());
+    if (parts.size() <= kInlineParticipants) [[likely]] {
+      for (size_t i = 0; i < parts.size(); ++i) e.parts[i] = parts[i];
+    } else {
+      ring_more_[ring_next_].assign(parts.begin(), parts.end());
+    }
+    ++ring_next_;
     ring_used_ = std::max(ring_used_, ring_next_);
   }
-  Done* Recent(const TxId& t) {
+  RingEntry* Recent(const TxId& t) {
     // Newest first: a transaction id is looked up right after its commit.
     for (size_t i = 0; i < ring_used_; ++i) {
       const size_t at = (ring_next_ + ring_.size() - 1 - i) % ring_.size();
-      if (at < ring_used_ && ring_[at].first == t) return &ring_[at].second;
+      if (at < ring_used_ && ring_[at].tx == t) return &ring_[at];
     }
     return nullptr;
   }
+  std::span<const uint32_t> PartsOf(const RingEntry& e) const {
+    if (e.parts_count <= kInlineParticipants) return {e.parts.data(), e.parts_count};
+    return ring_more_.at(static_cast<size_t>(&e - ring_.data()));
+  }
+  Done ToDone(const RingEntry& e) const {
+    return Done{e.at, e.first_seen, e.time_us, e.marker, e.f, e.recovered, e.rolled_back, Participants(PartsOf(e))};
+  }
+
+  // Counts a committed transaction in the bucket of its first cut f. The
+  // bucket being filled is kept here (acc_*) and added to the summary's maps
+  // by Flush when f changes: a commit costs a hash and a few additions.
+  void Count(const TxId& t, std::span<const uint32_t> parts, uint64_t f) {
+    if (f != acc_f_) [[unlikely]] {
+      Flush();
+      acc_f_ = f;
+    }
+    ++acc_count_;
+    acc_owned_ += parts.empty() || parts.front() >= opt_.node;
+    const uint64_t h = TxHash(t);
+    for (uint32_t p : parts) {
+      if (p == opt_.node) continue;
+      if (p >= acc_peer_.size()) [[unlikely]] {
+        if (p >= kDensePeers) {
+          Digest(p, f, h, +1);
+          continue;
+        }
+        acc_peer_.resize(p + 1);
+      }
+      acc_peer_[p].x ^= h;
+      ++acc_peer_[p].n;
+    }
+    if (opt_.witness_peer) [[unlikely]] Witness(t, parts, f, +1);
+  }
+
+  [[gnu::noinline]] void Flush() {
+    if (acc_count_ == 0) return;
+    auto& fc = s_.first_cut[acc_f_];
+    fc.count += acc_count_;
+    fc.owned += acc_owned_;
+    for (uint32_t p = 0; p < acc_peer_.size(); ++p) {
+      TxDigest& a = acc_peer_[p];
+      if (a.n == 0 && a.x == 0) continue;
+      TxDigest& d = s_.shared[p][acc_f_];
+      d.x ^= a.x;
+      d.n += a.n;
+      a = TxDigest{};
+    }
+    acc_count_ = 0;
+    acc_owned_ = 0;
+  }
+
+  void Digest(uint32_t peer, uint64_t f, uint64_t h, int sign) {
+    TxDigest& d = s_.shared[peer][f];
+    d.x ^= h;
+    d.n += static_cast<uint64_t>(sign);
+  }
+
+  void Witness(const TxId& t, std::span<const uint32_t> parts, uint64_t f, int sign) {
+    if (!std::binary_search(parts.begin(), parts.end(), *opt_.witness_peer)) return;
+    if (sign > 0) {
+      witness_[t] = f;
+    } else {
+      witness_.erase(t);
+    }
+  }
 
   // Adds (sign +1) or removes (-1) a committed transaction from the bucket of
-  // its first cut f.
+  // its first cut f, in the summary's maps (MoveBucket: a tracked transaction
+  // whose first cut the cut's sets decide).
   void Bucket(const TxId& t, std::span<const uint32_t> parts, uint64_t f, int sign) {
-    if (f != fc_f_) {  // map nodes are stable: cache the bucket being filled
-      fc_ = &s_.first_cut[f];
-      fc_f_ = f;
-    }
-    auto& fc = *fc_;
+    auto& fc = s_.first_cut[f];
     const bool owned = parts.empty() || parts.front() >= opt_.node;
     fc.count += static_cast<uint64_t>(sign);
     if (owned) fc.owned += static_cast<uint64_t>(sign);
     const uint64_t h = TxHash(t);
     for (uint32_t p : parts) {
-      if (p == opt_.node) continue;
-      if (p >= shared_cache_.size()) shared_cache_.resize(p + 1, {UINT64_MAX, nullptr});
-      auto& c = shared_cache_[p];
-      if (c.first != f) c = {f, &s_.shared[p][f]};
-      auto& d = *c.second;
-      d.x ^= h;
-      d.n += static_cast<uint64_t>(sign);
+      if (p != opt_.node) Digest(p, f, h, sign);
     }
-    if (opt_.witness_peer && std::binary_search(parts.begin(), parts.end(), *opt_.witness_peer)) {
-      if (sign > 0) {
-        witness_[t] = f;
-      } else {
-        witness_.erase(t);
-      }
-    }
+    if (opt_.witness_peer) Witness(t, parts, f, sign);
   }
 
   void MoveBucket(const TxId& t, Done& d, uint64_t f) {
@@ -263,35 +373,52 @@ class Scanner {
     Bucket(t, d.participants, d.f, -1);
     Bucket(t, d.participants, f, +1);
     d.f = f;
-    if (Done* r = Recent(t)) r->f = f;
+    if (RingEntry* r = Recent(t)) r->f = f;
     if (auto it = pending_.find(t); it != pending_.end()) it->second.f = f;
   }
 
 
-  void OnCommit(const TxId& tx, uint64_t marker, uint64_t time_us, uint16_t flags, std::span<const uint32_t> parts,
-                Lsn at) {
-    ++s_.commits;
+  [[gnu::always_inline]] void OnCommit(const TxId& tx, uint64_t marker, uint64_t time_us, uint16_t flags,
+                                      std::span<const uint32_t> parts, Lsn at) {
+    ++commits_;
     const bool recovered = (flags & walfmt::kTxFlagRecovered) != 0;
-    if (recovered) ++s_.recovered_commits;
+    recovered_commits_ += recovered;
     Lsn first = at;
-    if (in_flight_.Erase(tx, first)) {
-    } else if (Done* prev = Recent(tx)) {
-      // Not in flight: no TX_DATA here, or it already finished once.
-      if (prev->rolled_back) {
-        Add(Make("rollback", 0, at, &tx,
-                 fmt::format("node {}: transaction {} committed at {} after its TX_ROLLBACK at {}", opt_.node,
-                             tx.ToString(), at.ToString(), prev->at.ToString())));
-      } else {
-        Add(Make("shape", 0, at, &tx,
-                 fmt::format("node {}: transaction {} committed twice, at {} and at {}", opt_.node, tx.ToString(),
-                             prev->at.ToString(), at.ToString())));
-        return;  // counted once
-      }
+    if (!in_flight_.Erase(tx, first)) [[unlikely]] {
+      if (!CommitNotInFlight(tx, at)) return;
     }
     ++commits_so_far_;
     const uint64_t k = CurrentCut();
     const uint64_t f = k + 1;
-    Bucket(tx, parts, f, +1);
+    Count(tx, parts, f);
+    // Usually no cut is open and the marker is the node's current cut.
+    if (open_ >= 0 || marker != k) [[unlikely]] CommitNearCut(tx, marker, time_us, recovered, parts, at, first);
+    Remember(tx, at, first, time_us, marker, f, recovered, false, parts);
+  }
+
+  // A commit whose transaction is not in flight here: it had no TX_DATA on
+  // this node, or it already finished once. False: not to be counted again.
+  [[gnu::noinline]] bool CommitNotInFlight(const TxId& tx, Lsn at) {
+    const RingEntry* prev = Recent(tx);
+    if (!prev) return true;
+    if (prev->rolled_back) {
+      Add(Make("rollback", 0, at, &tx,
+               fmt::format("node {}: transaction {} committed at {} after its TX_ROLLBACK at {}", opt_.node,
+                           tx.ToString(), at.ToString(), prev->at.ToString())));
+      return true;
+    }
+    Add(Make("shape", 0, at, &tx,
+             fmt::format("node {}: transaction {} committed twice, at {} and at {}", opt_.node, tx.ToString(),
+                         prev->at.ToString(), at.ToString())));
+    return false;
+  }
+
+  // A commit while a cut is open here, or with a marker other than the
+  // node's current cut: what the cut's sets must later say about it.
+  [[gnu::noinline]] void CommitNearCut(const TxId& tx, uint64_t marker, uint64_t time_us, bool recovered,
+                                       std::span<const uint32_t> parts, Lsn at, Lsn first) {
+    const uint64_t k = CurrentCut();
+    const uint64_t f = k + 1;
     if (open_ >= 0 && candidates_.count(tx)) pending_[tx] = MakeDone(at, first, time_us, marker, f, recovered, false, parts);
     if (have_start_ && marker < k) {
       if (open_ >= 0) {
@@ -310,14 +437,13 @@ class Scanner {
                            "{}: no cut can place it consistently",
                            opt_.node, tx.ToString(), at.ToString(), marker, k)));
     }
-    Remember(tx, at, first, time_us, marker, f, recovered, false, parts);
   }
 
   void OnRollback(const TxId& tx, uint64_t time_us, uint16_t flags, std::span<const uint32_t> parts, Lsn at) {
     ++s_.rollbacks;
     Lsn first = at;
     if (in_flight_.Erase(tx, first)) {
-    } else if (Done* prev = Recent(tx); prev && !prev->rolled_back) {
+    } else if (const RingEntry* prev = Recent(tx); prev && !prev->rolled_back) {
       Add(Make("rollback", 0, at, &tx,
                fmt::format("node {}: transaction {} rolled back at {} after its TX_COMMIT at {}", opt_.node,
                            tx.ToString(), at.ToString(), prev->at.ToString())));
@@ -446,10 +572,12 @@ class Scanner {
     TrackedTx out;
     out.tx = t;
     Done* d = nullptr;
+    Done from_ring;
     if (auto it = pending_.find(t); it != pending_.end()) {
       d = &it->second;
-    } else if (Done* r = Recent(t); r && r->at < nc.start) {
-      d = r;
+    } else if (const RingEntry* r = Recent(t); r && r->at < nc.start) {
+      from_ring = ToDone(*r);
+      d = &from_ring;
     }
     if (!d) {
       std::string why;
@@ -535,12 +663,18 @@ class Scanner {
 
   const ScanOptions& opt_;
   NodeSummary& s_;
+  static constexpr uint32_t kDensePeers = 4096;  // peers with an accumulator in acc_peer_
+
   uint64_t records_ = 0;             // summary counters, kept here during the scan
   uint64_t bytes_ = 0;
+  uint64_t commits_ = 0;
+  uint64_t recovered_commits_ = 0;
+  uint64_t peak_in_flight_ = 0;
   TxTable in_flight_;                // first TX_DATA / TX_PREPARE, not finished yet
   TxId last_in_flight_;              // the transaction InFlight last put in the table (while have_last_)
   bool have_last_ = false;
-  std::vector<std::pair<TxId, Done>> ring_;  // the last commits and rollbacks
+  std::vector<RingEntry> ring_;      // the last commits and rollbacks
+  std::unordered_map<size_t, std::vector<uint32_t>> ring_more_;  // by ring slot: participants beyond the inline ones
   size_t ring_next_ = 0;
   size_t ring_used_ = 0;
   bool have_start_ = false;
@@ -553,9 +687,10 @@ class Scanner {
   std::map<uint64_t, TxMap<Done>> expect_after_;  // cut id -> committed before its CUT_START with marker == id
   TxMap<uint64_t> witness_;
   std::vector<uint32_t> parts_;      // participants of the record being read
-  uint64_t fc_f_ = UINT64_MAX;       // the first-cut bucket last used
-  FirstCutCount* fc_ = nullptr;
-  std::vector<std::pair<uint64_t, TxDigest*>> shared_cache_;  // by peer: the digest bucket last used
+  uint64_t acc_f_ = 0;               // the first-cut bucket being filled (Count, Flush)
+  uint64_t acc_count_ = 0;
+  uint64_t acc_owned_ = 0;
+  std::vector<TxDigest> acc_peer_;   // by peer id below kDensePeers
 };
 
 }  // namespace
