@@ -77,13 +77,24 @@ struct RingEntry {
   std::array<uint32_t, kInlineParticipants> parts{};
 };
 
+// One entry of the window of recently finished transactions (a commit or a
+// rollback), which catches a transaction finishing twice: 32 bytes.
+struct FinishedEntry {
+  uint64_t seq = 0;
+  uint32_t node = 0;
+  uint32_t rolled_back = 0;
+  Lsn at;
+  bool Is(const TxId& t) const { return seq == t.seq && node == t.node; }
+};
+
 template <typename V>
 using TxMap = std::unordered_map<TxId, V, TxIdHash>;
 using TxSet = std::unordered_set<TxId, TxIdHash>;
 
 class Scanner {
  public:
-  Scanner(const ScanOptions& opt, NodeSummary& s) : opt_(opt), s_(s) {}
+  Scanner(const ScanOptions& opt, NodeSummary& s)
+      : opt_(opt), s_(s), finished_(std::max<size_t>(opt.finished_window, 1)) {}
 
   // The hot path: TX_DATA, TX_PREPARE, TX_COMMIT and TX_ROLLBACK are read in
   // place; every other record (a few per cut) is decoded in full.
@@ -255,7 +266,7 @@ class Scanner {
 
   // The last commits and rollbacks, in a ring: written on every commit,
   // searched only when a cut finishes or something looks wrong.
-  void Remember(const TxId& t, const Lsn& at, const Lsn& first, uint64_t time_us, uint64_t marker, uint64_t f,
+  [[gnu::always_inline]] void Remember(const TxId& t, const Lsn& at, const Lsn& first, uint64_t time_us, uint64_t marker, uint64_t f,
                 bool recovered, bool rolled_back, std::span<const uint32_t> parts) {
     if (ring_next_ >= ring_.size()) [[unlikely]] {
       if (ring_.empty()) ResizeRing();
@@ -278,12 +289,29 @@ class Scanner {
     }
     ++ring_next_;
     ring_used_ = std::max(ring_used_, ring_next_);
+    if (finished_next_ == finished_.size()) [[unlikely]] finished_next_ = 0;
+    FinishedEntry& fe = finished_[finished_next_++];
+    fe.seq = t.seq;
+    fe.node = t.node;
+    fe.rolled_back = rolled_back;
+    fe.at = at;
+    ++finished_count_;
   }
+  // The last commits and rollbacks with everything a cut may ask of them.
   RingEntry* Recent(const TxId& t) {
     // Newest first: a transaction id is looked up right after its commit.
     for (size_t i = 0; i < ring_used_; ++i) {
       const size_t at = (ring_next_ + ring_.size() - 1 - i) % ring_.size();
       if (at < ring_used_ && ring_[at].tx == t) return &ring_[at];
+    }
+    return nullptr;
+  }
+  // A longer window of finished transactions: where and how t last finished.
+  const FinishedEntry* Finished(const TxId& t) const {
+    const size_t used = std::min<uint64_t>(finished_count_, finished_.size());
+    for (size_t i = 0; i < used; ++i) {
+      const size_t at = (finished_next_ + finished_.size() - 1 - i) % finished_.size();
+      if (finished_[at].Is(t)) return &finished_[at];
     }
     return nullptr;
   }
@@ -298,7 +326,7 @@ class Scanner {
   // Counts a committed transaction in the bucket of its first cut f. The
   // bucket being filled is kept here (acc_*) and added to the summary's maps
   // by Flush when f changes: a commit costs a hash and a few additions.
-  void Count(const TxId& t, std::span<const uint32_t> parts, uint64_t f) {
+  [[gnu::always_inline]] void Count(const TxId& t, std::span<const uint32_t> parts, uint64_t f) {
     if (f != acc_f_) [[unlikely]] {
       Flush();
       acc_f_ = f;
@@ -306,11 +334,11 @@ class Scanner {
     ++acc_count_;
     acc_owned_ += parts.empty() || parts.front() >= opt_.node;
     const uint64_t h = TxHash(t);
+    // The node's own entry is counted too (no branch on it) and never flushed.
     for (uint32_t p : parts) {
-      if (p == opt_.node) continue;
       if (p >= acc_peer_.size()) [[unlikely]] {
         if (p >= kDensePeers) {
-          Digest(p, f, h, +1);
+          if (p != opt_.node) Digest(p, f, h, +1);
           continue;
         }
         acc_peer_.resize(p + 1);
@@ -328,7 +356,10 @@ class Scanner {
     fc.owned += acc_owned_;
     for (uint32_t p = 0; p < acc_peer_.size(); ++p) {
       TxDigest& a = acc_peer_[p];
-      if (a.n == 0 && a.x == 0) continue;
+      if (p == opt_.node || (a.n == 0 && a.x == 0)) {
+        a = TxDigest{};
+        continue;
+      }
       TxDigest& d = s_.shared[p][acc_f_];
       d.x ^= a.x;
       d.n += a.n;
@@ -374,6 +405,7 @@ class Scanner {
     Bucket(t, d.participants, f, +1);
     d.f = f;
     if (RingEntry* r = Recent(t)) r->f = f;
+    if (auto it = pre_start_.find(t); it != pre_start_.end()) it->second.f = f;
     if (auto it = pending_.find(t); it != pending_.end()) it->second.f = f;
   }
 
@@ -399,7 +431,7 @@ class Scanner {
   // A commit whose transaction is not in flight here: it had no TX_DATA on
   // this node, or it already finished once. False: not to be counted again.
   [[gnu::noinline]] bool CommitNotInFlight(const TxId& tx, Lsn at) {
-    const RingEntry* prev = Recent(tx);
+    const FinishedEntry* prev = Finished(tx);
     if (!prev) return true;
     if (prev->rolled_back) {
       Add(Make("rollback", 0, at, &tx,
@@ -443,7 +475,7 @@ class Scanner {
     ++s_.rollbacks;
     Lsn first = at;
     if (in_flight_.Erase(tx, first)) {
-    } else if (const RingEntry* prev = Recent(tx); prev && !prev->rolled_back) {
+    } else if (const FinishedEntry* prev = Finished(tx); prev && !prev->rolled_back) {
       Add(Make("rollback", 0, at, &tx,
                fmt::format("node {}: transaction {} rolled back at {} after its TX_COMMIT at {}", opt_.node,
                            tx.ToString(), at.ToString(), prev->at.ToString())));
@@ -470,6 +502,7 @@ class Scanner {
     open_ = -1;
     candidates_.clear();
     pending_.clear();
+    pre_start_.clear();
     expect_before_.clear();
   }
 
@@ -498,6 +531,13 @@ class Scanner {
     open_ = static_cast<int>(s_.cuts.size()) - 1;
     candidates_.clear();
     in_flight_.ForEach([&](const TxId& t, const Lsn&) { candidates_.insert(t); });
+    // The commits just before CUT_START, oldest first so that the newest of
+    // a transaction's wins: rule 5 lets some of them be tracked.
+    pre_start_.clear();
+    for (size_t i = ring_used_; i-- > 0;) {
+      const size_t slot = (ring_next_ + ring_.size() - 1 - i) % ring_.size();
+      if (slot < ring_used_) pre_start_[ring_[slot].tx] = ToDone(ring_[slot]);
+    }
     have_start_ = true;
     last_start_ = cs.cut_id;
   }
@@ -572,12 +612,10 @@ class Scanner {
     TrackedTx out;
     out.tx = t;
     Done* d = nullptr;
-    Done from_ring;
     if (auto it = pending_.find(t); it != pending_.end()) {
       d = &it->second;
-    } else if (const RingEntry* r = Recent(t); r && r->at < nc.start) {
-      from_ring = ToDone(*r);
-      d = &from_ring;
+    } else if (auto it = pre_start_.find(t); it != pre_start_.end()) {
+      d = &it->second;
     }
     if (!d) {
       std::string why;
@@ -677,12 +715,16 @@ class Scanner {
   std::unordered_map<size_t, std::vector<uint32_t>> ring_more_;  // by ring slot: participants beyond the inline ones
   size_t ring_next_ = 0;
   size_t ring_used_ = 0;
+  std::vector<FinishedEntry> finished_;  // the window of finished transactions, a ring
+  size_t finished_next_ = 0;
+  uint64_t finished_count_ = 0;
   bool have_start_ = false;
   uint64_t last_start_ = 0;          // id of the last CUT_START
   uint64_t commits_so_far_ = 0;
   int open_ = -1;                    // index in s_.cuts of the cut running here
   TxSet candidates_;                 // in flight when the open cut started
   TxMap<Done> pending_;              // candidates finished since
+  TxMap<Done> pre_start_;            // the ring of recent commits as CUT_START of the open cut found it
   TxMap<Done> expect_before_;        // committed since CUT_START of the open cut with marker < its id
   std::map<uint64_t, TxMap<Done>> expect_after_;  // cut id -> committed before its CUT_START with marker == id
   TxMap<uint64_t> witness_;

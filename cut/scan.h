@@ -24,7 +24,13 @@ struct ScanOptions {
   bool expect_cluster = false;            // check segment headers against cluster_id
   uint64_t cluster_id = 0;
   size_t max_findings = 200;              // findings kept per node; the rest are counted
-  size_t recent_commits = 4096;           // commits remembered before a CUT_START (raised with the peak in flight)
+  // Commits remembered in full for the cut that may start next (rule 5 lets
+  // a transaction that committed just before CUT_START be tracked): at least
+  // this many, and 4 x the peak in flight.
+  size_t recent_commits = 256;
+  // Finished transactions (position, commit or rollback) remembered to catch
+  // one that finishes twice.
+  size_t finished_window = 4096;
   std::optional<uint32_t> witness_peer;   // collect (tx, first cut) of transactions shared with this peer
   // Called now and then with the WAL bytes read so far (progress display).
   std::function<void(uint64_t bytes)> progress;

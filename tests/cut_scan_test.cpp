@@ -223,8 +223,8 @@ TEST_CASE("an after transaction with 9 participants committed just before CUT_ST
   o.nodes = 9;
   o.backups = 2;
   o.workload.workload = walcut::node::Workload::kCycle;
-  o.txs = 600;
-  o.cut_every = 60;
+  o.txs = 1200;
+  o.cut_every = 250;
   auto run = walcut::node::RunCluster(o);
   REQUIRE(run.ok());
   std::map<walfmt::TxId, size_t> width;
@@ -282,6 +282,45 @@ TEST_CASE("an after transaction with 9 participants committed just before CUT_ST
   CHECK(it->committed);
   CHECK(it->commit < nc->start);
   for (const auto& x : moved.cuts) CHECK(x.status == CutStatus::kConsistent);
+
+  // The cut stays open much longer: CUT_FINISH(k) moves past the following
+  // commits (up to the next cut record). The scan remembers only the last
+  // max(recent_commits, 4 x peak in flight) commits in full, so it must keep
+  // those it had at CUT_START until the cut finishes.
+  uint64_t passed = 0;
+  Rewrite(d.path.string(), node, [&](std::vector<Rec>& recs) {
+    auto finish = std::find_if(recs.begin(), recs.end(), [&](const Rec& r) {
+      auto* c = std::get_if<walfmt::CutFinish>(&r.rec);
+      return c && c->cut_id == k;
+    });
+    REQUIRE(finish != recs.end());
+    const Rec f = *finish;
+    auto at = recs.erase(finish);
+    while (at != recs.end() && passed < 200 && !std::holds_alternative<walfmt::CutStart>(at->rec) &&
+           !std::holds_alternative<walfmt::CutFinish>(at->rec) && !std::holds_alternative<walfmt::CutAbort>(at->rec)) {
+      passed += std::holds_alternative<walfmt::TxCommit>(at->rec);
+      ++at;
+    }
+    recs.insert(at, f);
+  });
+  walcut::cut::ScanOptions so;
+  so.node = node;
+  so.recent_commits = 1;
+  auto late = walcut::cut::ScanNode(fmt::format("{}/node-{}/wal", d.path.string(), node), so);
+  REQUIRE(late.ok());
+  INFO(passed << " commits between CUT_START and CUT_FINISH now; peak in flight " << late->peak_in_flight);
+  REQUIRE(passed > 4 * late->peak_in_flight);
+  const auto* lc = late->FindCut(k);
+  REQUIRE(lc);
+  CHECK(lc->end == walcut::cut::CutEnd::kFinished);
+  for (const auto& f : late->findings) {
+    INFO(f.message);
+    CHECK(f.check != "shape");
+  }
+  auto lt = std::find_if(lc->after.begin(), lc->after.end(), [&](const auto& t) { return t.tx == wide; });
+  REQUIRE(lt != lc->after.end());
+  CHECK(lt->committed);
+  CHECK(lt->commit < lc->start);
 }
 
 TEST_CASE("a commit naming a participant id far beyond the cluster's nodes is scanned without growing per-peer tables") {
@@ -317,6 +356,73 @@ TEST_CASE("a commit naming a participant id far beyond the cluster's nodes is sc
   ClusterCuts cc = LoadCuts(d.path.string());
   CHECK(cc.cuts.back().transactions == txs);
   for (const auto& g : cc.cuts) CHECK(g.status == CutStatus::kConsistent);
+}
+
+TEST_CASE("a transaction that finishes twice on a node is named, with both positions") {
+  // The scan remembers where recent transactions finished (a window of 4096
+  // by default): a second TX_COMMIT, a TX_ROLLBACK after a TX_COMMIT and a
+  // TX_COMMIT after a TX_ROLLBACK are findings, and the second commit is not
+  // counted again.
+  TempDir d("twice");
+  auto run = walcut::node::RunCluster(Healthy(d.path.string()));
+  REQUIRE(run.ok());
+  auto layout = walcut::cut::FindClusterLayout(d.path.string());
+  REQUIRE(layout.ok());
+  auto bucketed = [](const walcut::cut::NodeSummary& s) {
+    uint64_t n = 0;
+    for (const auto& [f, c] : s.first_cut) n += c.count;
+    return n;
+  };
+  auto before = walcut::cut::ScanCluster(*layout, {});
+  REQUIRE(before.ok());
+  const uint64_t commits0 = before->at(1).commits;
+  const uint64_t bucketed0 = bucketed(before->at(1));
+  walfmt::TxId twice, undone, revived;
+  Rewrite(d.path.string(), 1, [&](std::vector<Rec>& recs) {
+    std::vector<Rec> out;
+    int commits = 0, rollbacks = 0;
+    for (auto& r : recs) {
+      out.push_back(r);
+      if (auto* c = std::get_if<walfmt::TxCommit>(&r.rec)) {
+        ++commits;
+        if (commits == 100) {
+          twice = c->tx;
+          out.push_back(r);  // the same TX_COMMIT again, right after
+        } else if (commits == 200) {
+          undone = c->tx;
+          out.push_back(Rec{walfmt::TxRollback{c->tx, c->time_us + 1, 0, c->participants}, {}});
+        }
+      } else if (auto* rb = std::get_if<walfmt::TxRollback>(&r.rec); rb && ++rollbacks == 3) {
+        revived = rb->tx;
+        out.push_back(Rec{walfmt::TxCommit{rb->tx, 0, rb->time_us + 1, 0, rb->participants}, {}});
+      }
+    }
+    recs = std::move(out);
+  });
+  REQUIRE(twice.seq != 0);
+  REQUIRE(undone.seq != 0);
+  REQUIRE(revived.seq != 0);
+  auto sums = walcut::cut::ScanCluster(*layout, {});
+  REQUIRE(sums.ok());
+  const auto& s1 = sums->at(1);
+  auto has = [&](const std::string& check, const std::string& text) {
+    for (const auto& f : s1.findings) {
+      if (f.check == check && f.message.find(text) != std::string::npos) return true;
+    }
+    return false;
+  };
+  std::string all;
+  for (const auto& f : s1.findings) all += f.check + ": " + f.message + "\n";
+  INFO(all);
+  CHECK(has("shape", fmt::format("transaction {} committed twice, at ", twice.ToString())));
+  CHECK(has("rollback", fmt::format("transaction {} rolled back at ", undone.ToString())));
+  CHECK(has("rollback", fmt::format("transaction {} committed at ", revived.ToString())));
+  CHECK(has("rollback", "after its TX_COMMIT at"));
+  CHECK(has("rollback", "after its TX_ROLLBACK at"));
+  // Two more TX_COMMIT records, but only the revived transaction joins the
+  // committed ones: the duplicate is counted once.
+  CHECK(s1.commits == commits0 + 2);
+  CHECK(bucketed(s1) == bucketed0 + 1);
 }
 
 TEST_CASE("a WAL cut short before the last CUT_FINISH: incomplete cut, the previous one restorable") {
