@@ -24,7 +24,7 @@ class FlatTxMap {
   size_t size() const { return size_; }
 
   // Inserts t unless present; returns false when it was already there.
-  bool Insert(const walfmt::TxId& t, V at) {
+  [[gnu::always_inline]] bool Insert(const walfmt::TxId& t, V at) {
     if (size_ >= limit_) [[unlikely]] Grow();
     for (size_t i = Home(t);; i = Next(i)) {
       Slot& s = slots_[i];
@@ -49,7 +49,7 @@ class FlatTxMap {
   }
 
   // Removes t; returns its value through `at` when it was there.
-  bool Erase(const walfmt::TxId& t, V& at) {
+  [[gnu::always_inline]] bool Erase(const walfmt::TxId& t, V& at) {
     size_t i = Home(t);
     for (;; i = Next(i)) {
       if (!slots_[i].used) return false;
