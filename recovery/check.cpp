@@ -642,8 +642,22 @@ std::string TempRoot(const CheckOptions& opt) {
   return t && *t ? t : "/tmp";
 }
 
+// The last restore that passed its checks, kept (in its temporary directory)
+// as the base of the next cut's restore.
+struct RestoreChain {
+  std::string tmp;  // "" : none yet
+  std::string out;
+  uint64_t cut = 0;
+};
+
+void RemoveTemp(const std::string& tmp, CheckReport& rep) {
+  std::error_code ec;
+  fs::remove_all(tmp, ec);
+  if (ec) rep.errors.push_back(fmt::format("{}: cannot remove the temporary directory: {}", tmp, ec.message()));
+}
+
 void RestoreOne(const CheckOptions& opt, const cut::ClusterCuts& cc, const cut::ClusterLayout& layout, uint64_t k,
-                CheckReport& rep) {
+                RestoreChain& chain, CheckReport& rep) {
   RestoreCheck rc;
   rc.cut = k;
   CheckItem restore = RestoreItem(k, "restore");
@@ -695,6 +709,7 @@ void RestoreOne(const CheckOptions& opt, const cut::ClusterCuts& cc, const cut::
   req.cut = k;
   req.out = out;
   req.jobs = opt.jobs;
+  if (!chain.tmp.empty()) req.base = chain.out;  // reads only the WAL between the two cuts
   req.progress = [&opt](uint64_t b) { Progress(opt, "restore", 0, 0, b); };
   auto r = Restore(cc, layout, req);
   Status written = Status::Ok();
@@ -726,7 +741,8 @@ void RestoreOne(const CheckOptions& opt, const cut::ClusterCuts& cc, const cut::
       rc.fingerprints.push_back(n.fingerprint);
       rc.entries += n.entries;
     }
-    restore.note = fmt::format("base {}, {} nodes, {} keys", r->base.name, r->nodes.size(), rc.entries);
+    restore.note = fmt::format("base {}{}, {} nodes, {} keys", r->base.name,
+                               req.base.empty() ? "" : " (its restore, checked above)", r->nodes.size(), rc.entries);
     // Read every file back: ReadSnapshotFile checks its checksums and that its
     // fingerprint matches its entries; it must also match the restore's.
     std::vector<walfmt::SnapshotFile> back(r->nodes.size());
@@ -797,9 +813,15 @@ void RestoreOne(const CheckOptions& opt, const cut::ClusterCuts& cc, const cut::
       }
     }
   }
-  std::error_code ec;
-  fs::remove_all(tmp, ec);
-  if (ec) rep.errors.push_back(fmt::format("{}: cannot remove the temporary directory: {}", tmp, ec.message()));
+  // A restore that passed every check becomes the next cut's base; the one
+  // it replaces, or a restore with findings, is removed.
+  const bool checked = rc.restored && fps.outcome == ItemOutcome::kPass && inv.outcome != ItemOutcome::kFail;
+  if (checked && opt.chain_restores) {
+    if (!chain.tmp.empty()) RemoveTemp(chain.tmp, rep);
+    chain = RestoreChain{tmp, out, k};
+  } else {
+    RemoveTemp(tmp, rep);
+  }
   finish();
 }
 
@@ -906,10 +928,12 @@ Result<CheckReport> RunCheck(const CheckOptions& opt) {
   }
   if (opt.level != CheckLevel::kRestore) return rep;
 
+  RestoreChain chain;
   for (const auto& g : cc->cuts) {
     if (opt.cut ? g.cut_id != *opt.cut : g.status != cut::CutStatus::kConsistent) continue;
-    RestoreOne(opt, *cc, *layout, g.cut_id, rep);
+    RestoreOne(opt, *cc, *layout, g.cut_id, chain, rep);
   }
+  if (!chain.tmp.empty()) RemoveTemp(chain.tmp, rep);
   return rep;
 }
 

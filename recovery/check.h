@@ -133,6 +133,10 @@ struct CheckOptions {
   std::string state_path;             // "" : no incremental state
   bool full = false;                  // read every segment even when the state says it is unchanged
   std::string temp_dir;               // where the restore's temporary directory goes ("" : $TMPDIR or /tmp)
+  // Level restore over several cuts: each cut is restored from the previous
+  // cut's restore once that one passed its checks (the WAL between the two
+  // cuts is read, not the whole prefix); false restores each from genesis.
+  bool chain_restores = true;
   InvariantChecker invariants = DefaultInvariantChecker();
   // Progress (from worker threads): a phase name, units done / total (0 when
   // unknown), bytes done.

@@ -278,6 +278,34 @@ TEST_CASE("check: golden text, JSON and JUnit on every sample, exit codes, input
   }
 }
 
+TEST_CASE("check --level restore: cuts after a broken one restore from the last checked restore", "[cli][check]") {
+  // crash-during-cut: cut 3 is inconsistent, 1, 2, 4 and 5 consistent. Each
+  // restore is based on the previous checked one (4 on 2); --from-genesis
+  // restores each from genesis, to the same states.
+  const std::string dir = Sample("crash-during-cut");
+  const auto before = Files(dir);
+  const Run chained = Walcut(fmt::format("check {} --level restore --format json", dir));
+  const Run genesis = Walcut(fmt::format("check {} --level restore --from-genesis --format json", dir));
+  CHECK(chained.code == 1);  // cut 3's findings
+  CHECK(genesis.code == 1);
+  const json c = json::parse(chained.out);
+  const json g = json::parse(genesis.out);
+  RequireValid(chained.out);
+  REQUIRE(c["restores"].size() == 4);
+  REQUIRE(g["restores"].size() == 4);
+  const std::vector<std::pair<int, std::string>> want = {{1, "genesis"}, {2, "cut-1"}, {4, "cut-2"}, {5, "cut-4"}};
+  for (size_t i = 0; i < want.size(); ++i) {
+    INFO("restore " << i);
+    CHECK(c["restores"][i]["cut"] == want[i].first);
+    CHECK(c["restores"][i]["restored"] == true);
+    CHECK(c["restores"][i]["base"] == want[i].second);
+    CHECK(g["restores"][i]["base"] == "genesis");
+    CHECK(c["restores"][i]["fingerprints"] == g["restores"][i]["fingerprints"]);
+    CHECK(c["restores"][i]["entries"] == g["restores"][i]["entries"]);
+  }
+  CHECK(Files(dir) == before);
+}
+
 TEST_CASE("check: the restore window of each sample", "[cli][check]") {
   struct W {
     const char* sample;
