@@ -92,7 +92,8 @@ struct NodeJob {
   const cut::NodeSummary* summary = nullptr;
   CutRule k;
   std::optional<CutRule> j;                  // restored base: cut J
-  std::map<std::string, std::string> base;   // base state
+  std::string base_file;                     // the base's node-<i>.snap ("" : genesis), read by the job itself
+  uint64_t base_fingerprint = 0;             // as ResolveBase checked it
   NodeRestore out;
   std::string stage_file;                    // write the restored state here ("" : do not)
   walfmt::SnapshotFile header;               // its header fields
@@ -112,11 +113,23 @@ Status RunNode(NodeJob& job, bool dry_run, const std::function<void(uint64_t)>& 
     if (s.index >= o.from.segment && s.index <= o.to.segment) segs.push_back(s);
   }
   const double cpu_start = ThreadCpuSeconds();
-  PartitionedState state(dry_run ? 0 : job.base.size() + 1024, dry_run ? 0 : size_t{64} << 10);
-  if (!dry_run) {
-    for (const auto& [key, value] : job.base) state.Put(key, value);
+  // The base is read here, one node at a time per job, so that memory holds
+  // the bases of the nodes being restored, not of every node at once.
+  PartitionedState state(dry_run ? 0 : o.base_entries + 1024, dry_run ? 0 : size_t{64} << 10);
+  if (!dry_run && !job.base_file.empty()) {
+    // Streamed into the state: no map of the base is built. On an error the
+    // state is dropped with the job.
+    uint64_t read = 0;
+    auto snap = walfmt::ReadSnapshotFile(job.base_file, [&](std::string_view key, std::string_view value) {
+      state.Put(key, value);
+      ++read;
+    });
+    if (!snap.ok()) return Status::Corruption(snap.status().message());
+    if (snap->fingerprint != job.base_fingerprint || read != o.base_entries) {
+      return Status::Corruption(fmt::format("{}: changed while the restore ran (fingerprint {:016x}, was {:016x})",
+                                            job.base_file, snap->fingerprint, job.base_fingerprint));
+    }
   }
-  job.base.clear();
   // TX_DATA payloads of the transactions in flight, each prefixed by its u32
   // length (a transaction may write several TX_DATA records on one node):
   // pending maps the transaction to its buffer in `buffers`. The buffers of
@@ -265,13 +278,20 @@ Status RunNode(NodeJob& job, bool dry_run, const std::function<void(uint64_t)>& 
   return Status::Ok();
 }
 
+// A base snapshot file, checked by ResolveBase.
+struct BaseFile {
+  std::string path;  // "" : genesis
+  uint64_t fingerprint = 0;
+  uint64_t entries = 0;
+};
+
 walfmt::Result<BaseInfo> ResolveBase(const cut::ClusterCuts& cc, const cut::ClusterLayout& layout,
-                                     const RestoreRequest& req, std::vector<std::map<std::string, std::string>>& states,
+                                     const RestoreRequest& req, std::vector<BaseFile>& files,
                                      std::vector<std::optional<CutRule>>& base_rules) {
   const size_t n = cc.nodes.size();
   BaseInfo b;
   b.position.assign(n, Lsn{});
-  states.assign(n, {});
+  files.assign(n, {});
   base_rules.assign(n, std::nullopt);
   if (req.base.empty() || req.base == "genesis") {
     b.kind = BaseKind::kGenesis;
@@ -321,8 +341,9 @@ walfmt::Result<BaseInfo> ResolveBase(const cut::ClusterCuts& cc, const cut::Clus
   }
   for (size_t i = 0; i < n; ++i) {
     const std::string file = (fs::path(b.dir) / fmt::format("node-{}.snap", i)).string();
-    auto snap = walfmt::ReadSnapshotFile(file);
-    if (!snap.ok()) return Status::Corruption(fmt::format("{}: {}", file, snap.status().message()));
+    uint64_t entries = 0;
+    auto snap = walfmt::ReadSnapshotFile(file, [&entries](std::string_view, std::string_view) { ++entries; });
+    if (!snap.ok()) return Status::Corruption(snap.status().message());
     if (snap->node_id != i) {
       return Status::Corruption(fmt::format("{}: holds node {}, expected node {}", file, snap->node_id, i));
     }
@@ -346,7 +367,8 @@ walfmt::Result<BaseInfo> ResolveBase(const cut::ClusterCuts& cc, const cut::Clus
       }
       b.position[i] = snap->wal_position;
     }
-    states[i] = std::move(snap->entries);
+    // Checked here, before anything is written; each node's job reads it again.
+    files[i] = BaseFile{file, snap->fingerprint, entries};
   }
   return b;
 }
@@ -394,9 +416,9 @@ walfmt::Result<RestoreResult> Restore(const cut::ClusterCuts& cc, const cut::Clu
   r.cut = req.cut;
   r.status = g->status;
   r.reason = g->reason;
-  std::vector<std::map<std::string, std::string>> base_states;
+  std::vector<BaseFile> base_files;
   std::vector<std::optional<CutRule>> base_rules;
-  auto base = ResolveBase(cc, layout, req, base_states, base_rules);
+  auto base = ResolveBase(cc, layout, req, base_files, base_rules);
   if (!base.ok()) return base.status();
   r.base = std::move(base.value());
   if (layout.has_cluster_json) {
@@ -414,7 +436,8 @@ walfmt::Result<RestoreResult> Restore(const cut::ClusterCuts& cc, const cut::Clu
     job.summary = &cc.nodes[i];
     job.k = RuleOf(nc);
     job.j = base_rules[i];
-    job.base = std::move(base_states[i]);
+    job.base_file = base_files[i].path;
+    job.base_fingerprint = base_files[i].fingerprint;
     NodeRestore& o = job.out;
     o.node = job.node;
     o.from = r.base.position[i];
@@ -423,7 +446,7 @@ walfmt::Result<RestoreResult> Restore(const cut::ClusterCuts& cc, const cut::Clu
     o.to = nc.finished ? nc.finish : nc.start;
     o.cut_start = nc.start;
     o.continue_from = ContinueFrom(nc);
-    o.base_entries = job.base.size();
+    o.base_entries = base_files[i].entries;
     if (r.base.kind == BaseKind::kFull && !(o.from < nc.start)) {
       return Status::InvalidArgument(fmt::format("base {} was taken on node {} at {}, after CUT_START({}) at {}",
                                                  r.base.name, i, o.from.ToString(), req.cut, nc.start.ToString()));

@@ -92,7 +92,13 @@ Result<std::string> EncodeSnapshot(SnapshotFile& s) {
   return out;
 }
 
-Result<SnapshotFile> DecodeSnapshot(const std::string& bytes) {
+namespace {
+
+// Decodes a whole file image into s (header fields and fingerprint), handing
+// each entry to `each` as it is parsed: before the body checksum and the
+// fingerprint are checked, which a failure reports afterwards.
+using EntryFn = std::function<void(std::string_view key, std::string_view value)>;
+Status DecodeInto(std::string_view bytes, SnapshotFile& s, const EntryFn& each) {
   const auto* p = reinterpret_cast<const uint8_t*>(bytes.data());
   if (bytes.size() < kSnapshotHeaderSize + kSnapshotTrailerSize) {
     return Status::Corruption(fmt::format("snapshot of {} bytes is shorter than header and trailer ({})", bytes.size(),
@@ -110,7 +116,6 @@ Result<SnapshotFile> DecodeSnapshot(const std::string& bytes) {
                                           kSnapshotVersion));
   }
   if (walfmt::LoadU16(p + 10) != kSnapshotHeaderSize) return Status::Corruption("snapshot: header size at offset 10");
-  SnapshotFile s;
   s.node_id = walfmt::LoadU32(p + 12);
   s.cluster_id = walfmt::LoadU64(p + 16);
   const uint64_t count = walfmt::LoadU64(p + 24);
@@ -120,27 +125,27 @@ Result<SnapshotFile> DecodeSnapshot(const std::string& bytes) {
   const size_t end = bytes.size() - kSnapshotTrailerSize;
   size_t at = kSnapshotHeaderSize;
   if (name_len > kMaxName || at + name_len > end) return Status::Corruption("snapshot: name length at offset 56");
-  s.name.assign(bytes, at, name_len);
+  s.name.assign(bytes.substr(at, name_len));
   at += name_len;
   const size_t entries_start = at;
   // Each entry takes at least 6 bytes: never believe a count the bytes cannot hold.
   if (count > (end - at) / 6) {
     return Status::Corruption(fmt::format("snapshot: entry count {} cannot fit in {} bytes", count, end - at));
   }
-  std::string prev;
+  std::string_view prev;
   for (uint64_t i = 0; i < count; ++i) {
     if (at + 2 > end) return Status::Corruption(fmt::format("snapshot: entry {} cut short at offset {}", i, at));
     const size_t kl = walfmt::LoadU16(p + at);
     at += 2;
     if (at + kl + 4 > end) return Status::Corruption(fmt::format("snapshot: key of entry {} overruns at offset {}", i, at));
-    std::string key(bytes, at, kl);
+    const std::string_view key = bytes.substr(at, kl);
     at += kl;
     const uint64_t vl = walfmt::LoadU32(p + at);
     at += 4;
     if (vl > end - at) return Status::Corruption(fmt::format("snapshot: value of entry {} overruns at offset {}", i, at));
     if (i > 0 && !(prev < key)) return Status::Corruption(fmt::format("snapshot: entry {} is out of order", i));
     prev = key;
-    s.entries.emplace(std::move(key), std::string(bytes, at, vl));
+    each(key, bytes.substr(at, vl));
     at += vl;
   }
   if (at != end) return Status::Corruption(fmt::format("snapshot: {} unexpected bytes after the entries", end - at));
@@ -154,11 +159,28 @@ Result<SnapshotFile> DecodeSnapshot(const std::string& bytes) {
                                           end + 4, body_want, body_have));
   }
   s.fingerprint = walfmt::LoadU64(p + end + 8);
-  const uint64_t fp = Fnv(std::string_view(bytes).substr(entries_start, end - entries_start));
+  const uint64_t fp = Fnv(bytes.substr(entries_start, end - entries_start));
   if (fp != s.fingerprint) {
     return Status::Corruption(fmt::format("snapshot: fingerprint at offset {}: expected {:016x}, found {:016x}", end + 8,
                                           fp, s.fingerprint));
   }
+  return Status::Ok();
+}
+
+Result<std::string> ReadWhole(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return Status::NotFound(fmt::format("{}: cannot open", path));
+  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+}
+
+}  // namespace
+
+Result<SnapshotFile> DecodeSnapshot(const std::string& bytes) {
+  SnapshotFile s;
+  Status st = DecodeInto(bytes, s, [&s](std::string_view k, std::string_view v) {
+    s.entries.emplace_hint(s.entries.end(), std::string(k), std::string(v));
+  });
+  if (!st.ok()) return st;
   return s;
 }
 
@@ -173,11 +195,19 @@ Status WriteSnapshotFile(const std::string& path, SnapshotFile& s) {
 }
 
 Result<SnapshotFile> ReadSnapshotFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return Status::NotFound(fmt::format("{}: cannot open", path));
-  std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  auto s = DecodeSnapshot(bytes);
+  auto bytes = ReadWhole(path);
+  if (!bytes.ok()) return bytes.status();
+  auto s = DecodeSnapshot(*bytes);
   if (!s.ok()) return Status::Corruption(fmt::format("{}: {}", path, s.status().message()));
+  return s;
+}
+
+Result<SnapshotFile> ReadSnapshotFile(const std::string& path,
+                                      const std::function<void(std::string_view key, std::string_view value)>& each) {
+  auto bytes = ReadWhole(path);
+  if (!bytes.ok()) return bytes.status();
+  SnapshotFile s;
+  if (Status st = DecodeInto(*bytes, s, each); !st.ok()) return Status::Corruption(fmt::format("{}: {}", path, st.message()));
   return s;
 }
 

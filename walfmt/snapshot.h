@@ -33,10 +33,11 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
-#include <string_view>
 #include <string>
+#include <string_view>
 
 #include "walfmt/lsn.h"
 #include "walfmt/status.h"
@@ -95,5 +96,12 @@ class SnapshotStreamWriter {
   std::string last_key_;
 };
 Result<SnapshotFile> ReadSnapshotFile(const std::string& path);
+// Reads a snapshot without building its map: `each` gets every entry in key
+// order as it is parsed (the views live only during the call), and the result
+// holds the header fields and the fingerprint with `entries` empty. The body
+// checksum and the fingerprint are checked after the last entry: on an error
+// the caller must discard what `each` was given.
+Result<SnapshotFile> ReadSnapshotFile(const std::string& path,
+                                      const std::function<void(std::string_view key, std::string_view value)>& each);
 
 }  // namespace walfmt
