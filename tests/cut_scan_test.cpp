@@ -63,6 +63,15 @@ std::vector<Rec> ReadAll(const std::string& wal_dir) {
   return out;
 }
 
+// The first record of type R in recs that `match` accepts.
+template <typename R, typename F>
+std::vector<Rec>::iterator FindRecord(std::vector<Rec>& recs, F&& match) {
+  return std::find_if(recs.begin(), recs.end(), [&](const Rec& r) {
+    auto* x = std::get_if<R>(&r.rec);
+    return x && match(*x);
+  });
+}
+
 // Rewrites node n's WAL after `edit` changed its records.
 void Rewrite(const std::string& dir, uint32_t n, const std::function<void(std::vector<Rec>&)>& edit) {
   const std::string wal = fmt::format("{}/node-{}/wal", dir, n);
@@ -253,17 +262,11 @@ TEST_CASE("an after transaction with 9 participants committed just before CUT_ST
   INFO("cut " << k << ", node " << node << ", transaction " << wide.ToString() << " of " << width[wide]);
   // Its TX_COMMIT moves to just before CUT_START(k) on that node.
   Rewrite(d.path.string(), node, [&](std::vector<Rec>& recs) {
-    auto commit = std::find_if(recs.begin(), recs.end(), [&](const Rec& r) {
-      auto* c = std::get_if<walfmt::TxCommit>(&r.rec);
-      return c && c->tx == wide;
-    });
+    auto commit = FindRecord<walfmt::TxCommit>(recs, [&](const walfmt::TxCommit& x) { return x.tx == wide; });
     REQUIRE(commit != recs.end());
     const Rec moved = *commit;
     recs.erase(commit);
-    auto start = std::find_if(recs.begin(), recs.end(), [&](const Rec& r) {
-      auto* c = std::get_if<walfmt::CutStart>(&r.rec);
-      return c && c->cut_id == k;
-    });
+    auto start = FindRecord<walfmt::CutStart>(recs, [&](const walfmt::CutStart& x) { return x.cut_id == k; });
     REQUIRE(start != recs.end());
     recs.insert(start, moved);
   });
@@ -289,10 +292,7 @@ TEST_CASE("an after transaction with 9 participants committed just before CUT_ST
   // those it had at CUT_START until the cut finishes.
   uint64_t passed = 0;
   Rewrite(d.path.string(), node, [&](std::vector<Rec>& recs) {
-    auto finish = std::find_if(recs.begin(), recs.end(), [&](const Rec& r) {
-      auto* c = std::get_if<walfmt::CutFinish>(&r.rec);
-      return c && c->cut_id == k;
-    });
+    auto finish = FindRecord<walfmt::CutFinish>(recs, [&](const walfmt::CutFinish& x) { return x.cut_id == k; });
     REQUIRE(finish != recs.end());
     const Rec f = *finish;
     auto at = recs.erase(finish);
@@ -432,10 +432,7 @@ TEST_CASE("a WAL cut short before the last CUT_FINISH: incomplete cut, the previ
   ClusterCuts cc = LoadCuts(d.path.string());
   const uint64_t last = cc.cuts.back().cut_id;
   Rewrite(d.path.string(), 2, [&](std::vector<Rec>& recs) {
-    auto it = std::find_if(recs.begin(), recs.end(), [&](const Rec& r) {
-      auto* f = std::get_if<walfmt::CutFinish>(&r.rec);
-      return f && f->cut_id == last;
-    });
+    auto it = FindRecord<walfmt::CutFinish>(recs, [&](const walfmt::CutFinish& x) { return x.cut_id == last; });
     REQUIRE(it != recs.end());
     recs.erase(it, recs.end());
   });
