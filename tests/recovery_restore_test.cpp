@@ -290,6 +290,50 @@ TEST_CASE("transactions wider than the scan's inline participant lists: 9 nodes,
   CHECK(counts.wide_tracked > 0);
 }
 
+TEST_CASE("a damaged base snapshot is refused before anything is written, naming its file") {
+  TempDir d("badbase");
+  ClusterOptions opt = Shape(d.path.string(), 7);
+  auto run = walcut::node::RunCluster(opt);
+  REQUIRE(run.ok());
+  auto layout = walcut::cut::FindClusterLayout(opt.dir);
+  REQUIRE(layout.ok());
+  ClusterCuts cc = LoadCuts(opt.dir);
+  std::vector<uint64_t> consistent;
+  for (const auto& g : cc.cuts) {
+    if (g.status == CutStatus::kConsistent) consistent.push_back(g.cut_id);
+  }
+  REQUIRE(consistent.size() >= 2);
+  walcut::recovery::RestoreRequest req;
+  req.cluster_dir = opt.dir;
+  req.cut = consistent[0];
+  req.out = (d.path / "base").string();
+  auto base = walcut::recovery::Restore(cc, *layout, req);
+  REQUIRE(base.ok());
+  REQUIRE(walcut::recovery::WriteRestore(*base, req.out).ok());
+  // One byte of node 1's entries flipped.
+  const fs::path snap = d.path / "base" / "node-1.snap";
+  std::string bytes;
+  {
+    std::ifstream in(snap, std::ios::binary);
+    bytes.assign(std::istreambuf_iterator<char>(in), {});
+  }
+  REQUIRE(bytes.size() > 100);
+  bytes[bytes.size() - 40] ^= 0x20;
+  {
+    std::ofstream out(snap, std::ios::binary | std::ios::trunc);
+    out << bytes;
+  }
+  req.cut = consistent[1];
+  req.base = (d.path / "base").string();
+  req.out = (d.path / "next").string();
+  auto r = walcut::recovery::Restore(cc, *layout, req);
+  REQUIRE_FALSE(r.ok());
+  CHECK(r.status().code() == walfmt::ErrorCode::kCorruption);
+  CHECK_THAT(r.status().message(), Catch::StartsWith(snap.string() + ": snapshot: "));
+  CHECK_THAT(r.status().message(), Catch::Contains(" at offset "));
+  CHECK_FALSE(fs::exists(req.out));
+}
+
 TEST_CASE("WAL appended after CUT_FINISH(K) changes nothing in the restore of K") {
   TempDir d("extra");
   ClusterOptions opt = Shape(d.path.string(), 7);
