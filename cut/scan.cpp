@@ -762,6 +762,21 @@ const NodeCut* NodeSummary::FindCut(uint64_t k) const {
   return it != cuts.end() && it->cut_id == k ? &*it : nullptr;
 }
 
+struct SummaryBuilder::State {
+  explicit State(const ScanOptions& o) : opt(o), scanner(opt, s) { s.node = o.node; }
+  ScanOptions opt;
+  NodeSummary s;
+  Scanner scanner;
+};
+
+SummaryBuilder::SummaryBuilder(const ScanOptions& opt) : st_(std::make_unique<State>(opt)) {}
+SummaryBuilder::~SummaryBuilder() = default;
+void SummaryBuilder::Visit(const walfmt::RecordView& v) { st_->scanner.Visit(v); }
+NodeSummary SummaryBuilder::Finish() {
+  st_->scanner.Finish();
+  return std::move(st_->s);
+}
+
 struct NodeScan::State {
   explicit State(const ScanOptions& o) : opt(o), scanner(opt, s) {}
   ScanOptions opt;

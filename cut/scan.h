@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "cut/summary.h"
+#include "walfmt/reader.h"
 #include "walfmt/status.h"
 
 namespace walcut::cut {
@@ -34,6 +35,24 @@ struct ScanOptions {
   std::optional<uint32_t> witness_peer;   // collect (tx, first cut) of transactions shared with this peer
   // Called now and then with the WAL bytes read so far (progress display).
   std::function<void(uint64_t bytes)> progress;
+};
+
+// The scan's logic without the reader: feed it the intact records of one
+// node's WAL in order, then take the summary. The summary's WAL facts
+// (segments, end, damage, torn tail) are left to the caller, who did the
+// reading; bench/scanbench times the logic alone this way.
+class SummaryBuilder {
+ public:
+  explicit SummaryBuilder(const ScanOptions& opt);
+  ~SummaryBuilder();
+  SummaryBuilder(const SummaryBuilder&) = delete;
+  SummaryBuilder& operator=(const SummaryBuilder&) = delete;
+  void Visit(const walfmt::RecordView& v);
+  NodeSummary Finish();
+
+ private:
+  struct State;
+  std::unique_ptr<State> st_;
 };
 
 // Scans the WAL directory `wal_dir` (segments as walfmt writes them). Fails
