@@ -34,8 +34,8 @@ struct Stored {
   size_t length;
 };
 
-// Calls `visit` on the records a chunk at a time, after reading each chunk's
-// payload bytes: in the real scan the checksum has just brought a record
+// Calls `visit` on the records a chunk at a time, after touching each cache
+// line of each chunk's payloads: in the real scan the checksum has just brought a record
 // into the cache when the visitor sees it.
 uint64_t Feed(const std::vector<walfmt::RecordView>& views, const walfmt::RecordVisitor& visit) {
   constexpr size_t kChunk = 256;
@@ -43,7 +43,9 @@ uint64_t Feed(const std::vector<walfmt::RecordView>& views, const walfmt::Record
   for (size_t i = 0; i < views.size(); i += kChunk) {
     const size_t end = std::min(views.size(), i + kChunk);
     for (size_t j = i; j < end; ++j) {
-      for (uint8_t b : views[j].payload) sum += b;
+      const auto& p = views[j].payload;
+      for (size_t o = 0; o < p.size(); o += 64) sum += p[o];
+      if (!p.empty()) sum += p.back();
     }
     for (size_t j = i; j < end; ++j) visit(views[j]);
   }
