@@ -99,9 +99,6 @@ class Scanner {
   // The hot path: TX_DATA, TX_PREPARE, TX_COMMIT and TX_ROLLBACK are read in
   // place; every other record (a few per cut) is decoded in full.
   bool Visit(const RecordView& v) {
-    ++records_;
-    bytes_ += v.size();
-    if ((records_ & 0xFFFF) == 0 && opt_.progress) opt_.progress(bytes_);
     const auto type = v.type;
     if (type == RecordType::kTxData || type == RecordType::kTxPrepare) {
       // Only the transaction id matters here: it is in flight from now on.
@@ -180,9 +177,9 @@ class Scanner {
     return true;
   }
 
+  // Records and bytes are not counted here, per record: NodeScan takes them
+  // from the reader's segment results, SummaryBuilder counts its own.
   void Finish() {
-    s_.records = records_;
-    s_.bytes = bytes_;
     s_.commits = commits_;
     s_.recovered_commits = recovered_commits_;
     s_.peak_in_flight = peak_in_flight_;
@@ -703,8 +700,6 @@ class Scanner {
   NodeSummary& s_;
   static constexpr uint32_t kDensePeers = 4096;  // peers with an accumulator in acc_peer_
 
-  uint64_t records_ = 0;             // summary counters, kept here during the scan
-  uint64_t bytes_ = 0;
   uint64_t commits_ = 0;
   uint64_t recovered_commits_ = 0;
   uint64_t peak_in_flight_ = 0;
@@ -771,7 +766,11 @@ struct SummaryBuilder::State {
 
 SummaryBuilder::SummaryBuilder(const ScanOptions& opt) : st_(std::make_unique<State>(opt)) {}
 SummaryBuilder::~SummaryBuilder() = default;
-void SummaryBuilder::Visit(const walfmt::RecordView& v) { st_->scanner.Visit(v); }
+void SummaryBuilder::Visit(const walfmt::RecordView& v) {
+  ++st_->s.records;
+  st_->s.bytes += v.size();
+  st_->scanner.Visit(v);
+}
 NodeSummary SummaryBuilder::Finish() {
   st_->scanner.Finish();
   return std::move(st_->s);
@@ -840,7 +839,18 @@ walfmt::Result<std::unique_ptr<NodeScan>> NodeScan::Open(const std::string& wal_
 
 bool NodeScan::done() const { return st_->reader->done(); }
 
-void NodeScan::Step() { st_->reader->Step(); }
+void NodeScan::Step() {
+  const size_t before = st_->reader->result().segments.size();
+  st_->reader->Step();
+  // The records the scanner saw: the intact prefix of each segment read (in
+  // point-in-time mode nothing after damage), without skipped unknown types.
+  const auto& segs = st_->reader->result().segments;
+  for (size_t i = before; i < segs.size(); ++i) {
+    st_->s.records += segs[i].records - segs[i].skipped_unknown;
+    st_->s.bytes += segs[i].record_bytes - segs[i].skipped_unknown_bytes;
+  }
+  if (st_->opt.progress && segs.size() > before) st_->opt.progress(st_->s.bytes);
+}
 
 walfmt::Result<NodeSummary> NodeScan::Finish() {
   NodeSummary& s = st_->s;
