@@ -570,6 +570,42 @@ TEST_CASE("a summary counts the records and bytes its scan read: none after dama
   }
 }
 
+TEST_CASE("SummaryBuilder fed the records of a WAL gives ScanNode's summary, less the WAL facts") {
+  TempDir d("builder");
+  auto run = walcut::node::RunCluster(Healthy(d.path.string(), 37));
+  REQUIRE(run.ok());
+  const std::string wal = (d.path / "node-1" / "wal").string();
+  walcut::cut::ScanOptions so;
+  so.node = 1;
+  auto scanned = walcut::cut::ScanNode(wal, so);
+  REQUIRE(scanned.ok());
+  walcut::cut::SummaryBuilder b(so);
+  auto segs = walfmt::ListSegments(wal, [](const walfmt::Problem&) {});
+  REQUIRE(segs.ok());
+  walfmt::NodeReadOptions ro;
+  ro.mode = walfmt::RecoveryMode::kPointInTime;
+  walfmt::ReadNodeWal(
+      *segs, ro,
+      [&](const walfmt::RecordView& v) {
+        b.Visit(v);
+        return true;
+      },
+      [](const walfmt::Problem&) {});
+  walcut::cut::NodeSummary built = b.Finish();
+  REQUIRE(scanned->cuts.size() >= 3);
+  CHECK(built.records == scanned->records);
+  CHECK(built.bytes == scanned->bytes);
+  CHECK(built.commits == scanned->commits);
+  CHECK(built.peak_in_flight == scanned->peak_in_flight);
+  // The WAL facts are the caller's: copy them over, then everything agrees.
+  built.wal_dir = scanned->wal_dir;
+  built.segments = scanned->segments;
+  built.end = scanned->end;
+  built.cluster_known = scanned->cluster_known;
+  built.cluster_id = scanned->cluster_id;
+  CHECK(walcut::cut::SummaryToJson(built) == walcut::cut::SummaryToJson(*scanned));
+}
+
 TEST_CASE("the nodes' scans interleaved segment by segment on 1-4 threads equal one ScanNode per node") {
   TempDir d("interleave");
   auto o = Healthy(d.path.string(), 23);
