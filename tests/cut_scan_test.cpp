@@ -63,6 +63,22 @@ std::vector<Rec> ReadAll(const std::string& wal_dir) {
   return out;
 }
 
+// Hands every record of a WAL to `visit` as the cut scan's reader does
+// (point-in-time mode: nothing after damage).
+void ReadPointInTime(const std::string& wal_dir, const std::function<void(const walfmt::RecordView&)>& visit) {
+  auto segs = walfmt::ListSegments(wal_dir, [](const walfmt::Problem&) {});
+  REQUIRE(segs.ok());
+  walfmt::NodeReadOptions ro;
+  ro.mode = walfmt::RecoveryMode::kPointInTime;
+  walfmt::ReadNodeWal(
+      *segs, ro,
+      [&](const walfmt::RecordView& v) {
+        visit(v);
+        return true;
+      },
+      [](const walfmt::Problem&) {});
+}
+
 // The first record of type R in recs that `match` accepts.
 template <typename R, typename F>
 std::vector<Rec>::iterator FindRecord(std::vector<Rec>& recs, F&& match) {
@@ -503,18 +519,10 @@ TEST_CASE("a summary counts the records and bytes its scan read: none after dama
   // What the reader hands over in point-in-time mode, counted independently.
   auto expect = [&](uint64_t& records, uint64_t& bytes) {
     records = bytes = 0;
-    auto segs = walfmt::ListSegments(wal, [](const walfmt::Problem&) {});
-    REQUIRE(segs.ok());
-    walfmt::NodeReadOptions ro;
-    ro.mode = walfmt::RecoveryMode::kPointInTime;
-    walfmt::ReadNodeWal(
-        *segs, ro,
-        [&](const walfmt::RecordView& v) {
-          ++records;
-          bytes += v.size();
-          return true;
-        },
-        [](const walfmt::Problem&) {});
+    ReadPointInTime(wal, [&](const walfmt::RecordView& v) {
+      ++records;
+      bytes += v.size();
+    });
   };
   auto scan = [&] {
     walcut::cut::ScanOptions so;
@@ -580,17 +588,7 @@ TEST_CASE("SummaryBuilder fed the records of a WAL gives ScanNode's summary, les
   auto scanned = walcut::cut::ScanNode(wal, so);
   REQUIRE(scanned.ok());
   walcut::cut::SummaryBuilder b(so);
-  auto segs = walfmt::ListSegments(wal, [](const walfmt::Problem&) {});
-  REQUIRE(segs.ok());
-  walfmt::NodeReadOptions ro;
-  ro.mode = walfmt::RecoveryMode::kPointInTime;
-  walfmt::ReadNodeWal(
-      *segs, ro,
-      [&](const walfmt::RecordView& v) {
-        b.Visit(v);
-        return true;
-      },
-      [](const walfmt::Problem&) {});
+  ReadPointInTime(wal, [&](const walfmt::RecordView& v) { b.Visit(v); });
   walcut::cut::NodeSummary built = b.Finish();
   REQUIRE(scanned->cuts.size() >= 3);
   CHECK(built.records == scanned->records);
