@@ -148,6 +148,7 @@ Status RunNode(NodeJob& job, bool dry_run, const std::function<void(uint64_t)>& 
   Status failure;
   bool reached_end = false;
   uint64_t bytes = 0;
+  uint64_t reported = 0;  // bytes already passed to progress
   walfmt::NodeReadOptions ro;
   ro.mode = walfmt::RecoveryMode::kStrict;  // the range must be intact (a torn tail lies beyond CUT_FINISH)
   ro.from = o.from;
@@ -157,7 +158,11 @@ Status RunNode(NodeJob& job, bool dry_run, const std::function<void(uint64_t)>& 
       return false;
     }
     bytes += v.size();
-    if (progress && (bytes & ~0xFFFFFull) != ((bytes - v.size()) & ~0xFFFFFull)) progress(v.size());
+    // Progress gets the bytes read since it was last told, once per MiB.
+    if (progress && (bytes >> 20) != (reported >> 20)) {
+      progress(bytes - reported);
+      reported = bytes;
+    }
     TxId t;
     switch (v.type) {
       case walfmt::RecordType::kTxData:
@@ -237,6 +242,7 @@ Status RunNode(NodeJob& job, bool dry_run, const std::function<void(uint64_t)>& 
   auto read = walfmt::ReadNodeWal(segs, ro, visit, sink);
   state.Flush();
   o.bytes_to_read = bytes;
+  if (progress && bytes > reported) progress(bytes - reported);
   if (!failure.ok()) return failure;
   if (!reached_end) {
     if (!problems.empty()) {

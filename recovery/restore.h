@@ -52,6 +52,9 @@ struct RestoreRequest {
                          // staged next to it as nodes finish; WriteRestore completes them
   bool keep_states = false;  // also keep every node's state in NodeRestore::state (tests); implied without out
   unsigned jobs = 0;     // nodes restored at once; 0: one per core
+  // Called about once per MiB and when a node is done with the WAL bytes read
+  // so far over all nodes: after a successful restore the last call says
+  // RestoreResult::bytes_read. Called from the worker threads, one at a time.
   std::function<void(uint64_t bytes)> progress;
 };
 

@@ -387,3 +387,68 @@ TEST_CASE("WAL appended after CUT_FINISH(K) changes nothing in the restore of K"
     CHECK(sa == sb);
   }
 }
+
+TEST_CASE("restore progress adds up to the bytes read; a base that changes while the restore runs is refused") {
+  TempDir d("changing");
+  ClusterOptions opt = Shape(d.path.string(), 7);
+  auto run = walcut::node::RunCluster(opt);
+  REQUIRE(run.ok());
+  auto layout = walcut::cut::FindClusterLayout(opt.dir);
+  REQUIRE(layout.ok());
+  ClusterCuts cc = LoadCuts(opt.dir);
+  std::vector<uint64_t> consistent;
+  for (const auto& g : cc.cuts) {
+    if (g.status == CutStatus::kConsistent) consistent.push_back(g.cut_id);
+  }
+  REQUIRE(consistent.size() >= 2);
+  REQUIRE(opt.nodes >= 2);
+  walcut::recovery::RestoreRequest req;
+  req.cluster_dir = opt.dir;
+  req.jobs = 1;  // nodes one after another, in order
+  std::vector<uint64_t> seen;
+  req.progress = [&](uint64_t b) { seen.push_back(b); };
+  // Two restores with different states for node 1: cuts J and K > J.
+  req.cut = consistent[0];
+  req.out = (d.path / "base").string();
+  auto base = walcut::recovery::Restore(cc, *layout, req);
+  REQUIRE(base.ok());
+  // One call at least per node (each node's WAL is under 1 MiB here), never
+  // going back, ending at the bytes the restore read.
+  REQUIRE(seen.size() >= opt.nodes);
+  CHECK(std::is_sorted(seen.begin(), seen.end()));
+  CHECK(seen.back() == base->bytes_read);
+  CHECK(base->bytes_read > 0);
+  REQUIRE(walcut::recovery::WriteRestore(*base, req.out).ok());
+  req.progress = nullptr;
+  req.cut = consistent[1];
+  req.out = (d.path / "later").string();
+  auto later = walcut::recovery::Restore(cc, *layout, req);
+  REQUIRE(later.ok());
+  REQUIRE(walcut::recovery::WriteRestore(*later, req.out).ok());
+  const fs::path snap = d.path / "base" / "node-1.snap";
+  const fs::path other = d.path / "later" / "node-1.snap";
+  REQUIRE(later->nodes[1].fingerprint != base->nodes[1].fingerprint);
+
+  // Restoring K again, now from base J; when node 0 is done (its progress
+  // call), node 1's base file is replaced by a valid snapshot of another state.
+  req.cut = consistent[1];
+  req.base = (d.path / "base").string();
+  req.out = (d.path / "next").string();
+  bool swapped = false;
+  req.progress = [&](uint64_t) {
+    if (swapped) return;
+    fs::copy_file(other, snap, fs::copy_options::overwrite_existing);
+    swapped = true;
+  };
+  auto r = walcut::recovery::Restore(cc, *layout, req);
+  REQUIRE(swapped);
+  REQUIRE_FALSE(r.ok());
+  CHECK(r.status().code() == walfmt::ErrorCode::kCorruption);
+  CHECK_THAT(r.status().message(), Catch::StartsWith(snap.string() + ": changed while the restore ran (fingerprint "));
+  CHECK_FALSE(fs::exists(req.out));
+  // Nothing staged is left next to OUT.
+  for (const auto& e : fs::directory_iterator(d.path)) {
+    INFO(e.path().string());
+    CHECK(e.path().filename().string().rfind(".next.tmp-", 0) == std::string::npos);
+  }
+}
