@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 
 #include "cut/tx_table.h"
+#include "cut/tx_window.h"
 #include "walfmt/bytes.h"
 #include "walfmt/reader.h"
 
@@ -77,16 +78,6 @@ struct RingEntry {
   std::array<uint32_t, kInlineParticipants> parts{};
 };
 
-// One entry of the window of recently finished transactions (a commit or a
-// rollback), which catches a transaction finishing twice: 32 bytes.
-struct FinishedEntry {
-  uint64_t seq = 0;
-  uint32_t node = 0;
-  uint32_t rolled_back = 0;
-  Lsn at;
-  bool Is(const TxId& t) const { return seq == t.seq && node == t.node; }
-};
-
 template <typename V>
 using TxMap = std::unordered_map<TxId, V, TxIdHash>;
 using TxSet = std::unordered_set<TxId, TxIdHash>;
@@ -94,7 +85,7 @@ using TxSet = std::unordered_set<TxId, TxIdHash>;
 class Scanner {
  public:
   Scanner(const ScanOptions& opt, NodeSummary& s)
-      : opt_(opt), s_(s), finished_(std::max<size_t>(opt.finished_window, 1)) {}
+      : opt_(opt), s_(s), window_(opt.finished_window, opt.finished_window) {}
 
   // The hot path: TX_DATA, TX_PREPARE, TX_COMMIT and TX_ROLLBACK are read in
   // place; every other record (a few per cut) is decoded in full.
@@ -243,7 +234,7 @@ class Scanner {
     // A participant writes TX_PREPARE right after its TX_DATA: the second
     // record of the pair finds the transaction already in the table.
     if (have_last_ && t == last_in_flight_) return;
-    if (in_flight_.Insert(t, at) && in_flight_.size() > peak_in_flight_) [[unlikely]] NewPeak();
+    if (window_.Start(t, at) && window_.size() > peak_in_flight_) [[unlikely]] NewPeak();
     last_in_flight_ = t;
     have_last_ = true;
   }
@@ -253,7 +244,7 @@ class Scanner {
   // The ring keeps the last max(recent_commits, 4 x peak in flight) commits
   // and rollbacks.
   [[gnu::noinline]] void NewPeak() {
-    peak_in_flight_ = in_flight_.size();
+    peak_in_flight_ = window_.size();
     ResizeRing();
   }
   void ResizeRing() {
@@ -286,13 +277,6 @@ class Scanner {
     }
     ++ring_next_;
     ring_used_ = std::max(ring_used_, ring_next_);
-    if (finished_next_ == finished_.size()) [[unlikely]] finished_next_ = 0;
-    FinishedEntry& fe = finished_[finished_next_++];
-    fe.seq = t.seq;
-    fe.node = t.node;
-    fe.rolled_back = rolled_back;
-    fe.at = at;
-    ++finished_count_;
   }
   // The last commits and rollbacks with everything a cut may ask of them.
   RingEntry* Recent(const TxId& t) {
@@ -300,15 +284,6 @@ class Scanner {
     for (size_t i = 0; i < ring_used_; ++i) {
       const size_t at = (ring_next_ + ring_.size() - 1 - i) % ring_.size();
       if (at < ring_used_ && ring_[at].tx == t) return &ring_[at];
-    }
-    return nullptr;
-  }
-  // A longer window of finished transactions: where and how t last finished.
-  const FinishedEntry* Finished(const TxId& t) const {
-    const size_t used = std::min<uint64_t>(finished_count_, finished_.size());
-    for (size_t i = 0; i < used; ++i) {
-      const size_t at = (finished_next_ + finished_.size() - 1 - i) % finished_.size();
-      if (finished_[at].Is(t)) return &finished_[at];
     }
     return nullptr;
   }
@@ -413,8 +388,9 @@ class Scanner {
     const bool recovered = (flags & walfmt::kTxFlagRecovered) != 0;
     recovered_commits_ += recovered;
     Lsn first = at;
-    if (!in_flight_.Erase(tx, first)) [[unlikely]] {
+    if (!window_.End(tx, at, false, first)) [[unlikely]] {
       if (!CommitNotInFlight(tx, at)) return;
+      window_.Remember(tx, at, false);
     }
     ++commits_so_far_;
     const uint64_t k = CurrentCut();
@@ -428,7 +404,7 @@ class Scanner {
   // A commit whose transaction is not in flight here: it had no TX_DATA on
   // this node, or it already finished once. False: not to be counted again.
   [[gnu::noinline]] bool CommitNotInFlight(const TxId& tx, Lsn at) {
-    const FinishedEntry* prev = Finished(tx);
+    const auto prev = window_.LastFinish(tx);
     if (!prev) return true;
     if (prev->rolled_back) {
       Add(Make("rollback", 0, at, &tx,
@@ -471,12 +447,14 @@ class Scanner {
   void OnRollback(const TxId& tx, uint64_t time_us, uint16_t flags, std::span<const uint32_t> parts, Lsn at) {
     ++s_.rollbacks;
     Lsn first = at;
-    if (in_flight_.Erase(tx, first)) {
-    } else if (const FinishedEntry* prev = Finished(tx); prev && !prev->rolled_back) {
-      Add(Make("rollback", 0, at, &tx,
-               fmt::format("node {}: transaction {} rolled back at {} after its TX_COMMIT at {}", opt_.node,
-                           tx.ToString(), at.ToString(), prev->at.ToString())));
-      return;
+    if (!window_.End(tx, at, true, first)) {
+      if (const auto prev = window_.LastFinish(tx); prev && !prev->rolled_back) {
+        Add(Make("rollback", 0, at, &tx,
+                 fmt::format("node {}: transaction {} rolled back at {} after its TX_COMMIT at {}", opt_.node,
+                             tx.ToString(), at.ToString(), prev->at.ToString())));
+        return;
+      }
+      window_.Remember(tx, at, true);
     }
     const bool recovered = (flags & walfmt::kTxFlagRecovered) != 0;
     if (open_ >= 0 && candidates_.count(tx)) pending_[tx] = MakeDone(at, first, time_us, 0, 0, recovered, true, parts);
@@ -527,7 +505,7 @@ class Scanner {
     s_.cuts.push_back(std::move(nc));
     open_ = static_cast<int>(s_.cuts.size()) - 1;
     candidates_.clear();
-    in_flight_.ForEach([&](const TxId& t, const Lsn&) { candidates_.insert(t); });
+    window_.ForEach([&](const TxId& t, const Lsn&) { candidates_.insert(t); });
     // The commits just before CUT_START, oldest first so that the newest of
     // a transaction's wins: rule 5 lets some of them be tracked.
     pre_start_.clear();
@@ -616,7 +594,7 @@ class Scanner {
     }
     if (!d) {
       std::string why;
-      if (in_flight_.Find(t)) {
+      if (window_.Find(t)) {
         why = fmt::format("has not finished on node {} when CUT_FINISH({}) is written at {}", opt_.node, k,
                           finish_at.ToString());
       } else if (!candidates_.count(t)) {
@@ -703,16 +681,13 @@ class Scanner {
   uint64_t commits_ = 0;
   uint64_t recovered_commits_ = 0;
   uint64_t peak_in_flight_ = 0;
-  TxTable in_flight_;                // first TX_DATA / TX_PREPARE, not finished yet
+  TxWindow window_;                  // in flight (first TX_DATA / TX_PREPARE) and where recent ones finished
   TxId last_in_flight_;              // the transaction InFlight last put in the table (while have_last_)
   bool have_last_ = false;
   std::vector<RingEntry> ring_;      // the last commits and rollbacks
   std::unordered_map<size_t, std::vector<uint32_t>> ring_more_;  // by ring slot: participants beyond the inline ones
   size_t ring_next_ = 0;
   size_t ring_used_ = 0;
-  std::vector<FinishedEntry> finished_;  // the window of finished transactions, a ring
-  size_t finished_next_ = 0;
-  uint64_t finished_count_ = 0;
   bool have_start_ = false;
   uint64_t last_start_ = 0;          // id of the last CUT_START
   uint64_t commits_so_far_ = 0;

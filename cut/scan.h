@@ -29,8 +29,10 @@ struct ScanOptions {
   // a transaction that committed just before CUT_START be tracked): at least
   // this many, and 4 x the peak in flight.
   size_t recent_commits = 256;
-  // Finished transactions (position, commit or rollback) remembered to catch
-  // one that finishes twice.
+  // Where transactions finished (position, commit or rollback) is remembered
+  // to catch one that finishes twice: for the last this many transaction
+  // numbers of each coordinator (rounded up to a power of two; see
+  // cut/tx_window.h), and for as many others in a ring.
   size_t finished_window = 4096;
   std::optional<uint32_t> witness_peer;   // collect (tx, first cut) of transactions shared with this peer
   // Called now and then with the WAL bytes read so far (progress display).
