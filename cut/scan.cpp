@@ -25,6 +25,7 @@ using walfmt::TxIdHash;
 // every commit into the ring of recent commits without allocating), more on
 // the heap.
 constexpr uint32_t kInlineParticipants = 6;
+using InlineParts = std::array<uint32_t, kInlineParticipants>;
 
 class Participants {
  public:
@@ -75,7 +76,7 @@ struct RingEntry {
   uint32_t parts_count = 0;
   bool recovered = false;
   bool rolled_back = false;
-  std::array<uint32_t, kInlineParticipants> parts{};
+  InlineParts parts{};
 };
 
 template <typename V>
@@ -88,25 +89,38 @@ class Scanner {
       : opt_(opt), s_(s), window_(opt.finished_window, opt.finished_window) {}
 
   // The hot path: TX_DATA, TX_PREPARE, TX_COMMIT and TX_ROLLBACK are read in
-  // place; every other record (a few per cut) is decoded in full.
-  bool Visit(const RecordView& v) {
+  // place; every other record (a few per cut) is decoded in full. Visit only
+  // dispatches, to functions of their own: it saves no registers and jumps
+  // straight into the one that does the work.
+  [[gnu::always_inline]] bool Visit(const RecordView& v) {
     const auto type = v.type;
-    if (type == RecordType::kTxData || type == RecordType::kTxPrepare) {
-      // Only the transaction id matters here: it is in flight from now on.
-      if (v.payload.size() >= 12) [[likely]] {
-        const TxId t{walfmt::LoadU32(v.payload.data()), walfmt::LoadU64(v.payload.data() + 4)};
-        InFlight(t, v.lsn);
-        return true;
-      }
-      if (type == RecordType::kTxData) return Bad(v, "TX_DATA payload shorter than a transaction id");
-    } else if (type == RecordType::kTxCommit) {
-      if (FastCommit(v)) [[likely]] return true;
-      if (FastOutcome(v)) return true;
-    } else if (type == RecordType::kTxRollback) {
-      if (FastOutcome(v)) [[likely]] return true;
-    } else if (type > RecordType::kNodeStart || type == RecordType::kInvalid) {
-      return true;  // the reader visits no such record; nothing to say about it
+    if (type == RecordType::kTxData || type == RecordType::kTxPrepare) return VisitStart(v);
+    if (type == RecordType::kTxCommit) return VisitCommit(v);
+    if (type == RecordType::kTxRollback) return VisitRollback(v);
+    // The reader visits no record of another type; nothing to say about one.
+    if (type > RecordType::kNodeStart || type == RecordType::kInvalid) return true;
+    return VisitDecoded(v);
+  }
+
+  // TX_DATA or TX_PREPARE: only the transaction id matters here, it is in
+  // flight from now on.
+  [[gnu::noinline]] bool VisitStart(const RecordView& v) {
+    if (v.payload.size() >= 12) [[likely]] {
+      InFlight(TxId{walfmt::LoadU32(v.payload.data()), walfmt::LoadU64(v.payload.data() + 4)}, v.lsn);
+      return true;
     }
+    if (v.type == RecordType::kTxData) return Bad(v, "TX_DATA payload shorter than a transaction id");
+    return VisitDecoded(v);
+  }
+
+  [[gnu::noinline]] bool VisitCommit(const RecordView& v) {
+    if (FastCommit(v)) [[likely]] return true;
+    if (FastOutcome(v)) return true;
+    return VisitDecoded(v);
+  }
+
+  [[gnu::noinline]] bool VisitRollback(const RecordView& v) {
+    if (FastOutcome(v)) [[likely]] return true;
     return VisitDecoded(v);
   }
 
@@ -120,10 +134,10 @@ class Scanner {
     const uint16_t count = walfmt::LoadU16(p + kFixed - 2);
     if (count > kInlineParticipants || n != kFixed + 4u * count) return false;
     have_last_ = false;  // the transaction leaves the table now
-    std::array<uint32_t, kInlineParticipants> parts;
+    InlineParts parts{};
     for (uint16_t i = 0; i < count; ++i) parts[i] = walfmt::LoadU32(p + kFixed + 4u * i);
     OnCommit(TxId{walfmt::LoadU32(p), walfmt::LoadU64(p + 4)}, walfmt::LoadU64(p + 12), walfmt::LoadU64(p + 20),
-             walfmt::LoadU16(p + 28), std::span<const uint32_t>(parts.data(), count), v.lsn);
+             walfmt::LoadU16(p + 28), std::span<const uint32_t>(parts.data(), count), v.lsn, &parts);
     return true;
   }
 
@@ -250,13 +264,17 @@ class Scanner {
   void ResizeRing() {
     const size_t cap = std::max<size_t>({opt_.recent_commits, 4 * peak_in_flight_, 1});
     if (ring_.size() < cap) ring_.resize(cap);
+    ring_cap_ = ring_.size();
   }
 
   // The last commits and rollbacks, in a ring: written on every commit,
   // searched only when a cut finishes or something looks wrong.
-  [[gnu::always_inline]] void Remember(const TxId& t, const Lsn& at, const Lsn& first, uint64_t time_us, uint64_t marker, uint64_t f,
-                bool recovered, bool rolled_back, std::span<const uint32_t> parts) {
-    if (ring_next_ >= ring_.size()) [[unlikely]] {
+  // `whole`, when not null, holds the participants (up to
+  // kInlineParticipants) in its first slots and is copied as a block.
+  [[gnu::always_inline]] void Remember(const TxId& t, const Lsn& at, const Lsn& first, uint64_t time_us, uint64_t marker,
+                                      uint64_t f, bool recovered, bool rolled_back, std::span<const uint32_t> parts,
+                                      const InlineParts* whole = nullptr) {
+    if (ring_next_ >= ring_cap_) [[unlikely]] {
       if (ring_.empty()) ResizeRing();
       ring_next_ = 0;
     }
@@ -270,7 +288,9 @@ class Scanner {
     e.recovered = recovered;
     e.rolled_back = rolled_back;
     e.parts_count = static_cast<uint32_t>(parts.size());
-    if (parts.size() <= kInlineParticipants) [[likely]] {
+    if (whole != nullptr) {
+      e.parts = *whole;
+    } else if (parts.size() <= kInlineParticipants) [[likely]] {
       for (size_t i = 0; i < parts.size(); ++i) e.parts[i] = parts[i];
     } else {
       ring_more_[ring_next_].assign(parts.begin(), parts.end());
@@ -308,12 +328,13 @@ class Scanner {
     const uint64_t h = TxHash(t);
     // The node's own entry is counted too (no branch on it) and never flushed.
     for (uint32_t p : parts) {
-      if (p >= acc_peer_.size()) [[unlikely]] {
+      if (p >= acc_peers_) [[unlikely]] {
         if (p >= kDensePeers) {
           if (p != opt_.node) Digest(p, f, h, +1);
           continue;
         }
         acc_peer_.resize(p + 1);
+        acc_peers_ = p + 1;
       }
       acc_peer_[p].x ^= h;
       ++acc_peer_[p].n;
@@ -383,7 +404,7 @@ class Scanner {
 
 
   [[gnu::always_inline]] void OnCommit(const TxId& tx, uint64_t marker, uint64_t time_us, uint16_t flags,
-                                      std::span<const uint32_t> parts, Lsn at) {
+                                      std::span<const uint32_t> parts, Lsn at, const InlineParts* whole = nullptr) {
     ++commits_;
     const bool recovered = (flags & walfmt::kTxFlagRecovered) != 0;
     recovered_commits_ += recovered;
@@ -398,7 +419,7 @@ class Scanner {
     Count(tx, parts, f);
     // Usually no cut is open and the marker is the node's current cut.
     if (open_ >= 0 || marker != k) [[unlikely]] CommitNearCut(tx, marker, time_us, recovered, parts, at, first);
-    Remember(tx, at, first, time_us, marker, f, recovered, false, parts);
+    Remember(tx, at, first, time_us, marker, f, recovered, false, parts, whole);
   }
 
   // A commit whose transaction is not in flight here: it had no TX_DATA on
@@ -688,6 +709,7 @@ class Scanner {
   std::unordered_map<size_t, std::vector<uint32_t>> ring_more_;  // by ring slot: participants beyond the inline ones
   size_t ring_next_ = 0;
   size_t ring_used_ = 0;
+  size_t ring_cap_ = 0;              // ring_.size(), kept here: no division by sizeof(RingEntry) per commit
   bool have_start_ = false;
   uint64_t last_start_ = 0;          // id of the last CUT_START
   uint64_t commits_so_far_ = 0;
@@ -703,6 +725,7 @@ class Scanner {
   uint64_t acc_count_ = 0;
   uint64_t acc_owned_ = 0;
   std::vector<TxDigest> acc_peer_;   // by peer id below kDensePeers
+  uint32_t acc_peers_ = 0;           // acc_peer_.size()
 };
 
 }  // namespace
