@@ -26,6 +26,10 @@ using walfmt::TxIdHash;
 // the heap.
 constexpr uint32_t kInlineParticipants = 6;
 using InlineParts = std::array<uint32_t, kInlineParticipants>;
+// Commits whose participants are all below kSetPeers are counted by their
+// set of participants, a bit mask (Scanner::Count); kNoSet: counted one by one.
+constexpr uint32_t kSetPeers = 8;
+constexpr uint32_t kNoSet = ~uint32_t{0};
 
 class Participants {
  public:
@@ -134,10 +138,24 @@ class Scanner {
     const uint16_t count = walfmt::LoadU16(p + kFixed - 2);
     if (count > kInlineParticipants || n != kFixed + 4u * count) return false;
     have_last_ = false;  // the transaction leaves the table now
+    // The same loop builds the set of participants as a bit mask, good when
+    // they are all below kSetPeers and strictly increasing (no duplicates).
     InlineParts parts{};
-    for (uint16_t i = 0; i < count; ++i) parts[i] = walfmt::LoadU32(p + kFixed + 4u * i);
+    uint32_t set = 0;
+    uint32_t over = 0;
+    int64_t prev = -1;
+    bool increasing = true;
+    for (uint16_t i = 0; i < count; ++i) {
+      const uint32_t q = walfmt::LoadU32(p + kFixed + 4u * i);
+      parts[i] = q;
+      set |= uint32_t{1} << (q & (kSetPeers - 1));
+      over |= q;
+      increasing &= static_cast<int64_t>(q) > prev;
+      prev = q;
+    }
     OnCommit(TxId{walfmt::LoadU32(p), walfmt::LoadU64(p + 4)}, walfmt::LoadU64(p + 12), walfmt::LoadU64(p + 20),
-             walfmt::LoadU16(p + 28), std::span<const uint32_t>(parts.data(), count), v.lsn, &parts);
+             walfmt::LoadU16(p + 28), std::span<const uint32_t>(parts.data(), count), v.lsn, &parts,
+             over < kSetPeers && increasing ? set : kNoSet);
     return true;
   }
 
@@ -318,7 +336,8 @@ class Scanner {
   // Counts a committed transaction in the bucket of its first cut f. The
   // bucket being filled is kept here (acc_*) and added to the summary's maps
   // by Flush when f changes: a commit costs a hash and a few additions.
-  [[gnu::always_inline]] void Count(const TxId& t, std::span<const uint32_t> parts, uint64_t f) {
+  // `set`: the participants as a bit mask (see FastCommit), or kNoSet.
+  [[gnu::always_inline]] void Count(const TxId& t, std::span<const uint32_t> parts, uint64_t f, uint32_t set) {
     if (f != acc_f_) [[unlikely]] {
       Flush();
       acc_f_ = f;
@@ -326,6 +345,14 @@ class Scanner {
     ++acc_count_;
     acc_owned_ += parts.empty() || parts.front() >= opt_.node;
     const uint64_t h = TxHash(t);
+    if (set != kNoSet) [[likely]] {
+      // One accumulator per set of participants, no loop over them: Flush
+      // hands each set's digest to its members.
+      acc_set_[set].x ^= h;
+      ++acc_set_[set].n;
+      if (opt_.witness_peer) [[unlikely]] Witness(t, parts, f, +1);
+      return;
+    }
     // The node's own entry is counted too (no branch on it) and never flushed.
     for (uint32_t p : parts) {
       if (p >= acc_peers_) [[unlikely]] {
@@ -344,6 +371,20 @@ class Scanner {
 
   [[gnu::noinline]] void Flush() {
     if (acc_count_ == 0) return;
+    for (uint32_t set = 0; set < acc_set_.size(); ++set) {
+      TxDigest& a = acc_set_[set];
+      if (a.n == 0) continue;
+      if (acc_peers_ < kSetPeers) {
+        acc_peer_.resize(kSetPeers);
+        acc_peers_ = kSetPeers;
+      }
+      for (uint32_t p = 0; p < kSetPeers; ++p) {
+        if ((set >> p & 1) == 0) continue;
+        acc_peer_[p].x ^= a.x;
+        acc_peer_[p].n += a.n;
+      }
+      a = TxDigest{};
+    }
     auto& fc = s_.first_cut[acc_f_];
     fc.count += acc_count_;
     fc.owned += acc_owned_;
@@ -404,7 +445,8 @@ class Scanner {
 
 
   [[gnu::always_inline]] void OnCommit(const TxId& tx, uint64_t marker, uint64_t time_us, uint16_t flags,
-                                      std::span<const uint32_t> parts, Lsn at, const InlineParts* whole = nullptr) {
+                                      std::span<const uint32_t> parts, Lsn at, const InlineParts* whole = nullptr,
+                                      uint32_t set = kNoSet) {
     ++commits_;
     const bool recovered = (flags & walfmt::kTxFlagRecovered) != 0;
     recovered_commits_ += recovered;
@@ -416,7 +458,7 @@ class Scanner {
     ++commits_so_far_;
     const uint64_t k = CurrentCut();
     const uint64_t f = k + 1;
-    Count(tx, parts, f);
+    Count(tx, parts, f, set);
     // Usually no cut is open and the marker is the node's current cut.
     if (open_ >= 0 || marker != k) [[unlikely]] CommitNearCut(tx, marker, time_us, recovered, parts, at, first);
     Remember(tx, at, first, time_us, marker, f, recovered, false, parts, whole);
@@ -726,6 +768,7 @@ class Scanner {
   uint64_t acc_owned_ = 0;
   std::vector<TxDigest> acc_peer_;   // by peer id below kDensePeers
   uint32_t acc_peers_ = 0;           // acc_peer_.size()
+  std::array<TxDigest, size_t{1} << kSetPeers> acc_set_{};  // by set of participants below kSetPeers (Count)
 };
 
 }  // namespace
