@@ -30,6 +30,7 @@ using InlineParts = std::array<uint32_t, kInlineParticipants>;
 // set of participants, a bit mask (Scanner::Count); kNoSet: counted one by one.
 constexpr uint32_t kSetPeers = 8;
 constexpr uint32_t kNoSet = ~uint32_t{0};
+constexpr std::array<uint32_t, kSetPeers> kSetBit{1, 2, 4, 8, 16, 32, 64, 128};
 
 class Participants {
  public:
@@ -148,7 +149,7 @@ class Scanner {
     for (uint16_t i = 0; i < count; ++i) {
       const uint32_t q = walfmt::LoadU32(p + kFixed + 4u * i);
       parts[i] = q;
-      set |= uint32_t{1} << (q & (kSetPeers - 1));
+      set |= kSetBit[q & (kSetPeers - 1)];  // a load: a shift by a variable costs more without BMI2
       over |= q;
       increasing &= static_cast<int64_t>(q) > prev;
       prev = q;
@@ -343,7 +344,7 @@ class Scanner {
       acc_f_ = f;
     }
     ++acc_count_;
-    acc_owned_ += parts.empty() || parts.front() >= opt_.node;
+    acc_owned_ += parts.empty() || parts.front() >= node_;
     const uint64_t h = TxHash(t);
     if (set != kNoSet) [[likely]] {
       // One accumulator per set of participants, no loop over them: Flush
@@ -739,6 +740,7 @@ class Scanner {
 
   const ScanOptions& opt_;
   NodeSummary& s_;
+  const uint32_t node_ = opt_.node;  // read on every commit: not through opt_
   static constexpr uint32_t kDensePeers = 4096;  // peers with an accumulator in acc_peer_
 
   uint64_t commits_ = 0;
