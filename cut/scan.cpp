@@ -105,7 +105,15 @@ class Scanner {
   // straight into the one that does the work.
   [[gnu::always_inline]] bool Visit(const RecordView& v) {
     const auto type = v.type;
-    if (type == RecordType::kTxData || type == RecordType::kTxPrepare) return VisitStart(v);
+    if (type == RecordType::kTxData || type == RecordType::kTxPrepare) {
+      // A participant writes TX_PREPARE right after its TX_DATA: the second
+      // record of the pair needs no call.
+      if (have_last_ && v.payload.size() >= 12 && walfmt::LoadU64(v.payload.data() + 4) == last_in_flight_.seq &&
+          walfmt::LoadU32(v.payload.data()) == last_in_flight_.node) {
+        return true;
+      }
+      return VisitStart(v);
+    }
     if (type == RecordType::kTxCommit) return VisitCommit(v);
     if (type == RecordType::kTxRollback) return VisitRollback(v);
     // The reader visits no record of another type; nothing to say about one.
@@ -267,9 +275,6 @@ class Scanner {
   }
 
   void InFlight(const TxId& t, Lsn at) {
-    // A participant writes TX_PREPARE right after its TX_DATA: the second
-    // record of the pair finds the transaction already in the table.
-    if (have_last_ && t == last_in_flight_) return;
     if (window_.Start(t, at) && window_.size() > peak_in_flight_) [[unlikely]] NewPeak();
     last_in_flight_ = t;
     have_last_ = true;
@@ -298,6 +303,7 @@ class Scanner {
                                       const InlineParts* whole = nullptr) {
     if (ring_next_ >= ring_cap_) [[unlikely]] {
       if (ring_.empty()) ResizeRing();
+      ring_used_ = std::max(ring_used_, ring_next_);
       ring_next_ = 0;
     }
     RingEntry& e = ring_[ring_next_];
@@ -318,14 +324,16 @@ class Scanner {
       ring_more_[ring_next_].assign(parts.begin(), parts.end());
     }
     ++ring_next_;
-    ring_used_ = std::max(ring_used_, ring_next_);
   }
+  // Slots of the ring that hold an entry.
+  size_t RingUsed() const { return std::max(ring_used_, ring_next_); }
   // The last commits and rollbacks with everything a cut may ask of them.
   RingEntry* Recent(const TxId& t) {
     // Newest first: a transaction id is looked up right after its commit.
-    for (size_t i = 0; i < ring_used_; ++i) {
+    const size_t used = RingUsed();
+    for (size_t i = 0; i < used; ++i) {
       const size_t at = (ring_next_ + ring_.size() - 1 - i) % ring_.size();
-      if (at < ring_used_ && ring_[at].tx == t) return &ring_[at];
+      if (at < used && ring_[at].tx == t) return &ring_[at];
     }
     return nullptr;
   }
@@ -576,9 +584,10 @@ class Scanner {
     // The commits just before CUT_START, oldest first so that the newest of
     // a transaction's wins: rule 5 lets some of them be tracked.
     pre_start_.clear();
-    for (size_t i = ring_used_; i-- > 0;) {
+    const size_t used = RingUsed();
+    for (size_t i = used; i-- > 0;) {
       const size_t slot = (ring_next_ + ring_.size() - 1 - i) % ring_.size();
-      if (slot < ring_used_) pre_start_[ring_[slot].tx] = ToDone(ring_[slot]);
+      if (slot < used) pre_start_[ring_[slot].tx] = ToDone(ring_[slot]);
     }
     have_start_ = true;
     last_start_ = cs.cut_id;
@@ -755,7 +764,7 @@ class Scanner {
   std::vector<RingEntry> ring_;      // the last commits and rollbacks
   std::unordered_map<size_t, std::vector<uint32_t>> ring_more_;  // by ring slot: participants beyond the inline ones
   size_t ring_next_ = 0;
-  size_t ring_used_ = 0;
+  size_t ring_used_ = 0;             // slots filled before ring_next_ last wrapped (see RingUsed)
   size_t ring_cap_ = 0;              // ring_.size(), kept here: no division by sizeof(RingEntry) per commit
   bool have_start_ = false;
   uint64_t last_start_ = 0;          // id of the last CUT_START

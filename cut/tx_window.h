@@ -172,7 +172,7 @@ class TxWindow {
   }
   // Start when t's slot is held by another transaction in flight, t's
   // coordinator has no window, or the hash table is in use (t may be there).
-  [[gnu::noinline]] bool StartElsewhere(const walfmt::TxId& t, walfmt::Lsn at) {
+  [[gnu::noinline]] bool StartElsewhere(walfmt::TxId t, walfmt::Lsn at) {
     if (overflow_.Find(t) != nullptr) return false;
     if (Slot* s = SlotOf(t); s != nullptr) {
       if (s->state == kInFlight && s->seq == t.seq) return false;
