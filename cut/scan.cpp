@@ -97,7 +97,7 @@ using TxSet = std::unordered_set<TxId, TxIdHash>;
 class Scanner {
  public:
   Scanner(const ScanOptions& opt, NodeSummary& s)
-      : opt_(opt), s_(s), window_(opt.finished_window, opt.finished_window) {}
+      : opt_(opt), s_(s), window_(kWindowSlots, opt.finished_window, kWindows) {}
 
   // The hot path: TX_DATA, TX_PREPARE, TX_COMMIT and TX_ROLLBACK are read in
   // place; every other record (a few per cut) is decoded in full. Visit only
@@ -754,6 +754,10 @@ class Scanner {
   NodeSummary& s_;
   const uint32_t node_ = opt_.node;  // read on every commit: not through opt_
   static constexpr uint32_t kDensePeers = 4096;  // peers with an accumulator in acc_peer_
+  // TxWindow: 1024 slots per coordinator (32 KB), for at most 8 coordinators
+  // per node scan (256 KB); others use its hash table.
+  static constexpr size_t kWindowSlots = 1024;
+  static constexpr size_t kWindows = 8;
 
   uint64_t commits_ = 0;
   uint64_t recovered_commits_ = 0;

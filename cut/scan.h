@@ -30,9 +30,9 @@ struct ScanOptions {
   // this many, and 4 x the peak in flight.
   size_t recent_commits = 256;
   // Where transactions finished (position, commit or rollback) is remembered
-  // to catch one that finishes twice: for the last this many transaction
-  // numbers of each coordinator (rounded up to a power of two; see
-  // cut/tx_window.h), and for as many others in a ring.
+  // to catch one that finishes twice: for the last 1024 transaction numbers
+  // of each of the first 8 coordinators seen (cut/tx_window.h), and for the
+  // last this many finishes of other transactions, in a ring.
   size_t finished_window = 4096;
   std::optional<uint32_t> witness_peer;   // collect (tx, first cut) of transactions shared with this peer
   // Called now and then with the WAL bytes read so far (progress display).

@@ -4,6 +4,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <array>
 #include <memory>
 #include <optional>
 #include <vector>
@@ -16,14 +17,16 @@ namespace walcut::cut {
 
 // A transaction id is (coordinator node, sequence number), and a coordinator
 // numbers its transactions in order, so the transactions in flight from one
-// coordinator are a narrow band of sequence numbers. Each coordinator below
-// kDirectNodes gets a window of `window` slots indexed by seq mod window: a
+// coordinator are a narrow band of sequence numbers. The first `max_windows`
+// coordinators seen with an id below kDirectNodes get a window of `window`
+// slots (32 bytes each) indexed by seq mod window: a
 // transaction starts in its slot, finishes in the same slot (which then
 // remembers where it finished until a later transaction of that coordinator
 // takes the slot), and no hash or probing is involved. A transaction whose
-// slot is taken by another one in flight, or whose coordinator id is
-// kDirectNodes or more, goes to a hash table; where such a transaction
-// finished is kept in a ring of the last `fallback_finished` of them.
+// slot is taken by another one in flight, or whose coordinator has no window,
+// goes to a hash table; where such a transaction finished is kept in a ring
+// of the last `fallback_finished` of them. Memory: at most max_windows x
+// window x 32 bytes, plus the table and the ring (made when first needed).
 //
 // The scan uses it for two things: the transactions in flight (candidates of
 // a cut, first positions) and where a transaction last finished (to name a
@@ -40,11 +43,19 @@ class TxWindow {
   };
 
   // `window` is rounded up to a power of two.
-  explicit TxWindow(size_t window = 4096, size_t fallback_finished = 4096)
-      : fallback_(std::max<size_t>(fallback_finished, 1)) {
+  explicit TxWindow(size_t window = 1024, size_t fallback_finished = 4096, size_t max_windows = 8)
+      : fallback_cap_(std::max<size_t>(fallback_finished, 1)), windows_left_(max_windows) {
     size_t w = 1;
     while (w < window) w <<= 1;
     mask_ = w - 1;
+    no_window_.fill(false);
+  }
+
+  // Coordinators that have a window.
+  size_t windows() const {
+    size_t n = 0;
+    for (const auto& w : windows_) n += w != nullptr;
+    return n;
   }
 
   // Transactions in flight.
@@ -149,6 +160,7 @@ class TxWindow {
   };
 
   void Push(const walfmt::TxId& t, walfmt::Lsn at, bool rolled_back) {
+    if (fallback_.empty()) fallback_.resize(fallback_cap_);
     if (next_ == fallback_.size()) next_ = 0;
     fallback_[next_++] = FallbackEntry{t, at, rolled_back};
     fallback_used_ = std::max(fallback_used_, next_);
@@ -159,14 +171,25 @@ class TxWindow {
   Slot* SlotOf(const walfmt::TxId& t) {
     if (t.node >= kDirectNodes) [[unlikely]] return nullptr;
     Slot* w = windows_[t.node].get();
-    if (w == nullptr) [[unlikely]] w = MakeWindow(t.node);
+    if (w == nullptr) [[unlikely]] {
+      if (no_window_[t.node]) return nullptr;
+      w = MakeWindow(t.node);
+      if (w == nullptr) return nullptr;
+    }
     return &w[t.seq & mask_];
   }
   const Slot* FindSlot(const walfmt::TxId& t) const {
     if (t.node >= kDirectNodes || !windows_[t.node]) return nullptr;
     return &windows_[t.node][t.seq & mask_];
   }
+  // A window for a coordinator seen for the first time, while the budget
+  // lasts; nullptr after it (that coordinator's transactions use the table).
   [[gnu::noinline]] Slot* MakeWindow(uint32_t node) {
+    if (windows_left_ == 0) {
+      no_window_[node] = true;
+      return nullptr;
+    }
+    --windows_left_;
     windows_[node] = std::make_unique<Slot[]>(mask_ + 1);
     return windows_[node].get();
   }
@@ -192,6 +215,9 @@ class TxWindow {
   size_t mask_ = 0;
   size_t size_ = 0;
   std::unique_ptr<Slot[]> windows_[kDirectNodes];
+  std::array<bool, kDirectNodes> no_window_;  // coordinators refused a window (budget spent)
+  size_t fallback_cap_;
+  size_t windows_left_;
   FlatTxMap<walfmt::Lsn> overflow_;
   std::vector<FallbackEntry> fallback_;
   size_t next_ = 0;

@@ -80,14 +80,14 @@ TEST_CASE("TxWindow against a plain map, random operations on small windows") {
     INFO("seed " << seed);
     std::mt19937_64 rng(seed);
     const size_t window = size_t{1} << (seed % 4 + 1);  // 2..16 slots: many collisions
-    TxWindow w(window, 64);
+    TxWindow w(window, 64, 3);  // windows for three of the four small coordinators
     std::map<TxId, Lsn> in_flight;             // the truth
     std::map<TxId, TxWindow::Finish> finished;  // last finish of every transaction
     uint64_t pos = 0;
     for (int step = 0; step < 20000; ++step) {
       // Coordinators 0-2 and one beyond the direct windows; sequence numbers
       // near a moving head, as a coordinator hands them out.
-      const uint32_t node = std::array<uint32_t, 4>{0, 1, 2, 70}[rng() % 4];
+      const uint32_t node = std::array<uint32_t, 5>{0, 1, 2, 3, 70}[rng() % 5];
       const uint64_t head = static_cast<uint64_t>(step) / 8;
       const TxId t{node, head + rng() % 24};
       const Lsn at{pos / 1000, pos % 1000};
@@ -127,6 +127,7 @@ TEST_CASE("TxWindow against a plain map, random operations on small windows") {
     std::set<TxId> truth;
     for (const auto& [t, at] : in_flight) truth.insert(t);
     CHECK(InFlightOf(w) == truth);
+    CHECK(w.windows() == 3);
   }
 }
 
@@ -146,4 +147,31 @@ TEST_CASE("TxWindow remembers a finish until its slot is taken by a later transa
   REQUIRE(w.Start(TxId{3, 8}, Lsn{2, 0}));  // takes seq 0's slot
   CHECK_FALSE(w.LastFinish(TxId{3, 0}));
   CHECK(w.LastFinish(TxId{3, 1}));
+}
+
+TEST_CASE("TxWindow makes at most max_windows windows; other coordinators still work, through the table") {
+  TxWindow w(16, 8, 2);
+  Lsn first;
+  for (uint32_t node = 0; node < 6; ++node) {
+    for (uint64_t seq = 1; seq <= 40; ++seq) REQUIRE(w.Start(TxId{node, seq}, Lsn{node, seq}));
+  }
+  CHECK(w.windows() == 2);
+  CHECK(w.size() == 6 * 40);
+  for (uint32_t node = 0; node < 6; ++node) {
+    for (uint64_t seq = 1; seq <= 40; ++seq) {
+      REQUIRE(w.End(TxId{node, seq}, Lsn{9, node * 100 + seq}, false, first));
+      CHECK(first == Lsn{node, seq});
+    }
+  }
+  CHECK(w.size() == 0);
+  CHECK(InFlightOf(w).empty());
+  // Coordinators 0 and 1 remember their last 16 numbers in slots; the others'
+  // finishes went to the ring of 8.
+  CHECK(w.LastFinish(TxId{0, 40}));
+  CHECK(w.LastFinish(TxId{1, 25}));
+  CHECK_FALSE(w.LastFinish(TxId{1, 24}));
+  CHECK(w.LastFinish(TxId{5, 40}));
+  CHECK(w.LastFinish(TxId{5, 33}));
+  CHECK_FALSE(w.LastFinish(TxId{5, 32}));
+  CHECK_FALSE(w.LastFinish(TxId{4, 40}));
 }
