@@ -56,6 +56,28 @@ ClusterOptions Shape(const std::string& dir, uint64_t seed) {
   return o;
 }
 
+// The cluster of Shape(dir, 7) (3 nodes), run, with its cuts and the ids of
+// its consistent ones in order.
+struct Seven {
+  ClusterOptions opt;
+  walcut::cut::ClusterLayout layout;
+  ClusterCuts cc;
+  std::vector<uint64_t> consistent;
+};
+Seven RunSeven(const std::string& dir) {
+  Seven c;
+  c.opt = Shape(dir, 7);
+  REQUIRE(walcut::node::RunCluster(c.opt).ok());
+  auto layout = walcut::cut::FindClusterLayout(c.opt.dir);
+  REQUIRE(layout.ok());
+  c.layout = std::move(layout.value());
+  c.cc = LoadCuts(c.opt.dir);
+  for (const auto& g : c.cc.cuts) {
+    if (g.status == CutStatus::kConsistent) c.consistent.push_back(g.cut_id);
+  }
+  return c;
+}
+
 // The oracle's state of node n at cut k: its keys after the committed
 // transactions with marker < k, in decision order.
 State OracleState(const RunResult& run, const walfmt::Topology& topo, uint32_t n, uint64_t k) {
@@ -292,22 +314,13 @@ TEST_CASE("transactions wider than the scan's inline participant lists: 9 nodes,
 
 TEST_CASE("a damaged base snapshot is refused before anything is written, naming its file") {
   TempDir d("badbase");
-  ClusterOptions opt = Shape(d.path.string(), 7);
-  auto run = walcut::node::RunCluster(opt);
-  REQUIRE(run.ok());
-  auto layout = walcut::cut::FindClusterLayout(opt.dir);
-  REQUIRE(layout.ok());
-  ClusterCuts cc = LoadCuts(opt.dir);
-  std::vector<uint64_t> consistent;
-  for (const auto& g : cc.cuts) {
-    if (g.status == CutStatus::kConsistent) consistent.push_back(g.cut_id);
-  }
-  REQUIRE(consistent.size() >= 2);
+  const Seven c = RunSeven(d.path.string());
+  REQUIRE(c.consistent.size() >= 2);
   walcut::recovery::RestoreRequest req;
-  req.cluster_dir = opt.dir;
-  req.cut = consistent[0];
+  req.cluster_dir = c.opt.dir;
+  req.cut = c.consistent[0];
   req.out = (d.path / "base").string();
-  auto base = walcut::recovery::Restore(cc, *layout, req);
+  auto base = walcut::recovery::Restore(c.cc, c.layout, req);
   REQUIRE(base.ok());
   REQUIRE(walcut::recovery::WriteRestore(*base, req.out).ok());
   // One byte of node 1's entries flipped.
@@ -323,10 +336,10 @@ TEST_CASE("a damaged base snapshot is refused before anything is written, naming
     std::ofstream out(snap, std::ios::binary | std::ios::trunc);
     out << bytes;
   }
-  req.cut = consistent[1];
+  req.cut = c.consistent[1];
   req.base = (d.path / "base").string();
   req.out = (d.path / "next").string();
-  auto r = walcut::recovery::Restore(cc, *layout, req);
+  auto r = walcut::recovery::Restore(c.cc, c.layout, req);
   REQUIRE_FALSE(r.ok());
   CHECK(r.status().code() == walfmt::ErrorCode::kCorruption);
   CHECK_THAT(r.status().message(), Catch::StartsWith(snap.string() + ": snapshot: "));
@@ -390,39 +403,30 @@ TEST_CASE("WAL appended after CUT_FINISH(K) changes nothing in the restore of K"
 
 TEST_CASE("restore progress adds up to the bytes read; a base that changes while the restore runs is refused") {
   TempDir d("changing");
-  ClusterOptions opt = Shape(d.path.string(), 7);
-  auto run = walcut::node::RunCluster(opt);
-  REQUIRE(run.ok());
-  auto layout = walcut::cut::FindClusterLayout(opt.dir);
-  REQUIRE(layout.ok());
-  ClusterCuts cc = LoadCuts(opt.dir);
-  std::vector<uint64_t> consistent;
-  for (const auto& g : cc.cuts) {
-    if (g.status == CutStatus::kConsistent) consistent.push_back(g.cut_id);
-  }
-  REQUIRE(consistent.size() >= 2);
-  REQUIRE(opt.nodes >= 2);
+  const Seven c = RunSeven(d.path.string());
+  REQUIRE(c.consistent.size() >= 2);
+  REQUIRE(c.opt.nodes >= 2);
   walcut::recovery::RestoreRequest req;
-  req.cluster_dir = opt.dir;
+  req.cluster_dir = c.opt.dir;
   req.jobs = 1;  // nodes one after another, in order
   std::vector<uint64_t> seen;
   req.progress = [&](uint64_t b) { seen.push_back(b); };
   // Two restores with different states for node 1: cuts J and K > J.
-  req.cut = consistent[0];
+  req.cut = c.consistent[0];
   req.out = (d.path / "base").string();
-  auto base = walcut::recovery::Restore(cc, *layout, req);
+  auto base = walcut::recovery::Restore(c.cc, c.layout, req);
   REQUIRE(base.ok());
   // One call at least per node (each node's WAL is under 1 MiB here), never
   // going back, ending at the bytes the restore read.
-  REQUIRE(seen.size() >= opt.nodes);
+  REQUIRE(seen.size() >= c.opt.nodes);
   CHECK(std::is_sorted(seen.begin(), seen.end()));
   CHECK(seen.back() == base->bytes_read);
   CHECK(base->bytes_read > 0);
   REQUIRE(walcut::recovery::WriteRestore(*base, req.out).ok());
   req.progress = nullptr;
-  req.cut = consistent[1];
+  req.cut = c.consistent[1];
   req.out = (d.path / "later").string();
-  auto later = walcut::recovery::Restore(cc, *layout, req);
+  auto later = walcut::recovery::Restore(c.cc, c.layout, req);
   REQUIRE(later.ok());
   REQUIRE(walcut::recovery::WriteRestore(*later, req.out).ok());
   const fs::path snap = d.path / "base" / "node-1.snap";
@@ -431,7 +435,7 @@ TEST_CASE("restore progress adds up to the bytes read; a base that changes while
 
   // Restoring K again, now from base J; when node 0 is done (its progress
   // call), node 1's base file is replaced by a valid snapshot of another state.
-  req.cut = consistent[1];
+  req.cut = c.consistent[1];
   req.base = (d.path / "base").string();
   req.out = (d.path / "next").string();
   bool swapped = false;
@@ -440,7 +444,7 @@ TEST_CASE("restore progress adds up to the bytes read; a base that changes while
     fs::copy_file(other, snap, fs::copy_options::overwrite_existing);
     swapped = true;
   };
-  auto r = walcut::recovery::Restore(cc, *layout, req);
+  auto r = walcut::recovery::Restore(c.cc, c.layout, req);
   REQUIRE(swapped);
   REQUIRE_FALSE(r.ok());
   CHECK(r.status().code() == walfmt::ErrorCode::kCorruption);
