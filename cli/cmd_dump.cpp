@@ -18,6 +18,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <exception>
 #include <thread>
 
 #include <fmt/format.h>
@@ -450,6 +451,7 @@ struct Item {
   std::deque<std::unique_ptr<Chunk>> chunks;
   size_t queued_bytes = 0;
   bool done = false;  // no more chunks; `scan` is set when speculative
+  std::exception_ptr error;  // the worker failed (header_known and done are set)
   walfmt::SegmentScan scan;
   std::atomic<bool> cancelled{false};
 };
@@ -478,6 +480,7 @@ class Pipeline {
     std::unique_lock<std::mutex> lock(mu_);
     Item& it = *items_[i];
     main_cv_.wait(lock, [&] { return it.header_known; });
+    if (it.error) std::rethrow_exception(it.error);
     h = it.header;
     return it.speculative;
   }
@@ -486,6 +489,7 @@ class Pipeline {
     std::unique_lock<std::mutex> lock(mu_);
     Item& it = *items_[i];
     main_cv_.wait(lock, [&] { return !it.chunks.empty() || it.done; });
+    if (it.error) std::rethrow_exception(it.error);
     if (it.chunks.empty()) return nullptr;
     std::unique_ptr<Chunk> c = std::move(it.chunks.front());
     it.chunks.pop_front();
@@ -558,7 +562,18 @@ class Pipeline {
         if (shutdown_ || next_ >= items_.size()) return;
         i = next_++;
       }
-      Read(*items_[i], fmt);
+      try {
+        Read(*items_[i], fmt);
+      } catch (...) {
+        // The main thread rethrows it when it reaches the item (an escaping
+        // exception would end the process without an error line).
+        std::lock_guard<std::mutex> lock(mu_);
+        Item& it = *items_[i];
+        it.error = std::current_exception();
+        it.header_known = true;
+        it.done = true;
+        main_cv_.notify_all();
+      }
     }
   }
 

@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cut/scan.h"
+#include "walfmt/workers.h"
 
 namespace walcut::cut {
 namespace fs = std::filesystem;
@@ -497,10 +498,12 @@ walfmt::Result<std::vector<NodeSummary>> ScanCluster(const ClusterLayout& layout
       ready.push_back(i);
     }
   };
+  walfmt::FirstError error;
   std::vector<std::thread> threads;
-  for (unsigned t = 1; t < jobs; ++t) threads.emplace_back(work);
-  work();
+  for (unsigned t = 1; t < jobs; ++t) threads.emplace_back([&] { error.Run(work); });
+  error.Run(work);
   for (auto& t : threads) t.join();
+  error.Rethrow();
   std::vector<NodeSummary> out;
   out.reserve(n);
   for (size_t i = 0; i < n; ++i) {

@@ -725,3 +725,18 @@ TEST_CASE("the per-peer digests of a WAL without cuts equal a count made from th
     if (nodes == 9) CHECK(wide_ids);
   }
 }
+
+TEST_CASE("ScanCluster: an exception on a scanning thread reaches the caller") {
+  TempDir d("throws");
+  REQUIRE(walcut::node::RunCluster(Healthy(d.path.string())).ok());
+  auto layout = walcut::cut::FindClusterLayout(d.path.string());
+  REQUIRE(layout.ok());
+  walcut::cut::LoadOptions lo;
+  lo.jobs = 2;
+  int calls = 0;  // the progress callback is called under a lock
+  lo.progress = [&](uint64_t) {
+    if (++calls == 3) throw std::runtime_error("progress failed");
+  };
+  CHECK_THROWS_WITH(walcut::cut::ScanCluster(*layout, lo), "progress failed");
+  CHECK(calls >= 3);
+}

@@ -456,3 +456,21 @@ TEST_CASE("restore progress adds up to the bytes read; a base that changes while
     CHECK(e.path().filename().string().rfind(".next.tmp-", 0) == std::string::npos);
   }
 }
+
+TEST_CASE("restore: an exception on a restoring thread reaches the caller, and nothing is left staged") {
+  TempDir d("throws");
+  const Seven c = RunSeven(d.path.string());
+  REQUIRE_FALSE(c.consistent.empty());
+  walcut::recovery::RestoreRequest req;
+  req.cluster_dir = c.opt.dir;
+  req.cut = c.consistent.back();
+  req.jobs = 2;
+  req.out = (d.path / "out").string();
+  req.progress = [](uint64_t) { throw std::runtime_error("progress failed"); };
+  CHECK_THROWS_WITH(walcut::recovery::Restore(c.cc, c.layout, req), "progress failed");
+  CHECK_FALSE(fs::exists(req.out));
+  for (const auto& e : fs::directory_iterator(d.path)) {
+    INFO(e.path().string());
+    CHECK(e.path().filename().string().rfind(".out.tmp-", 0) == std::string::npos);
+  }
+}
