@@ -15,10 +15,10 @@
 #include <cstdio>
 #include <cstring>
 #include <deque>
+#include <exception>
 #include <memory>
 #include <mutex>
 #include <optional>
-#include <exception>
 #include <thread>
 
 #include <fmt/format.h>

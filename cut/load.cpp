@@ -498,12 +498,7 @@ walfmt::Result<std::vector<NodeSummary>> ScanCluster(const ClusterLayout& layout
       ready.push_back(i);
     }
   };
-  walfmt::FirstError error;
-  std::vector<std::thread> threads;
-  for (unsigned t = 1; t < jobs; ++t) threads.emplace_back([&] { error.Run(work); });
-  error.Run(work);
-  for (auto& t : threads) t.join();
-  error.Rethrow();
+  walfmt::RunWorkers(jobs, work);
   std::vector<NodeSummary> out;
   out.reserve(n);
   for (size_t i = 0; i < n; ++i) {

@@ -509,16 +509,15 @@ walfmt::Result<RestoreResult> Restore(const cut::ClusterCuts& cc, const cut::Clu
   };
   unsigned threads = req.jobs ? req.jobs : std::max(1u, std::thread::hardware_concurrency());
   threads = static_cast<unsigned>(std::min<size_t>(threads, n));
-  walfmt::FirstError error;
-  std::vector<std::thread> pool;
-  for (unsigned t = 1; t < threads; ++t) pool.emplace_back([&] { error.Run(work); });
-  error.Run(work);
-  for (auto& t : pool) t.join();
-  if (error.failed() && !r.stage_dir.empty()) {
-    std::error_code ec;
-    fs::remove_all(r.stage_dir, ec);
+  try {
+    walfmt::RunWorkers(threads, work);
+  } catch (...) {
+    if (!r.stage_dir.empty()) {
+      std::error_code ec;
+      fs::remove_all(r.stage_dir, ec);
+    }
+    throw;
   }
-  error.Rethrow();
   for (size_t i = 0; i < n; ++i) {
     if (!status[i].ok()) {
       if (!r.stage_dir.empty()) {

@@ -45,12 +45,7 @@ std::vector<std::vector<SegmentOutcome>> ScanInParallel(const std::vector<NodeSe
   };
   unsigned jobs = opt.jobs != 0 ? opt.jobs : std::max(1u, std::thread::hardware_concurrency());
   jobs = static_cast<unsigned>(std::min<size_t>(jobs, std::max<size_t>(items.size(), 1)));
-  FirstError error;
-  std::vector<std::thread> threads;
-  for (unsigned j = 1; j < jobs; ++j) threads.emplace_back([&] { error.Run(worker); });
-  error.Run(worker);
-  for (auto& t : threads) t.join();
-  error.Rethrow();
+  RunWorkers(jobs, worker);
 
   // Continuity, and a node id that stays the same across the node's files.
   for (size_t n = 0; n < nodes.size(); ++n) {

@@ -7,6 +7,8 @@
 
 #include <exception>
 #include <mutex>
+#include <thread>
+#include <vector>
 
 namespace walfmt {
 
@@ -35,5 +37,17 @@ class FirstError {
   std::mutex mu_;
   std::exception_ptr error_;
 };
+
+// Runs `work` on `jobs` threads (the calling thread is one of them), joins
+// them, and rethrows the first exception any of them threw.
+template <typename F>
+void RunWorkers(unsigned jobs, F&& work) {
+  FirstError error;
+  std::vector<std::thread> threads;
+  for (unsigned j = 1; j < jobs; ++j) threads.emplace_back([&] { error.Run(work); });
+  error.Run(work);
+  for (auto& t : threads) t.join();
+  error.Rethrow();
+}
 
 }  // namespace walfmt
