@@ -1,0 +1,62 @@
+// The one file layer of the project: every whole-file read and every file or
+// directory that walcut writes goes through here, so that the rules live in
+// one place:
+//
+// - Reading: a path is opened with O_NONBLOCK (a FIFO never blocks the open)
+//   and must be a regular file, read with a size bound checked against fstat
+//   before anything is allocated.
+// - Writing: data goes to a uniquely named temporary file in the target's
+//   directory (".NAME.tmp-PID-SEQ"), is fsynced, renamed into place, and the
+//   directory is fsynced, so that after a crash the target is either absent,
+//   the old version or the complete new version, never a prefix.
+// - Fault injection for crash tests: every write, fsync and rename done here
+//   counts as one step; SetFailAtStep(n) (or WALCUT_FAIL_IO_AT=n in the
+//   environment) makes the n-th step fail with kIo "injected fault", the way
+//   a full disk or a crash at that point would stop the writer.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "walfmt/status.h"
+
+namespace walfmt {
+
+// Reads a regular file whole. kNotFound when it does not exist, kIo when it
+// cannot be read or is not a regular file (FIFO, device, directory), or when
+// it holds more than `max_bytes` (the message names the size and the limit).
+Result<std::string> ReadWholeFile(const std::string& path, uint64_t max_bytes);
+
+// Writes `data` to `path` atomically and durably (see above). An existing
+// file at `path` is replaced.
+Status WriteFileAtomic(const std::string& path, std::string_view data);
+
+// Writes `data` to a new file `path` (which must not exist) and fsyncs it; no
+// rename. For files inside a staging directory that is renamed as a whole.
+Status WriteNewFile(const std::string& path, std::string_view data);
+
+// fsync of a directory, so that the entries created or renamed in it are
+// durable.
+Status SyncDir(const std::string& dir);
+
+// rename(2) of `from` to `to` followed by an fsync of the directory of `to`
+// (and of `from` when it is another directory).
+Status RenameDurable(const std::string& from, const std::string& to);
+
+// A temporary name beside `path` in the same directory, unique in this
+// process and across processes: "<dir>/.<name>.tmp-<pid>-<seq>".
+std::string TempNameBeside(const std::string& path);
+
+// The prefix every temporary name beside `path` starts with (".<name>.tmp-"),
+// for finding leftovers of killed writers.
+std::string TempPrefixFor(const std::string& name);
+
+// Test hook (see above). 0 switches it off. Returns the steps counted so far
+// since the last call.
+uint64_t SetFailAtStep(uint64_t n);
+// One step of a durable write: returns an injected kIo error naming `what`
+// when this is the step chosen by SetFailAtStep, else Ok.
+Status CountIoStep(std::string_view what);
+
+}  // namespace walfmt
