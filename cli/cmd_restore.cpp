@@ -147,7 +147,9 @@ int RunRestore(const RestoreOptions& o) {
     PrintError(layout.status().message());
     return ExitForStatus(layout.status());
   }
-  auto cc = LoadCuts({o.dir}, o.jobs);
+  cut::ReconstructOptions ro;
+  ro.attested_cut = recovery::RestoredBaseCut(o.base);
+  auto cc = LoadCuts({o.dir}, o.jobs, ro);
   if (!cc.ok()) {
     PrintError(cc.status().message());
     return ExitForStatus(cc.status());

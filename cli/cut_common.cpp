@@ -8,14 +8,15 @@
 namespace walcut::cli {
 using nlohmann::json;
 
-walfmt::Result<cut::ClusterCuts> LoadCuts(const std::vector<std::string>& paths, unsigned jobs) {
+walfmt::Result<cut::ClusterCuts> LoadCuts(const std::vector<std::string>& paths, unsigned jobs,
+                                          const cut::ReconstructOptions& ro) {
   Progress progress("scan", 0);
   cut::LoadOptions lo;
   lo.jobs = jobs;
   lo.progress = [&progress](uint64_t bytes) { progress.Update(0, bytes); };
   auto sums = cut::LoadInputs(paths, lo);
   if (!sums.ok()) return sums.status();
-  return cut::Reconstruct(std::move(sums.value()));
+  return cut::Reconstruct(std::move(sums.value()), ro);
 }
 
 json FindingJson(const cut::Finding& f) { return cut::FindingToJson(f); }

@@ -18,7 +18,8 @@ inline constexpr const char* kCutSchema = "walcut.cut/1";
 
 // Scans a cluster directory (or reads summary files) and reconstructs its
 // cuts. Progress on stderr when it is a terminal.
-walfmt::Result<cut::ClusterCuts> LoadCuts(const std::vector<std::string>& paths, unsigned jobs);
+walfmt::Result<cut::ClusterCuts> LoadCuts(const std::vector<std::string>& paths, unsigned jobs,
+                                          const cut::ReconstructOptions& ro = {});
 
 nlohmann::json FindingJson(const cut::Finding& f);
 nlohmann::json WindowJson(const cut::RestoreWindow& w);

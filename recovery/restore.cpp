@@ -411,6 +411,20 @@ const char* BaseKindName(BaseKind k) {
   return "unknown";
 }
 
+std::optional<uint64_t> RestoredBaseCut(const std::string& dir) {
+  std::error_code ec;
+  const std::string path = (fs::path(dir) / "manifest.json").string();
+  if (dir.empty() || !fs::is_regular_file(path, ec)) return std::nullopt;
+  auto text = ReadText(path);
+  if (!text.ok()) return std::nullopt;
+  const json m = json::parse(*text, nullptr, false);
+  if (!m.is_object() || m.value("format", "") != "walcut-restore" || m.value("forced", false) || !m.contains("cut") ||
+      !m["cut"].is_number_unsigned()) {
+    return std::nullopt;
+  }
+  return m["cut"].get<uint64_t>();
+}
+
 walfmt::Result<BaseChoice> ChooseBase(const cut::ClusterCuts& cc, const cut::ClusterLayout& layout, uint64_t k) {
   const cut::GlobalCut* g = cc.Find(k);
   if (!g) return Status::NotFound(fmt::format("cut {} is not in the WAL", k));

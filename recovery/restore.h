@@ -103,6 +103,11 @@ walfmt::Result<RestoreResult> Restore(const cut::ClusterCuts& cuts, const cut::C
 // because it leaves the least WAL to read; else genesis when every node's
 // WAL still starts at genesis. `why` says which and why, in one line.
 // kInvalidArgument when no base can serve cut k from this WAL.
+// The cut a restore output directory holds (its manifest.json says), or
+// nullopt when `dir` is not a restore output. A restore from it passes this
+// to cut::Reconstruct as the attested cut: it was checked when it was made.
+std::optional<uint64_t> RestoredBaseCut(const std::string& dir);
+
 struct BaseChoice {
   std::string base;  // "genesis" or a snapshot name (RestoreRequest::base)
   std::string why;
