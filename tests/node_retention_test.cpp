@@ -10,7 +10,8 @@
 // WAL (a value, an outcome, a cut id that reaches a record) would change what
 // it writes afterwards. The run without retention is checked against the
 // oracle (CheckCluster), and the state a node recovers from its latest
-// snapshot plus the WAL after it is compared with the full replay.
+// snapshot plus the WAL after it is compared with the full replay and with
+// the oracle's committed writes.
 #include <filesystem>
 #include <fstream>
 #include <iterator>
@@ -25,6 +26,7 @@
 #include "node_wal_model.h"
 #include "walfmt/reader.h"
 #include "walfmt/snapshot.h"
+#include "walfmt/topology.h"
 
 namespace fs = std::filesystem;
 using walcut::node::ClusterOptions;
@@ -177,6 +179,7 @@ Pair RunBoth(ClusterOptions o, const fs::path& keep_dir, const fs::path& pruned_
   // deletions add up, and every remaining file is byte for byte the one of
   // the run without retention.
   uint64_t deleted = 0;
+  const walfmt::Topology topo(o.nodes, o.backups, b->options.partitions);
   for (uint32_t n = 0; n < o.nodes; ++n) {
     INFO(fmt::format("node {}", n));
     const auto all = Segments(keep_dir, n);
@@ -215,8 +218,39 @@ Pair RunBoth(ClusterOptions o, const fs::path& keep_dir, const fs::path& pruned_
       CHECK(found);
       // Snapshot + WAL after it gives the state of the full replay.
       const std::string snap = (pruned_dir / "snapshots" / last.name / fmt::format("node-{}.snap", n)).string();
-      CHECK(Replay(pruned_dir.string(), n, &last.wal_position[n], snap) ==
-            Replay(keep_dir.string(), n, nullptr, ""));
+      const auto recovered = Replay(pruned_dir.string(), n, &last.wal_position[n], snap);
+      CHECK(recovered == Replay(keep_dir.string(), n, nullptr, ""));
+      // ... and the oracle's: every committed write to a key the node holds,
+      // in decision order (conflicting transactions are decided in lock
+      // order). A transaction first committed by the recovery protocol on a
+      // restarted node has no writes in the history (the node rebuilt its
+      // plan from its own WAL); its writes here come from the full WAL.
+      std::map<walfmt::TxId, std::vector<walfmt::Write>> wal_writes;
+      const auto full = ReadNodeLog(keep_dir.string(), n);
+      for (const auto& rec : full.recs) {
+        if (auto* d = std::get_if<walfmt::TxData>(&rec)) {
+          auto& w = wal_writes[d->tx];
+          w.insert(w.end(), d->writes.begin(), d->writes.end());
+        }
+      }
+      std::map<std::string, std::string> truth;
+      for (const auto& c : b->history.committed) {
+        const auto& writes = c.writes.empty() && wal_writes.count(c.id) ? wal_writes[c.id] : c.writes;
+        for (const auto& w : writes) {
+          if (!topo.Holds(n, w.key)) continue;
+          if (w.op == walfmt::WriteOp::kDelete) truth.erase(w.key);
+          else truth[w.key] = w.value;
+        }
+      }
+      if (recovered != truth) {
+        std::string diff;
+        for (const auto& [k, v] : truth) {
+          auto it = recovered.find(k);
+          if (it == recovered.end() || it->second != v) diff += fmt::format(" {}: oracle {} node {};", k, v, it == recovered.end() ? "-" : it->second);
+        }
+        for (const auto& [k, v] : recovered) if (!truth.count(k)) diff += fmt::format(" {}: only node {};", k, v);
+        FAIL_CHECK("state differs from the oracle:" << diff);
+      }
     }
   }
   CHECK(b->summary.segments_deleted == deleted);
