@@ -23,6 +23,7 @@ struct RunOpts {
   std::string workload = "bank";
   std::string segment_size = "1MiB";
   std::vector<std::string> crashes;
+  std::string wal_retention = "keep";
   Format format = Format::kText;
 };
 
@@ -49,6 +50,7 @@ nlohmann::json SnapshotsJson(const node::RunResult& r) {
     nlohmann::json pos = nlohmann::json::array();
     for (const auto& l : sn.wal_position) pos.push_back(l.ToString());
     a.push_back({{"name", sn.name}, {"at_tx", sn.at_tx}, {"time_us", sn.time_us}, {"wal_positions", pos}});
+    if (!sn.segments_deleted.empty()) a.back()["segments_deleted"] = sn.segments_deleted;
   }
   return a;
 }
@@ -56,7 +58,7 @@ nlohmann::json SnapshotsJson(const node::RunResult& r) {
 nlohmann::json SummaryJson(const node::RunResult& r) {
   const auto& s = r.summary;
   const auto& o = r.options;
-  return {{"schema", kRunSchema},
+  nlohmann::json j = {{"schema", kRunSchema},
           {"dir", o.dir},
           {"seed", o.seed},
           {"nodes", o.nodes},
@@ -97,6 +99,15 @@ nlohmann::json SummaryJson(const node::RunResult& r) {
             {"cpu_seconds", s.cpu_seconds}}},
           {"initial_bank_total", s.initial_bank_total},
           {"full_snapshots", SnapshotsJson(r)}};
+  // Only with retention on, so that the default output stays as it was.
+  if (o.wal_retention != node::WalRetention::kKeep) {
+    j["wal_retention"] = {{"policy", node::WalRetentionName(o.wal_retention)},
+                          {"segments_deleted", s.segments_deleted},
+                          {"bytes_deleted", s.segment_bytes_deleted},
+                          {"snapshot_recoveries", s.snapshot_recoveries},
+                          {"first_segment", r.first_segment}};
+  }
+  return j;
 }
 
 void PrintSummary(const node::RunResult& r) {
@@ -123,6 +134,16 @@ void PrintSummary(const node::RunResult& r) {
     fmt::print("full snapshot {}: after {} transactions, at {:.3f} s, files in {}/snapshots/{}/\n", sn.name, sn.at_tx,
                static_cast<double>(sn.time_us) / 1e6, o.dir, sn.name);
   }
+  if (o.wal_retention != node::WalRetention::kKeep) {
+    std::vector<std::string> first;
+    for (size_t i = 0; i < r.first_segment.size(); ++i) first.push_back(fmt::format("node {}: {}", i, r.first_segment[i]));
+    fmt::print("wal retention {}: {} segments ({}) deleted after the full snapshots; first segment now: {}{}\n",
+               node::WalRetentionName(o.wal_retention), s.segments_deleted, HumanBytes(s.segment_bytes_deleted),
+               fmt::join(first, ", "),
+               s.restarts > 0 ? fmt::format("; {} of {} restarts recovered from a snapshot", s.snapshot_recoveries,
+                                            s.restarts)
+                              : "");
+  }
   if (s.initial_bank_total != 0) fmt::print("bank total: {}\n", s.initial_bank_total);
   const double txs = static_cast<double>(s.committed + s.rolled_back);
   fmt::print("wal: {} records, {}; simulated {:.3f} s in {:.3f} s wall, {:.3f} s CPU ({:.0f} tx/s wall, {:.0f} tx/s "
@@ -147,6 +168,10 @@ int Run(const RunOpts& in) {
       return kExitUsage;
     }
     o.crashes.push_back(spec);
+  }
+  if (!node::ParseWalRetention(in.wal_retention, o.wal_retention)) {
+    PrintError(fmt::format("--wal-retention {}: expected keep or after-snapshot", in.wal_retention));
+    return kExitUsage;
   }
   if (!ParseSize(in.segment_size, o.segment_bytes)) {
     PrintError(fmt::format("--segment-size {}: expected a size such as 65536, 64KiB or 1MiB", in.segment_size));
@@ -191,6 +216,14 @@ void RegisterRun(CLI::App& root, Registry& reg) {
                   "NODE@TIME[+DELAY], e.g. 2@40ms+5ms (repeatable)");
   sub->add_option("--full-snapshot-at", c.full_snapshot_at_tx,
                   "Take a full snapshot (transactions quiesced) after this many workload transactions started");
+  sub->add_option("--full-snapshot-every", c.full_snapshot_every_tx,
+                  "Take a full snapshot after every N workload transactions started (N, 2N, ... up to --txs), "
+                  "each named full-<at>; combines with --full-snapshot-at");
+  sub->add_option("--wal-retention", opts->wal_retention,
+                  "WAL retention: keep (every segment) or after-snapshot (after each full snapshot, each node deletes "
+                  "its segments wholly before the one holding its SNAPSHOT record; a restarted node recovers from "
+                  "its latest snapshot file plus the WAL after that record)")
+      ->capture_default_str();
   sub->add_option("--crashes", c.random_crashes, "Random crashes drawn from the seed, on any node (the initiator included)");
   AddFormatOption(sub, opts->format);
   reg.Add(sub, [opts, cuts, every] {

@@ -22,10 +22,13 @@
 #include "node/cluster.h"
 
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <charconv>
 #include <chrono>
+#include <cstring>
 #include <ctime>
 #include <deque>
 #include <filesystem>
@@ -42,6 +45,7 @@
 
 #include "node/rng.h"
 #include "node/string_map.h"
+#include "walfmt/file_io.h"
 #include "walfmt/snapshot.h"
 #include "walfmt/topology.h"
 #include "walfmt/reader.h"
@@ -265,6 +269,10 @@ class Node {
   // Writes the SNAPSHOT record and the snapshot file (transactions quiesced).
   Status TakeSnapshot(const std::string& name, const std::string& path, uint64_t cluster_id, walfmt::Lsn& at,
                       uint64_t& fingerprint);
+  // WAL retention after a full snapshot: deletes the segments of `wal_dir`
+  // whose index is below `keep_from` (the segment holding the SNAPSHOT
+  // record), then fsyncs the directory. Adds what it deleted to the counts.
+  Status PruneWal(const std::string& wal_dir, uint64_t keep_from, uint64_t& deleted, uint64_t& bytes);
 
   uint32_t id() const { return id_; }
   // Runs a step posted by PostStep.
@@ -390,6 +398,8 @@ class Node {
   void Resolve(const TxId& id, bool commit, uint64_t marker);
   void SendHello();
   void OnHelloResp(const Msg& m);
+  Status LoadSnapshot(const walfmt::Snapshot& rec, const walfmt::Lsn& at, std::map<TxId, std::vector<Write>>& data,
+                      std::map<TxId, std::vector<uint32_t>>& prepared);
 
   // ---- cut protocol
   void StartCut(uint64_t k);      // step A: set the cut id, start capturing
@@ -483,6 +493,7 @@ class Cluster {
     r.summary = sum_;
     r.history = std::move(history_);
     r.snapshots = snapshots_;
+    r.first_segment = first_segment_;
     r.options = opt_;
     return r;
   }
@@ -558,7 +569,9 @@ class Cluster {
   uint64_t next_cut_ = 1;
   std::vector<SnapshotTaken> snapshots_;
   bool quiescing_ = false;       // a full snapshot is waiting for the cluster to be idle
-  bool snapshot_done_ = false;
+  std::vector<uint64_t> snapshot_due_;  // workload transactions started at which a full snapshot is due, ascending
+  size_t next_snapshot_ = 0;            // index into snapshot_due_
+  std::vector<uint64_t> first_segment_;  // by node, after the run
   uint32_t snapshot_waits_ = 0;
   uint64_t cluster_id_ = 0;
   std::vector<std::pair<uint64_t, uint32_t>> crash_at_tx_;  // random crashes: (started count, node), sorted
@@ -1373,7 +1386,42 @@ Status Node::TakeSnapshot(const std::string& name, const std::string& path, uint
   Sync();
   at = *lsn;
   f.wal_position = at;
-  return WriteSnapshotFile(path, f);
+  if (c_.opt().wal_retention == WalRetention::kKeep) return WriteSnapshotFile(path, f);
+  // Segments are about to be deleted on the strength of this snapshot: the
+  // WAL up to its SNAPSHOT record and the file must be on disk first. (The
+  // writer's Sync writes the buffered bytes; the simulated crash already
+  // keeps everything up to synced_, so this changes no file byte.)
+  if (Status st = wal_->Sync(); !st.ok()) return st;
+  auto bytes = walfmt::EncodeSnapshot(f);
+  if (!bytes.ok()) return bytes.status();
+  return walfmt::WriteFileAtomic(path, *bytes);
+}
+
+Status Node::PruneWal(const std::string& wal_dir, uint64_t keep_from, uint64_t& deleted, uint64_t& bytes) {
+  auto segs = walfmt::ListSegments(wal_dir, nullptr);
+  if (!segs.ok()) return segs.status();
+  // Never the segment holding the SNAPSHOT record nor the active one (which
+  // is at or after it).
+  keep_from = std::min(keep_from, wal_->segment_index());
+  bool any = false;
+  for (const auto& seg : *segs) {
+    if (seg.index >= keep_from) break;  // ListSegments sorts by index
+    struct stat sb {};
+    const uint64_t size = ::stat(seg.path.c_str(), &sb) == 0 ? static_cast<uint64_t>(sb.st_size) : 0;
+    if (::unlink(seg.path.c_str()) != 0) {
+      return Status::Io(fmt::format("{}: cannot delete: {}", seg.path, std::strerror(errno)));
+    }
+    ++deleted;
+    bytes += size;
+    any = true;
+    // Archiving writes the .wal.zst before removing the .wal: after a crash
+    // between the two both exist, and ListSegments names only one.
+    const std::string other = wal_dir + "/" + walfmt::SegmentFileName(seg.index, !seg.compressed);
+    if (::unlink(other.c_str()) != 0 && errno != ENOENT) {
+      return Status::Io(fmt::format("{}: cannot delete: {}", other, std::strerror(errno)));
+    }
+  }
+  return any ? walfmt::SyncDir(wal_dir) : Status::Ok();
 }
 
 // ---- failures and recovery
@@ -1422,11 +1470,15 @@ Status Node::Restart(const walfmt::WriterOptions& wo) {
 
   // Rebuild the state from the WAL: committed data applied in WAL order,
   // outcomes remembered, prepared-but-undecided transactions kept aside.
+  // With WAL retention the segments before the latest full snapshot may be
+  // gone: at each SNAPSHOT record the state is replaced by that snapshot's
+  // file, so what counts is the latest snapshot plus the WAL after it.
   auto segs = walfmt::ListSegments(wo.wal_dir, nullptr);
   if (!segs.ok()) return segs.status();
   std::map<TxId, std::vector<Write>> data;
   std::map<TxId, std::vector<uint32_t>> prepared;
   uint64_t max_cut = 0;
+  bool from_snapshot = false;
   Status bad;
   walfmt::NodeReadOptions ro;
   ro.mode = walfmt::RecoveryMode::kTolerateTornTail;
@@ -1437,6 +1489,12 @@ Status Node::Restart(const walfmt::WriterOptions& wo) {
         if (!rec.ok()) {
           bad = rec.status();
           return false;
+        }
+        if (auto* sn = std::get_if<walfmt::Snapshot>(&rec.value());
+            sn != nullptr && c_.opt().wal_retention != WalRetention::kKeep) {
+          bad = LoadSnapshot(*sn, v.lsn, data, prepared);
+          from_snapshot = bad.ok();
+          return bad.ok();
         }
         std::visit(
             [&](auto& r) {
@@ -1473,6 +1531,7 @@ Status Node::Restart(const walfmt::WriterOptions& wo) {
       nullptr);
   if (!bad.ok()) return bad;
   if (read.failed) return Status::Corruption(fmt::format("node {}: cannot recover: its WAL is damaged", id_));
+  if (from_snapshot) ++c_.sum().snapshot_recoveries;
 
   // Transaction ids stay unique across restarts: the incarnation is in the
   // high bits of the sequence.
@@ -1513,6 +1572,33 @@ Status Node::Restart(const walfmt::WriterOptions& wo) {
   }
   for (const auto& [id, parts] : prepared) StartRecovery(id);
   SendHello();
+  return Status::Ok();
+}
+
+// A SNAPSHOT record met while replaying the WAL (retention on): the state up
+// to it is the snapshot file's. The snapshot was taken quiesced, so nothing
+// can be undecided at that point; outcomes of earlier transactions are
+// forgotten (nobody asks about them: every participant had finished them).
+// Cut ids below the snapshot's are not needed before the initiator tells the
+// current cut (OnHelloResp): every cut up to then had completed, and rule 4,
+// the only use of the node's own cut id while it recovers, waits for that.
+Status Node::LoadSnapshot(const walfmt::Snapshot& rec, const walfmt::Lsn& at,
+                          std::map<TxId, std::vector<Write>>& data, std::map<TxId, std::vector<uint32_t>>& prepared) {
+  if (!data.empty() || !prepared.empty()) {
+    return Status::Corruption(fmt::format("node {}: cannot recover: {} undecided transactions before SNAPSHOT({}) at {}",
+                                          id_, data.size() + prepared.size(), rec.name, at.ToString()));
+  }
+  const std::string path = fmt::format("{}/snapshots/{}/node-{}.snap", c_.opt().dir, rec.name, id_);
+  kv_.clear();
+  outcomes_.clear();
+  auto f = walfmt::ReadSnapshotFile(path, [&](std::string_view k, std::string_view v) { kv_[k] = std::string(v); });
+  if (!f.ok()) return Status::Corruption(fmt::format("node {}: cannot recover: {}", id_, f.status().message()));
+  if (f->node_id != id_ || f->wal_position != at || f->fingerprint != rec.fingerprint || f->name != rec.name) {
+    return Status::Corruption(fmt::format(
+        "node {}: cannot recover: {} does not match SNAPSHOT({}) at {} (node {}, position {}, fingerprint {:016x} "
+        "instead of {:016x})",
+        id_, path, rec.name, at.ToString(), f->node_id, f->wal_position.ToString(), f->fingerprint, rec.fingerprint));
+  }
   return Status::Ok();
 }
 
@@ -2188,7 +2274,7 @@ void Cluster::FillSlots() {
       break;  // the workload starts on the loaded cluster
     } else if (quiescing_) {
       break;
-    } else if (opt_.full_snapshot_at_tx > 0 && !snapshot_done_ && started_ >= opt_.full_snapshot_at_tx) {
+    } else if (next_snapshot_ < snapshot_due_.size() && started_ >= snapshot_due_[next_snapshot_]) {
       quiescing_ = true;
       PostDriver(100, [this] { TrySnapshot(); });
       break;
@@ -2315,9 +2401,24 @@ void Cluster::TrySnapshot() {
     snap.wal_position.push_back(at);
     snap.fingerprint.push_back(fp);
   }
+  if (opt_.wal_retention == WalRetention::kAfterSnapshot) {
+    // Every node has its snapshot on disk: the segments wholly before the
+    // one holding its SNAPSHOT record serve no restore from this snapshot
+    // or a later cut, nor the node's own crash recovery.
+    for (auto& n : nodes_) {
+      uint64_t deleted = 0;
+      if (Status st = n->PruneWal(writer_opts_[n->id()].wal_dir, snap.wal_position[n->id()].segment, deleted,
+                                  sum_.segment_bytes_deleted);
+          !st.ok()) {
+        return Fail(st);
+      }
+      snap.segments_deleted.push_back(deleted);
+      sum_.segments_deleted += deleted;
+    }
+  }
   snapshots_.push_back(std::move(snap));
   ++sum_.snapshots;
-  snapshot_done_ = true;
+  ++next_snapshot_;
   quiescing_ = false;
   MaybeStartCut();
   FillSlots();
@@ -2364,10 +2465,14 @@ Status Cluster::WriteClusterJson(bool complete) const {
   }
   j["partitions"] = parts;
   json nodes = json::array();
+  const bool retention = opt_.wal_retention != WalRetention::kKeep;
   for (uint32_t n = 0; n < opt_.nodes; ++n) {
     nodes.push_back({{"id", n}, {"wal_dir", fmt::format("node-{}/wal", n)}});
+    // With retention the WAL need not start at segment 0.
+    if (retention) nodes.back()["first_segment"] = n < first_segment_.size() ? first_segment_[n] : 0;
   }
   j["node_dirs"] = nodes;
+  if (retention) j["wal_retention"] = WalRetentionName(opt_.wal_retention);
   json params;
   params["workload"] = WorkloadName(opt_.workload.workload);
   params["accounts"] = opt_.workload.accounts;
@@ -2378,6 +2483,7 @@ Status Cluster::WriteClusterJson(bool complete) const {
   params["cuts"] = opt_.cuts;
   params["cut_every"] = opt_.cut_every;
   params["segment_bytes"] = opt_.segment_bytes;
+  if (opt_.full_snapshot_every_tx > 0) params["full_snapshot_every"] = opt_.full_snapshot_every_tx;
   params["vote_no_per_million"] = opt_.vote_no_per_million;
   params["net_delay_us"] = {opt_.net_delay_min_us, opt_.net_delay_max_us};
   params["step_delay_max_us"] = opt_.step_delay_max_us;
@@ -2397,6 +2503,11 @@ Status Cluster::WriteClusterJson(bool complete) const {
                      {"file", fmt::format("node-{}.snap", i)},
                      {"wal_position", sn.wal_position[i].ToString()},
                      {"fingerprint", fmt::format("{:016x}", sn.fingerprint[i])}});
+    }
+    if (!sn.segments_deleted.empty()) {
+      for (size_t i = 0; i < per.size() && i < sn.segments_deleted.size(); ++i) {
+        per[i]["segments_deleted"] = sn.segments_deleted[i];
+      }
     }
     e["nodes"] = per;
     snaps.push_back(e);
@@ -2474,6 +2585,12 @@ Status Cluster::Run() {
   }
   sum_.load_txs = loads_.size();
   sum_.initial_bank_total = InitialBankTotal(opt_.workload);
+  std::set<uint64_t> due;
+  if (opt_.full_snapshot_at_tx > 0) due.insert(opt_.full_snapshot_at_tx);
+  if (opt_.full_snapshot_every_tx > 0) {
+    for (uint64_t at = opt_.full_snapshot_every_tx; at <= opt_.txs; at += opt_.full_snapshot_every_tx) due.insert(at);
+  }
+  snapshot_due_.assign(due.begin(), due.end());
   ScheduleCrashes();
   FillSlots();
 
@@ -2511,6 +2628,11 @@ Status Cluster::Run() {
     if (!committed_ids_.count(id)) history_.rolled_back.push_back(id);
   }
   sum_.rolled_back = opt_.txs - std::min<uint64_t>(opt_.txs, sum_.committed);
+  for (const auto& wo : writer_opts_) {
+    auto segs = walfmt::ListSegments(wo.wal_dir, nullptr);
+    if (!segs.ok()) return segs.status();
+    first_segment_.push_back(segs->empty() ? 0 : segs->front().index);
+  }
   // Rewritten now that the snapshots are known; "complete": false marks a run
   // that stopped early.
   if (Status st = WriteClusterJson(true); !st.ok()) return st;
@@ -2567,6 +2689,10 @@ Status NormalizeOptions(ClusterOptions& opt) {
     return Status::InvalidArgument(
         fmt::format("--full-snapshot-at {}: beyond the {} workload transactions", opt.full_snapshot_at_tx, opt.txs));
   }
+  if (opt.full_snapshot_every_tx > opt.txs) {
+    return Status::InvalidArgument(fmt::format("--full-snapshot-every {}: beyond the {} workload transactions",
+                                               opt.full_snapshot_every_tx, opt.txs));
+  }
   if (opt.random_crashes > 1000) return Status::InvalidArgument("--crashes: at most 1000");
   if (opt.restart_delay_us < 1) return Status::InvalidArgument("restart delay: at least 1 us");
   return Status::Ok();
@@ -2588,6 +2714,21 @@ bool ParseDuration(std::string_view s, uint64_t& us) {
   return true;
 }
 }  // namespace
+
+std::string_view WalRetentionName(WalRetention r) {
+  switch (r) {
+    case WalRetention::kKeep: return "keep";
+    case WalRetention::kAfterSnapshot: return "after-snapshot";
+  }
+  return "?";
+}
+
+bool ParseWalRetention(std::string_view text, WalRetention& out) {
+  if (text == "keep") out = WalRetention::kKeep;
+  else if (text == "after-snapshot") out = WalRetention::kAfterSnapshot;
+  else return false;
+  return true;
+}
 
 bool ParseCrashSpec(std::string_view text, CrashSpec& out) {
   const size_t at = text.find('@');

@@ -35,6 +35,14 @@ struct CrashSpec {
 // "NODE@TIME[+DELAY]", times in microseconds or with a unit (us, ms, s).
 bool ParseCrashSpec(std::string_view text, CrashSpec& out);
 
+// What a node does with its WAL segments after a full snapshot.
+enum class WalRetention : uint8_t {
+  kKeep,           // keep every segment (the default)
+  kAfterSnapshot,  // delete the segments wholly before the one holding the SNAPSHOT record
+};
+std::string_view WalRetentionName(WalRetention r);  // "keep", "after-snapshot"
+bool ParseWalRetention(std::string_view text, WalRetention& out);
+
 struct ClusterOptions {
   std::string dir;                 // must not exist or be empty
   uint32_t nodes = 3;
@@ -60,6 +68,15 @@ struct ClusterOptions {
   // starting new ones, wait until nothing is in flight, and have every node
   // write DIR/snapshots/<name>/node-<i>.snap and a SNAPSHOT record. 0: none.
   uint64_t full_snapshot_at_tx = 0;
+  // Periodic full snapshots: one after every this many workload transactions
+  // started (N, 2N, ... up to txs), named full-<at_tx> like the one above,
+  // with which it combines. 0: none.
+  uint64_t full_snapshot_every_tx = 0;
+  // kAfterSnapshot: after each full snapshot, every node deletes (unlink,
+  // then fsync of the WAL directory) its segments that lie wholly before the
+  // segment holding its SNAPSHOT record; a restarted node then recovers from
+  // its latest snapshot file plus the WAL after that record.
+  WalRetention wal_retention = WalRetention::kKeep;
 
   // Faults. Any node may crash, the cut initiator included (the oldest live
   // node takes over); a crash that would leave no ready node waits until
@@ -114,6 +131,9 @@ struct RunSummary {
   uint64_t initiator_failovers = 0;  // times the oldest live node took over from a crashed initiator
   uint64_t cuts_taken_over = 0;      // ... with a cut running, which the new initiator ended
   uint64_t snapshots = 0;          // full snapshots taken
+  uint64_t segments_deleted = 0;   // WAL segments deleted by the retention policy, all nodes
+  uint64_t segment_bytes_deleted = 0;
+  uint64_t snapshot_recoveries = 0;  // restarts that recovered from a snapshot file plus the WAL after it
   uint64_t stuck_recoveries = 0;   // recoveries started by the timeout rather than a failure notice
   uint64_t messages = 0;
   uint64_t events = 0;
@@ -131,12 +151,14 @@ struct SnapshotTaken {
   uint64_t time_us = 0;
   std::vector<walfmt::Lsn> wal_position;   // by node: the SNAPSHOT record
   std::vector<uint64_t> fingerprint;       // by node
+  std::vector<uint64_t> segments_deleted;  // by node, right after it (retention; empty with kKeep)
 };
 
 struct RunResult {
   RunSummary summary;
   History history;
   std::vector<SnapshotTaken> snapshots;
+  std::vector<uint64_t> first_segment;  // by node: the index of its first WAL segment still present after the run
   ClusterOptions options;          // with defaults filled in
 };
 
