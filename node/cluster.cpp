@@ -42,6 +42,7 @@
 
 #include "node/rng.h"
 #include "node/string_map.h"
+#include "walfmt/duration.h"
 #include "walfmt/snapshot.h"
 #include "walfmt/topology.h"
 #include "walfmt/reader.h"
@@ -2574,17 +2575,9 @@ Status NormalizeOptions(ClusterOptions& opt) {
 
 namespace {
 bool ParseDuration(std::string_view s, uint64_t& us) {
-  uint64_t v = 0;
-  auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
-  if (ec != std::errc() || p == s.data()) return false;
-  const std::string_view unit(p, static_cast<size_t>(s.data() + s.size() - p));
-  uint64_t mul = 1;
-  if (unit.empty() || unit == "us") mul = 1;
-  else if (unit == "ms") mul = 1000;
-  else if (unit == "s") mul = 1000000;
-  else return false;
-  if (v > UINT64_MAX / mul) return false;
-  us = v * mul;
+  auto r = walfmt::ParseDuration(s);
+  if (!r.ok()) return false;
+  us = *r;
   return true;
 }
 }  // namespace
