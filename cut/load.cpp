@@ -4,15 +4,14 @@
 #include <atomic>
 #include <deque>
 #include <filesystem>
-#include <fstream>
 #include <mutex>
-#include <sstream>
 #include <thread>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "cut/scan.h"
+#include "walfmt/file_io.h"
 #include "walfmt/workers.h"
 
 namespace walcut::cut {
@@ -21,13 +20,9 @@ using nlohmann::json;
 
 namespace {
 
+// A JSON document (cluster.json, a summary file), read whole.
 walfmt::Result<std::string> ReadText(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return walfmt::Status::Io(fmt::format("{}: cannot open", path));
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  if (in.bad()) return walfmt::Status::Io(fmt::format("{}: read error", path));
-  return ss.str();
+  return walfmt::ReadWholeFile(path, walfmt::kMaxJsonFileBytes);
 }
 
 
