@@ -42,6 +42,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include "walfmt/cluster_layout.h"
 #include "walfmt/file_io.h"
 #include "walfmt/reader.h"
 #include "walfmt/record.h"
@@ -165,7 +166,7 @@ class Generator {
     nodes_.resize(o_.nodes);
     for (uint32_t i = 0; i < o_.nodes; ++i) {
       WriterOptions wo;
-      wo.wal_dir = o_.out + "/node-" + std::to_string(i) + "/wal";
+      wo.wal_dir = o_.out + "/" + NodeWalDirName(static_cast<uint32_t>(i));
       wo.node_id = i;
       wo.cluster_id = cluster_id;
       wo.segment_bytes = o_.segment_size;
@@ -212,7 +213,7 @@ class Generator {
       for (size_t t = 0; t < by_type.size(); ++t) by_type[t] += n.by_type[t];
       if (Status st = n.w->Close(); !st.ok()) return Fail(st);
       if (o_.compress && o_.archive_last) {
-        if (Status st = ArchiveLast(o_.out + "/node-" + std::to_string(i) + "/wal", o_.segment_size); !st.ok()) return Fail(st);
+        if (Status st = ArchiveLast(o_.out + "/" + NodeWalDirName(static_cast<uint32_t>(i)), o_.segment_size); !st.ok()) return Fail(st);
       }
     }
     // Summary on stdout, one JSON object (the bench script reads it).

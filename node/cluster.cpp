@@ -29,7 +29,6 @@
 #include <ctime>
 #include <deque>
 #include <filesystem>
-#include <fstream>
 #include <functional>
 #include <map>
 #include <memory>
@@ -38,10 +37,10 @@
 #include <unordered_set>
 
 #include <fmt/format.h>
-#include <nlohmann/json.hpp>
 
 #include "node/rng.h"
 #include "node/string_map.h"
+#include "walfmt/cluster_layout.h"
 #include "walfmt/duration.h"
 #include "walfmt/snapshot.h"
 #include "walfmt/topology.h"
@@ -2343,82 +2342,45 @@ void Cluster::ScheduleCrashes() {
 }
 
 Status Cluster::WriteClusterJson(bool complete) const {
-  using nlohmann::json;
-  json j;
-  j["format"] = "walcut-cluster";
-  j["format_version"] = 1;
-  j["wal_format_version"] = walfmt::kFormatVersion;
+  walfmt::ClusterInfo info;
   uint64_t sm = opt_.seed ^ 0x77616C6375742121ull;
-  j["cluster_id"] = SplitMix64(sm);
-  j["seed"] = opt_.seed;
-  j["nodes"] = opt_.nodes;
-  j["backups"] = opt_.backups;
-  j["initiator"] = kFirstInitiator;
-  j["key_hash"] = "fnv1a64 % partitions";
-  json parts = json::array();
-  for (uint32_t p = 0; p < opt_.partitions; ++p) {
-    json e;
-    e["id"] = p;
-    e["primary"] = topo_.PrimaryOfPartition(p);
-    e["backups"] = topo_.BackupsOf(topo_.PrimaryOfPartition(p));
-    parts.push_back(e);
-  }
-  j["partitions"] = parts;
-  json nodes = json::array();
-  for (uint32_t n = 0; n < opt_.nodes; ++n) {
-    nodes.push_back({{"id", n}, {"wal_dir", fmt::format("node-{}/wal", n)}});
-  }
-  j["node_dirs"] = nodes;
-  json params;
-  params["workload"] = WorkloadName(opt_.workload.workload);
-  params["accounts"] = opt_.workload.accounts;
-  params["ring_keys"] = opt_.workload.ring;
-  params["initial_balance"] = opt_.workload.initial_balance;
-  params["txs"] = opt_.txs;
-  params["concurrency"] = opt_.concurrency;
-  params["cuts"] = opt_.cuts;
-  params["cut_every"] = opt_.cut_every;
-  params["segment_bytes"] = opt_.segment_bytes;
-  params["vote_no_per_million"] = opt_.vote_no_per_million;
-  params["net_delay_us"] = {opt_.net_delay_min_us, opt_.net_delay_max_us};
-  params["step_delay_max_us"] = opt_.step_delay_max_us;
-  j["parameters"] = params;
-  j["initial_bank_total"] = InitialBankTotal(opt_.workload);
-  j["base"] = "genesis";  // the empty cluster at creation
-  json snaps = json::array();
+  info.cluster_id = SplitMix64(sm);
+  info.seed = opt_.seed;
+  info.nodes = opt_.nodes;
+  info.backups = opt_.backups;
+  info.partitions = opt_.partitions;
+  info.workload = opt_.workload.workload;
+  info.accounts = opt_.workload.accounts;
+  info.ring_keys = opt_.workload.ring;
+  info.initial_balance = opt_.workload.initial_balance;
+  info.initial_bank_total = InitialBankTotal(opt_.workload);
+  for (uint32_t n = 0; n < opt_.nodes; ++n) info.node_wal_dirs.push_back(walfmt::NodeWalDirName(n));
   for (const auto& sn : snapshots_) {
-    json e;
-    e["name"] = sn.name;
-    e["dir"] = "snapshots/" + sn.name;
-    e["at_tx"] = sn.at_tx;
-    e["time_us"] = sn.time_us;
-    json per = json::array();
+    walfmt::FullSnapshotInfo snap;
+    snap.name = sn.name;
+    snap.dir = "snapshots/" + sn.name;
+    snap.at_tx = sn.at_tx;
+    snap.time_us = sn.time_us;
     for (size_t i = 0; i < sn.wal_position.size(); ++i) {
-      per.push_back({{"node", i},
-                     {"file", fmt::format("node-{}.snap", i)},
-                     {"wal_position", sn.wal_position[i].ToString()},
-                     {"fingerprint", fmt::format("{:016x}", sn.fingerprint[i])}});
+      snap.nodes.push_back({static_cast<uint32_t>(i), fmt::format("node-{}.snap", i), sn.fingerprint[i], sn.wal_position[i]});
     }
-    e["nodes"] = per;
-    snaps.push_back(e);
+    info.full_snapshots.push_back(std::move(snap));
   }
-  j["full_snapshots"] = snaps;
-  j["snapshot_format_version"] = kSnapshotVersion;
-  json faults;
-  json crashes = json::array();
-  for (const auto& c : opt_.crashes) {
-    crashes.push_back({{"node", c.node}, {"at_us", c.at_us}, {"restart_delay_us", c.restart_delay_us}});
-  }
-  faults["crashes"] = crashes;
-  faults["random_crashes"] = opt_.random_crashes;
-  j["faults"] = faults;
-  j["complete"] = complete;
-  const std::string path = opt_.dir + "/cluster.json";
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  out << j.dump(2) << '\n';
-  out.close();
-  if (!out) return Status::Io(fmt::format("{}: cannot write", path));
-  return Status::Ok();
+  walfmt::ClusterRunRecord run;
+  run.initiator = kFirstInitiator;
+  run.txs = opt_.txs;
+  run.concurrency = opt_.concurrency;
+  run.cuts = opt_.cuts;
+  run.cut_every = opt_.cut_every;
+  run.segment_bytes = opt_.segment_bytes;
+  run.vote_no_per_million = opt_.vote_no_per_million;
+  run.net_delay_min_us = opt_.net_delay_min_us;
+  run.net_delay_max_us = opt_.net_delay_max_us;
+  run.step_delay_max_us = opt_.step_delay_max_us;
+  for (const auto& c : opt_.crashes) run.crashes.push_back({c.node, c.at_us, c.restart_delay_us});
+  run.random_crashes = opt_.random_crashes;
+  run.complete = complete;
+  return walfmt::WriteClusterJson(opt_.dir, info, run);
 }
 
 void Cluster::Dispatch(Scheduler::Event& e) {

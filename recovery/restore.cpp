@@ -15,6 +15,7 @@
 #include "cut/tx_table.h"
 #include "recovery/state_table.h"
 #include "walfmt/bytes.h"
+#include "walfmt/cluster_layout.h"
 #include "walfmt/file_io.h"
 #include "walfmt/reader.h"
 #include "walfmt/snapshot.h"
@@ -546,6 +547,14 @@ walfmt::Status WriteRestore(RestoreResult& r, const std::string& out, const std:
     fs::remove_all(tmp, ignored);
     return st;
   };
+  // The cluster_id the node files carry, from the one cluster.json parser
+  // (the layout the restore read was checked by it already).
+  uint64_t cluster_id = 0;
+  if (!staged && !r.cluster_json.empty()) {
+    auto ci = walfmt::ParseClusterInfo(r.cluster_json, "cluster.json");
+    if (!ci.ok()) return fail(ci.status());
+    cluster_id = ci->cluster_id;
+  }
   json m;
   m["format"] = "walcut-restore";
   m["version"] = kManifestVersion;
@@ -565,10 +574,7 @@ walfmt::Status WriteRestore(RestoreResult& r, const std::string& out, const std:
       f.wal_position = nr.cut_start;
       f.name = fmt::format("cut-{}", r.cut);
       f.entries = std::move(nr.state);  // written once; the result no longer holds the state
-      json cj = r.cluster_json.empty() ? json() : json::parse(r.cluster_json, nullptr, false);
-      if (cj.is_object() && cj.contains("cluster_id") && cj["cluster_id"].is_number_unsigned()) {
-        f.cluster_id = cj["cluster_id"].get<uint64_t>();
-      }
+      f.cluster_id = cluster_id;
       if (Status st = walfmt::WriteSnapshotFile((tmp / file).string(), f); !st.ok()) return fail(st);
     }
     nodes.push_back({{"node", nr.node},
