@@ -34,7 +34,6 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <iterator>
 #include <memory>
 #include <string>
@@ -43,6 +42,8 @@
 
 #include <CLI/CLI.hpp>
 
+#include "walfmt/cluster_layout.h"
+#include "walfmt/file_io.h"
 #include "walfmt/reader.h"
 #include "walfmt/record.h"
 #include "walfmt/source.h"
@@ -165,7 +166,7 @@ class Generator {
     nodes_.resize(o_.nodes);
     for (uint32_t i = 0; i < o_.nodes; ++i) {
       WriterOptions wo;
-      wo.wal_dir = o_.out + "/node-" + std::to_string(i) + "/wal";
+      wo.wal_dir = o_.out + "/" + NodeWalDirName(static_cast<uint32_t>(i));
       wo.node_id = i;
       wo.cluster_id = cluster_id;
       wo.segment_bytes = o_.segment_size;
@@ -212,7 +213,7 @@ class Generator {
       for (size_t t = 0; t < by_type.size(); ++t) by_type[t] += n.by_type[t];
       if (Status st = n.w->Close(); !st.ok()) return Fail(st);
       if (o_.compress && o_.archive_last) {
-        if (Status st = ArchiveLast(o_.out + "/node-" + std::to_string(i) + "/wal"); !st.ok()) return Fail(st);
+        if (Status st = ArchiveLast(o_.out + "/" + NodeWalDirName(static_cast<uint32_t>(i)), o_.segment_size); !st.ok()) return Fail(st);
       }
     }
     // Summary on stdout, one JSON object (the bench script reads it).
@@ -417,26 +418,22 @@ class Generator {
 
   // The last (open) segment is normally left plain; with --archive-last it is
   // compressed too, so the whole WAL is .wal.zst.
-  static Status ArchiveLast(const std::string& dir) {
+  static Status ArchiveLast(const std::string& dir, uint64_t segment_size) {
     auto segs = ListSegments(dir, nullptr);
     if (!segs.ok()) return segs.status();
     if (segs->empty() || segs->back().compressed) return Status::Ok();
     const std::string plain = segs->back().path;
-    std::ifstream in(plain, std::ios::binary);
-    const std::string data((std::istreambuf_iterator<char>(in)), {});
-    if (!in.good() && !in.eof()) return Status::Io(plain + ": read failed");
-    auto packed = ZstdCompress({reinterpret_cast<const uint8_t*>(data.data()), data.size()}, 1);
+    // The segment walgen itself just closed: no larger than --segment-size,
+    // or one record when a record does not fit (it gets a segment of its own).
+    auto data = ReadWholeFile(plain, std::max<uint64_t>(segment_size, kSegmentHeaderSize + kRecordHeaderSize + kMaxRecordPayload));
+    if (!data.ok()) return data.status();
+    auto packed = ZstdCompress({reinterpret_cast<const uint8_t*>(data->data()), data->size()}, 1);
     if (!packed.ok()) return packed.status();
     const std::string zst = dir + "/" + SegmentFileName(segs->back().index, true);
-    {
-      std::ofstream out(zst + ".tmp", std::ios::binary | std::ios::trunc);
-      out.write(packed->data(), static_cast<std::streamsize>(packed->size()));
-      if (!out.good()) return Status::Io(zst + ".tmp: write failed");
-    }
+    if (Status st = WriteFileAtomic(zst, *packed); !st.ok()) return st;
     std::error_code ec;
-    fs::rename(zst + ".tmp", zst, ec);
-    if (!ec) fs::remove(plain, ec);
-    if (ec) return Status::Io(zst + ": " + ec.message());
+    fs::remove(plain, ec);
+    if (ec) return Status::Io(plain + ": " + ec.message());
     return Status::Ok();
   }
 

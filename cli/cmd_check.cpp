@@ -15,6 +15,7 @@
 #include "cli/command.h"
 #include "cli/output.h"
 #include "recovery/check.h"
+#include "walfmt/file_io.h"
 
 namespace walcut::cli {
 namespace {
@@ -102,7 +103,7 @@ int RunCheck(const CheckCliOptions& o) {
     fmt::print("{}", text);
     return rc;
   }
-  if (auto st = recovery::WriteFileAtomically(o.output, text); !st.ok()) {
+  if (auto st = walfmt::WriteFileAtomic(o.output, text); !st.ok()) {
     PrintError(st.message());
     return kExitIo;
   }

@@ -1,13 +1,9 @@
 // walcut cut show DIR K: the global snapshot of one cut, node by node
 // (LocalState, ChannelState, the marker cross-check, checks 1-5), and with
 // --svg FILE its space-time diagram (cut/svg.h).
-#include <unistd.h>
 
 #include <algorithm>
-#include <cerrno>
-#include <cstring>
 #include <filesystem>
-#include <fstream>
 
 #include <fmt/format.h>
 
@@ -15,6 +11,7 @@
 #include "cli/cut_common.h"
 #include "cli/output.h"
 #include "cut/svg.h"
+#include "walfmt/file_io.h"
 
 namespace walcut::cli {
 namespace {
@@ -66,35 +63,6 @@ std::string SvgPathProblem(const std::string& svg, const std::vector<std::string
   return {};
 }
 
-// Writes `data` to `path` through a temporary file in the same directory and a
-// rename, so a reader never sees half a picture.
-walfmt::Status WriteFileAtomically(const std::string& path, const std::string& data) {
-  namespace fs = std::filesystem;
-  const fs::path p(path);
-  const fs::path tmp = p.parent_path() / fmt::format(".{}.tmp-{}", p.filename().string(), ::getpid());
-  {
-    std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
-    if (!f) {
-      return walfmt::Status::Io(fmt::format("cannot create {}: {}", tmp.string(), std::strerror(errno)));
-    }
-    f.write(data.data(), static_cast<std::streamsize>(data.size()));
-    f.close();
-    if (!f) {
-      std::error_code ec;
-      fs::remove(tmp, ec);
-      return walfmt::Status::Io(fmt::format("cannot write {}", tmp.string()));
-    }
-  }
-  std::error_code ec;
-  fs::rename(tmp, p, ec);
-  if (ec) {
-    std::error_code ec2;
-    fs::remove(tmp, ec2);
-    return walfmt::Status::Io(fmt::format("cannot rename to {}: {}", path, ec.message()));
-  }
-  return walfmt::Status::Ok();
-}
-
 int RunCutShow(const CutShowOptions& o) {
   if (o.paths.size() < 2) {
     PrintError("usage: walcut cut show DIR K (or SUMMARY... K)");
@@ -132,7 +100,7 @@ int RunCutShow(const CutShowOptions& o) {
   // The picture is written before any output, so a failure to write it is
   // the command's result (exit 3) and never follows a complete report.
   if (!o.svg.empty()) {
-    if (auto st = WriteFileAtomically(o.svg, cut::RenderCutSvg(*cc, k, {})); !st.ok()) {
+    if (auto st = walfmt::WriteFileAtomic(o.svg, cut::RenderCutSvg(*cc, k, {})); !st.ok()) {
       PrintError(st.message());
       return ExitForStatus(st);
     }

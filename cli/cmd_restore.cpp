@@ -13,6 +13,7 @@
 #include "recovery/invariants.h"
 #include "recovery/restore.h"
 #include "recovery/state_set.h"
+#include "walfmt/duration.h"
 
 namespace walcut::cli {
 namespace {
@@ -80,26 +81,6 @@ walfmt::Result<json> CheckRestored(const recovery::RestoreResult& r, const std::
   return j;
 }
 
-// "250ms", "1.5s", "1200us" or a plain number of microseconds.
-bool ParseTime(const std::string& text, uint64_t& us) {
-  size_t used = 0;
-  double v = 0;
-  try {
-    v = std::stod(text, &used);
-  } catch (...) {
-    return false;
-  }
-  const std::string unit = text.substr(used);
-  double scale = 1;
-  if (unit == "" || unit == "us") scale = 1;
-  else if (unit == "ms") scale = 1e3;
-  else if (unit == "s") scale = 1e6;
-  else return false;
-  if (v < 0) return false;
-  us = static_cast<uint64_t>(v * scale + 0.5);
-  return true;
-}
-
 json NodeJson(const recovery::NodeRestore& n, bool dry_run) {
   json segs = json::array();
   for (const auto& s : n.segments) segs.push_back(s.file);
@@ -138,9 +119,13 @@ int RunRestore(const RestoreOptions& o) {
     return kExitUsage;
   }
   uint64_t before_us = 0;
-  if (!o.before.empty() && !ParseTime(o.before, before_us)) {
-    PrintError(fmt::format("--before {}: not a time (for example 250ms, 1.5s, 1200us)", o.before));
-    return kExitUsage;
+  if (!o.before.empty()) {
+    auto t = walfmt::ParseDuration(o.before);
+    if (!t.ok()) {
+      PrintError(fmt::format("--before {}: not a time (for example 250ms, 1.5s, 1200us)", o.before));
+      return kExitUsage;
+    }
+    before_us = *t;
   }
   auto layout = cut::FindClusterLayout(o.dir);
   if (!layout.ok()) {

@@ -1,7 +1,6 @@
 // walcut scan NODE_DIR --out FILE: one node's WAL summary, so that the
 // per-node scans can run where the WAL lives and only summaries travel.
 #include <filesystem>
-#include <fstream>
 
 #include <fmt/format.h>
 
@@ -9,6 +8,7 @@
 #include "cli/output.h"
 #include "cut/load.h"
 #include "cut/scan.h"
+#include "walfmt/file_io.h"
 
 namespace walcut::cli {
 namespace {
@@ -52,20 +52,8 @@ int RunScan(const ScanCmdOptions& o) {
     PrintError(s.status().message());
     return ExitForStatus(s.status());
   }
-  const std::string tmp = o.out + ".tmp";
-  {
-    std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
-    f << cut::SummaryToJson(*s);
-    f.flush();
-    if (!f) {
-      PrintError(fmt::format("{}: cannot write", tmp));
-      fs::remove(tmp, ec);
-      return kExitIo;
-    }
-  }
-  fs::rename(tmp, o.out, ec);
-  if (ec) {
-    PrintError(fmt::format("{}: cannot rename into place: {}", o.out, ec.message()));
+  if (auto st = walfmt::WriteFileAtomic(o.out, cut::SummaryToJson(*s)); !st.ok()) {
+    PrintError(st.message());
     return kExitIo;
   }
   fmt::print("node {}: {} records, {} cuts, {} findings{}{} -> {}\n", s->node, s->records, s->cuts.size(),

@@ -7,12 +7,12 @@
 
 #include <algorithm>
 #include <cerrno>
-#include <charconv>
 #include <cstring>
 #include <map>
 
 #include <fmt/format.h>
 
+#include "walfmt/cluster_layout.h"
 #include "walfmt/segment.h"
 
 namespace walcut::cli {
@@ -36,14 +36,8 @@ std::string BaseName(std::string p) {
   return slash == std::string::npos ? p : p.substr(slash + 1);
 }
 
-// "node-3" → 3.
-std::optional<uint32_t> NodeIdFromName(const std::string& name) {
-  if (name.rfind("node-", 0) != 0 || name.size() == 5) return std::nullopt;
-  uint32_t id = 0;
-  const auto [ptr, ec] = std::from_chars(name.data() + 5, name.data() + name.size(), id);
-  if (ec != std::errc() || ptr != name.data() + name.size()) return std::nullopt;
-  return id;
-}
+// "node-3" → 3 (walfmt/cluster_layout.h).
+std::optional<uint32_t> NodeIdFromName(const std::string& name) { return walfmt::NodeIdFromDirName(name); }
 
 // Reads a segment header; nullopt when unreadable (the scan reports why).
 std::optional<walfmt::SegmentHeader> ReadHeader(const walfmt::SegmentFile& f) {
@@ -89,6 +83,18 @@ Status AddWalDir(const std::string& wal_dir, const std::string& label, std::opti
   return Status::Ok();
 }
 
+// One node of a cluster directory. A node without its WAL directory is a
+// finding for the commands, not a reason to ignore the rest: it is listed
+// with no segments.
+void AddClusterNode(const std::string& wal_dir, const std::string& node_dir, std::optional<uint32_t> id, Inputs& in) {
+  if (AddWalDir(wal_dir, node_dir, id, in).ok()) return;
+  NodeWal empty;
+  empty.label = node_dir;
+  empty.node_id = id;
+  empty.wal.expected_node = id;
+  in.nodes.push_back(std::move(empty));
+}
+
 }  // namespace
 
 Result<Inputs> ResolveInputs(const std::vector<std::string>& paths) {
@@ -113,6 +119,19 @@ Result<Inputs> ResolveInputs(const std::vector<std::string>& paths) {
       continue;
     }
     if (!S_ISDIR(sb.st_mode)) return Status::NotFound(fmt::format("{}: not a file or directory", path));
+    // A cluster directory with a cluster.json: its nodes are the ones it
+    // lists, where it says (the one parser, walfmt/cluster_layout.h).
+    auto layout = walfmt::FindClusterLayout(path);
+    if (!layout.ok() && layout.status().code() != walfmt::ErrorCode::kNotFound) return layout.status();
+    if (layout.ok() && layout->has_cluster_json) {
+      for (uint32_t id = 0; id < layout->wal_dirs.size(); ++id) {
+        const std::string& wal = layout->wal_dirs[id];
+        const std::string node_dir = BaseName(wal) == "wal" ? wal.substr(0, wal.rfind('/')) : wal;
+        AddClusterNode(wal, node_dir, id, in);
+      }
+      continue;
+    }
+    // Without one: every node-<i> directory in it.
     const std::vector<std::string> names = ListDir(path);
     std::vector<std::string> node_dirs;
     for (const std::string& n : names) {
@@ -121,15 +140,7 @@ Result<Inputs> ResolveInputs(const std::vector<std::string>& paths) {
     if (!node_dirs.empty()) {  // a cluster directory
       for (const std::string& n : node_dirs) {
         const std::string node_dir = Join(path, n);
-        if (Status st = AddWalDir(Join(node_dir, "wal"), node_dir, NodeIdFromName(n), in); !st.ok()) {
-          // A node directory without wal/ is a finding for the commands, not
-          // a reason to ignore the rest: list it with no segments.
-          NodeWal empty;
-          empty.label = node_dir;
-          empty.node_id = NodeIdFromName(n);
-          empty.wal.expected_node = empty.node_id;
-          in.nodes.push_back(std::move(empty));
-        }
+        AddClusterNode(Join(node_dir, "wal"), node_dir, NodeIdFromName(n), in);
       }
       continue;
     }

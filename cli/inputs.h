@@ -1,5 +1,6 @@
 // Turns the PATH arguments of a command into the WAL of each node: a cluster
-// directory (node-<i>/wal/ below it), a node directory (wal/ below it), a WAL
+// directory (the nodes its cluster.json lists, walfmt/cluster_layout.h; without
+// one, node-<i>/wal/ below it), a node directory (wal/ below it), a WAL
 // directory (segment files in it), or segment files (grouped by the node id
 // in their headers).
 #pragma once

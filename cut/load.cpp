@@ -4,15 +4,14 @@
 #include <atomic>
 #include <deque>
 #include <filesystem>
-#include <fstream>
 #include <mutex>
-#include <sstream>
 #include <thread>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "cut/scan.h"
+#include "walfmt/file_io.h"
 #include "walfmt/workers.h"
 
 namespace walcut::cut {
@@ -21,13 +20,9 @@ using nlohmann::json;
 
 namespace {
 
+// A summary file (JSON), read whole.
 walfmt::Result<std::string> ReadText(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return walfmt::Status::Io(fmt::format("{}: cannot open", path));
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  if (in.bad()) return walfmt::Status::Io(fmt::format("{}: read error", path));
-  return ss.str();
+  return walfmt::ReadWholeFile(path, walfmt::kMaxJsonFileBytes);
 }
 
 
@@ -428,49 +423,6 @@ walfmt::Result<NodeSummary> SummaryFromJson(const std::string& text, const std::
   if (!r.ok()) return walfmt::Status::Corruption(r.error());
   std::sort(s.cuts.begin(), s.cuts.end(), [](const NodeCut& a, const NodeCut& b) { return a.cut_id < b.cut_id; });
   return s;
-}
-
-walfmt::Result<ClusterLayout> FindClusterLayout(const std::string& dir) {
-  ClusterLayout l;
-  l.dir = dir;
-  std::error_code ec;
-  if (!fs::is_directory(dir, ec)) return walfmt::Status::NotFound(fmt::format("{}: no such directory", dir));
-  const std::string cj = (fs::path(dir) / "cluster.json").string();
-  if (fs::exists(cj, ec)) {
-    auto text = ReadText(cj);
-    if (!text.ok()) return text.status();
-    json j = json::parse(*text, nullptr, false);
-    if (j.is_discarded() || !j.is_object()) return walfmt::Status::Corruption(fmt::format("{}: not JSON", cj));
-    l.has_cluster_json = true;
-    if (j.contains("cluster_id") && j["cluster_id"].is_number_unsigned()) l.cluster_id = j["cluster_id"].get<uint64_t>();
-    if (!j.contains("node_dirs") || !j["node_dirs"].is_array()) {
-      return walfmt::Status::Corruption(fmt::format("{}: field 'node_dirs' is missing or not an array", cj));
-    }
-    const json& nd = j["node_dirs"];
-    l.wal_dirs.resize(nd.size());
-    for (size_t i = 0; i < nd.size(); ++i) {
-      const json& e = nd[i];
-      if (!e.is_object() || !e.contains("id") || !e["id"].is_number_unsigned() || !e.contains("wal_dir") ||
-          !e["wal_dir"].is_string()) {
-        return walfmt::Status::Corruption(fmt::format("{}: node_dirs[{}] needs 'id' and 'wal_dir'", cj, i));
-      }
-      const uint64_t id = e["id"].get<uint64_t>();
-      if (id >= nd.size() || !l.wal_dirs[id].empty()) {
-        return walfmt::Status::Corruption(fmt::format("{}: node_dirs[{}] has id {} out of range or repeated", cj, i, id));
-      }
-      l.wal_dirs[id] = (fs::path(dir) / e["wal_dir"].get<std::string>()).string();
-    }
-    return l;
-  }
-  for (uint32_t i = 0;; ++i) {
-    const fs::path wd = fs::path(dir) / fmt::format("node-{}", i) / "wal";
-    if (!fs::is_directory(wd, ec)) break;
-    l.wal_dirs.push_back(wd.string());
-  }
-  if (l.wal_dirs.empty()) {
-    return walfmt::Status::NotFound(fmt::format("{}: not a cluster directory (no cluster.json, no node-0/wal)", dir));
-  }
-  return l;
 }
 
 walfmt::Result<std::vector<NodeSummary>> ScanCluster(const ClusterLayout& layout, const LoadOptions& opt) {

@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cut/summary.h"
+#include "walfmt/cluster_layout.h"
 #include "walfmt/status.h"
 
 namespace walcut::cut {
@@ -24,19 +25,15 @@ struct LoadOptions {
 
 // The WAL directory of each node of a cluster directory: from cluster.json
 // ("node_dirs") when present, else DIR/node-<i>/wal for i = 0, 1, ... Fails
-// when DIR is neither.
-struct ClusterLayout {
-  std::string dir;
-  bool has_cluster_json = false;
-  uint64_t cluster_id = 0;
-  std::vector<std::string> wal_dirs;  // by node id
-};
-walfmt::Result<ClusterLayout> FindClusterLayout(const std::string& dir);
+// when DIR is neither (walfmt/cluster_layout.h).
+using walfmt::ClusterLayout;
+using walfmt::FindClusterLayout;
 
 // Scans every node of a cluster directory.
 walfmt::Result<std::vector<NodeSummary>> ScanCluster(const ClusterLayout& layout, const LoadOptions& opt);
 
-// `paths` is either one cluster directory or summary files (one per node).
+// `paths` is either one cluster directory or summary files (one per node,
+// each at most walfmt::kMaxJsonFileBytes).
 walfmt::Result<std::vector<NodeSummary>> LoadInputs(const std::vector<std::string>& paths, const LoadOptions& opt);
 
 std::string SummaryToJson(const NodeSummary& s);

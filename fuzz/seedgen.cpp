@@ -9,11 +9,10 @@
 
 #include <cstdio>
 #include <filesystem>
-#include <fstream>
-#include <iterator>
 #include <string>
 #include <vector>
 
+#include "walfmt/file_io.h"
 #include "walfmt/reader.h"
 #include "walfmt/record.h"
 #include "walfmt/writer.h"
@@ -88,14 +87,14 @@ std::vector<SegmentFile> WriteWal(const std::string& dir, uint64_t segment_bytes
   return segs.ok() ? *segs : std::vector<SegmentFile>{};
 }
 
-std::string ReadAll(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  return std::string(std::istreambuf_iterator<char>(f), {});
-}
+// Every seed is well under 8 KiB; the bound only stops a surprise.
+constexpr uint64_t kMaxSeedBytes = 1u << 20;
 
-void Put(const std::string& path, const std::string& data) {
-  std::ofstream f(path, std::ios::binary | std::ios::trunc);
-  f.write(data.data(), static_cast<std::streamsize>(data.size()));
+bool ReadAll(const std::string& path, std::string& out) {
+  auto r = ReadWholeFile(path, kMaxSeedBytes);
+  if (!Must(r.status(), "read")) return false;
+  out = std::move(r.value());
+  return true;
 }
 
 }  // namespace
@@ -114,8 +113,9 @@ int main(int argc, char** argv) {
   }
   const std::string work = out + "/.work";
   int n = 0;
+  bool written = true;
   auto emit = [&](const std::string& name, const std::string& data) {
-    Put(out + "/" + name, data);
+    written = Must(WriteFileAtomic(out + "/" + name, data), "write") && written;
     ++n;
   };
 
@@ -135,7 +135,8 @@ int main(int argc, char** argv) {
     const auto segs = WriteWal(work + "/" + v.name, v.seg_bytes, v.compress, v.raw);
     if (segs.empty()) return 3;
     for (size_t i = 0; i < segs.size() && i < 4; ++i) {
-      const std::string data = ReadAll(segs[i].path);
+      std::string data;
+      if (!ReadAll(segs[i].path, data)) return 3;
       emit(std::string("seed-") + v.name + "-" + std::to_string(i) + (segs[i].compressed ? ".wal.zst" : ".wal"), data);
       if (std::string(v.name) == "all") whole = data;
     }
@@ -158,6 +159,7 @@ int main(int argc, char** argv) {
   emit("seed-empty.wal", std::string());
 
   fs::remove_all(work, ec);
+  if (!written) return 3;
   std::printf("fuzz_seedgen: wrote %d seed files to %s\n", n, out.c_str());
   return 0;
 }

@@ -32,7 +32,6 @@
 #include <ctime>
 #include <deque>
 #include <filesystem>
-#include <fstream>
 #include <functional>
 #include <map>
 #include <memory>
@@ -41,10 +40,11 @@
 #include <unordered_set>
 
 #include <fmt/format.h>
-#include <nlohmann/json.hpp>
 
 #include "node/rng.h"
 #include "node/string_map.h"
+#include "walfmt/cluster_layout.h"
+#include "walfmt/duration.h"
 #include "walfmt/file_io.h"
 #include "walfmt/snapshot.h"
 #include "walfmt/topology.h"
@@ -2443,92 +2443,56 @@ void Cluster::ScheduleCrashes() {
 }
 
 Status Cluster::WriteClusterJson(bool complete) const {
-  using nlohmann::json;
-  json j;
-  j["format"] = "walcut-cluster";
-  j["format_version"] = 1;
-  j["wal_format_version"] = walfmt::kFormatVersion;
+  walfmt::ClusterInfo info;
   uint64_t sm = opt_.seed ^ 0x77616C6375742121ull;
-  j["cluster_id"] = SplitMix64(sm);
-  j["seed"] = opt_.seed;
-  j["nodes"] = opt_.nodes;
-  j["backups"] = opt_.backups;
-  j["initiator"] = kFirstInitiator;
-  j["key_hash"] = "fnv1a64 % partitions";
-  json parts = json::array();
-  for (uint32_t p = 0; p < opt_.partitions; ++p) {
-    json e;
-    e["id"] = p;
-    e["primary"] = topo_.PrimaryOfPartition(p);
-    e["backups"] = topo_.BackupsOf(topo_.PrimaryOfPartition(p));
-    parts.push_back(e);
+  info.cluster_id = SplitMix64(sm);
+  info.seed = opt_.seed;
+  info.nodes = opt_.nodes;
+  info.backups = opt_.backups;
+  info.partitions = opt_.partitions;
+  info.workload = opt_.workload.workload;
+  info.accounts = opt_.workload.accounts;
+  info.ring_keys = opt_.workload.ring;
+  info.initial_balance = opt_.workload.initial_balance;
+  info.initial_bank_total = InitialBankTotal(opt_.workload);
+  for (uint32_t n = 0; n < opt_.nodes; ++n) info.node_wal_dirs.push_back(walfmt::NodeWalDirName(n));
+  if (opt_.wal_retention != WalRetention::kKeep) {
+    info.wal_retention = WalRetentionName(opt_.wal_retention);
+    for (uint32_t n = 0; n < opt_.nodes; ++n) info.first_segment.push_back(n < first_segment_.size() ? first_segment_[n] : 0);
   }
-  j["partitions"] = parts;
-  json nodes = json::array();
-  const bool retention = opt_.wal_retention != WalRetention::kKeep;
-  for (uint32_t n = 0; n < opt_.nodes; ++n) {
-    nodes.push_back({{"id", n}, {"wal_dir", fmt::format("node-{}/wal", n)}});
-    // With retention the WAL need not start at segment 0.
-    if (retention) nodes.back()["first_segment"] = n < first_segment_.size() ? first_segment_[n] : 0;
-  }
-  j["node_dirs"] = nodes;
-  if (retention) j["wal_retention"] = WalRetentionName(opt_.wal_retention);
-  json params;
-  params["workload"] = WorkloadName(opt_.workload.workload);
-  params["accounts"] = opt_.workload.accounts;
-  params["ring_keys"] = opt_.workload.ring;
-  params["initial_balance"] = opt_.workload.initial_balance;
-  params["txs"] = opt_.txs;
-  params["concurrency"] = opt_.concurrency;
-  params["cuts"] = opt_.cuts;
-  params["cut_every"] = opt_.cut_every;
-  params["segment_bytes"] = opt_.segment_bytes;
-  if (opt_.full_snapshot_every_tx > 0) params["full_snapshot_every"] = opt_.full_snapshot_every_tx;
-  params["vote_no_per_million"] = opt_.vote_no_per_million;
-  params["net_delay_us"] = {opt_.net_delay_min_us, opt_.net_delay_max_us};
-  params["step_delay_max_us"] = opt_.step_delay_max_us;
-  j["parameters"] = params;
-  j["initial_bank_total"] = InitialBankTotal(opt_.workload);
-  j["base"] = "genesis";  // the empty cluster at creation
-  json snaps = json::array();
   for (const auto& sn : snapshots_) {
-    json e;
-    e["name"] = sn.name;
-    e["dir"] = "snapshots/" + sn.name;
-    e["at_tx"] = sn.at_tx;
-    e["time_us"] = sn.time_us;
-    json per = json::array();
+    walfmt::FullSnapshotInfo snap;
+    snap.name = sn.name;
+    snap.dir = "snapshots/" + sn.name;
+    snap.at_tx = sn.at_tx;
+    snap.time_us = sn.time_us;
     for (size_t i = 0; i < sn.wal_position.size(); ++i) {
-      per.push_back({{"node", i},
-                     {"file", fmt::format("node-{}.snap", i)},
-                     {"wal_position", sn.wal_position[i].ToString()},
-                     {"fingerprint", fmt::format("{:016x}", sn.fingerprint[i])}});
+      walfmt::FullSnapshotNode node;
+      node.node = static_cast<uint32_t>(i);
+      node.file = fmt::format("node-{}.snap", i);
+      node.fingerprint = sn.fingerprint[i];
+      node.wal_position = sn.wal_position[i];
+      if (i < sn.segments_deleted.size()) node.segments_deleted = sn.segments_deleted[i];
+      snap.nodes.push_back(std::move(node));
     }
-    if (!sn.segments_deleted.empty()) {
-      for (size_t i = 0; i < per.size() && i < sn.segments_deleted.size(); ++i) {
-        per[i]["segments_deleted"] = sn.segments_deleted[i];
-      }
-    }
-    e["nodes"] = per;
-    snaps.push_back(e);
+    info.full_snapshots.push_back(std::move(snap));
   }
-  j["full_snapshots"] = snaps;
-  j["snapshot_format_version"] = kSnapshotVersion;
-  json faults;
-  json crashes = json::array();
-  for (const auto& c : opt_.crashes) {
-    crashes.push_back({{"node", c.node}, {"at_us", c.at_us}, {"restart_delay_us", c.restart_delay_us}});
-  }
-  faults["crashes"] = crashes;
-  faults["random_crashes"] = opt_.random_crashes;
-  j["faults"] = faults;
-  j["complete"] = complete;
-  const std::string path = opt_.dir + "/cluster.json";
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  out << j.dump(2) << '\n';
-  out.close();
-  if (!out) return Status::Io(fmt::format("{}: cannot write", path));
-  return Status::Ok();
+  walfmt::ClusterRunRecord run;
+  run.initiator = kFirstInitiator;
+  run.txs = opt_.txs;
+  run.concurrency = opt_.concurrency;
+  run.cuts = opt_.cuts;
+  run.cut_every = opt_.cut_every;
+  run.segment_bytes = opt_.segment_bytes;
+  run.full_snapshot_every = opt_.full_snapshot_every_tx;
+  run.vote_no_per_million = opt_.vote_no_per_million;
+  run.net_delay_min_us = opt_.net_delay_min_us;
+  run.net_delay_max_us = opt_.net_delay_max_us;
+  run.step_delay_max_us = opt_.step_delay_max_us;
+  for (const auto& c : opt_.crashes) run.crashes.push_back({c.node, c.at_us, c.restart_delay_us});
+  run.random_crashes = opt_.random_crashes;
+  run.complete = complete;
+  return walfmt::WriteClusterJson(opt_.dir, info, run);
 }
 
 void Cluster::Dispatch(Scheduler::Event& e) {
@@ -2700,17 +2664,9 @@ Status NormalizeOptions(ClusterOptions& opt) {
 
 namespace {
 bool ParseDuration(std::string_view s, uint64_t& us) {
-  uint64_t v = 0;
-  auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
-  if (ec != std::errc() || p == s.data()) return false;
-  const std::string_view unit(p, static_cast<size_t>(s.data() + s.size() - p));
-  uint64_t mul = 1;
-  if (unit.empty() || unit == "us") mul = 1;
-  else if (unit == "ms") mul = 1000;
-  else if (unit == "s") mul = 1000000;
-  else return false;
-  if (v > UINT64_MAX / mul) return false;
-  us = v * mul;
+  auto r = walfmt::ParseDuration(s);
+  if (!r.ok()) return false;
+  us = *r;
   return true;
 }
 }  // namespace

@@ -32,7 +32,8 @@ struct CrashSpec {
   uint64_t at_us = 0;              // virtual time of the crash
   uint64_t restart_delay_us = 0;   // 0: ClusterOptions::restart_delay_us
 };
-// "NODE@TIME[+DELAY]", times in microseconds or with a unit (us, ms, s).
+// "NODE@TIME[+DELAY]", times as walfmt::ParseDuration reads them (walfmt/duration.h:
+// microseconds, or with a unit us, ms or s; decimals allowed).
 bool ParseCrashSpec(std::string_view text, CrashSpec& out);
 
 // What a node does with its WAL segments after a full snapshot.

@@ -9,15 +9,14 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <set>
-#include <sstream>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "cut/load.h"
 #include "walfmt/crc32c.h"
+#include "walfmt/file_io.h"
 #include "walfmt/parallel_scan.h"
 #include "walfmt/reader.h"
 #include "walfmt/snapshot.h"
@@ -136,47 +135,13 @@ Result<CheckState> CheckStateFromJson(const std::string& text, const std::string
 }
 
 Result<CheckState> ReadCheckState(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    if (errno == ENOENT) return Status::NotFound(fmt::format("{}: no such file", path));
-    return Status::Io(fmt::format("{}: cannot open: {}", path, std::strerror(errno)));
-  }
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  if (in.bad()) return Status::Io(fmt::format("{}: read error", path));
-  return CheckStateFromJson(ss.str(), path);
-}
-
-Status WriteFileAtomically(const std::string& path, const std::string& text) {
-  const std::string tmp = fmt::format("{}.tmp-{}", path, getpid());
-  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) return Status::Io(fmt::format("{}: cannot create: {}", tmp, std::strerror(errno)));
-  size_t done = 0;
-  while (done < text.size()) {
-    const ssize_t n = ::write(fd, text.data() + done, text.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) {
-      const std::string why = std::strerror(errno);
-      ::close(fd);
-      ::unlink(tmp.c_str());
-      return Status::Io(fmt::format("{}: write failed: {}", tmp, why));
-    }
-    done += static_cast<size_t>(n);
-  }
-  if (::fsync(fd) != 0 || ::close(fd) != 0) {
-    ::unlink(tmp.c_str());
-    return Status::Io(fmt::format("{}: cannot sync: {}", tmp, std::strerror(errno)));
-  }
-  if (::rename(tmp.c_str(), path.c_str()) != 0) {
-    const std::string why = std::strerror(errno);
-    ::unlink(tmp.c_str());
-    return Status::Io(fmt::format("{}: cannot rename into place: {}", path, why));
-  }
-  return Status::Ok();
+  auto text = walfmt::ReadWholeFile(path, walfmt::kMaxJsonFileBytes);
+  if (!text.ok()) return text.status();
+  return CheckStateFromJson(*text, path);
 }
 
 Status WriteCheckState(const std::string& path, const CheckState& s) {
-  return WriteFileAtomically(path, CheckStateToJson(s));
+  return walfmt::WriteFileAtomic(path, CheckStateToJson(s));
 }
 
 namespace {

@@ -166,12 +166,10 @@ struct SegmentState {
 struct CheckState {
   std::map<uint32_t, std::map<uint64_t, SegmentState>> nodes;  // node -> segment index -> state
 };
-walfmt::Result<CheckState> ReadCheckState(const std::string& path);  // kNotFound when absent
-walfmt::Status WriteCheckState(const std::string& path, const CheckState& s);  // temp + rename
-
-// Writes `text` to `path` through PATH.tmp-PID, fsync and rename, so that a
-// reader (a CI step publishing a report) never sees half a file.
-walfmt::Status WriteFileAtomically(const std::string& path, const std::string& text);
+// At most walfmt::kMaxJsonFileBytes; kNotFound when absent.
+walfmt::Result<CheckState> ReadCheckState(const std::string& path);
+// Atomically and durably (walfmt::WriteFileAtomic).
+walfmt::Status WriteCheckState(const std::string& path, const CheckState& s);
 std::string CheckStateToJson(const CheckState& s);
 walfmt::Result<CheckState> CheckStateFromJson(const std::string& text, const std::string& origin);
 

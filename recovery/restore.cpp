@@ -6,9 +6,7 @@
 #include <algorithm>
 #include <atomic>
 #include <filesystem>
-#include <fstream>
 #include <mutex>
-#include <sstream>
 #include <thread>
 
 #include <fmt/format.h>
@@ -17,6 +15,8 @@
 #include "cut/tx_table.h"
 #include "recovery/state_table.h"
 #include "walfmt/bytes.h"
+#include "walfmt/cluster_layout.h"
+#include "walfmt/file_io.h"
 #include "walfmt/reader.h"
 #include "walfmt/snapshot.h"
 #include "walfmt/workers.h"
@@ -36,13 +36,9 @@ double ThreadCpuSeconds() {
   return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
 }
 
+// A JSON document (cluster.json, a base's manifest.json), read whole.
 walfmt::Result<std::string> ReadText(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return Status::NotFound(fmt::format("{}: cannot open", path));
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  if (in.bad()) return Status::Io(fmt::format("{}: read error", path));
-  return ss.str();
+  return walfmt::ReadWholeFile(path, walfmt::kMaxJsonFileBytes);
 }
 
 // Membership of one cut on one node, as DESIGN.md section 2 states it. The
@@ -614,8 +610,7 @@ walfmt::Status WriteRestore(RestoreResult& r, const std::string& out, const std:
   if (fs::exists(out, ec)) return Status::InvalidArgument(fmt::format("{}: already exists; refusing to overwrite", out));
   const fs::path target = fs::absolute(out, ec);
   const bool staged = !r.stage_dir.empty();
-  const fs::path tmp = staged ? fs::path(r.stage_dir)
-                              : target.parent_path() / fmt::format(".{}.tmp-{}", target.filename().string(), getpid());
+  const fs::path tmp = staged ? fs::path(r.stage_dir) : fs::path(walfmt::TempNameBeside(target.string()));
   if (!staged) {
     fs::remove_all(tmp, ec);
     if (!fs::create_directories(tmp, ec) || ec) {
@@ -627,6 +622,14 @@ walfmt::Status WriteRestore(RestoreResult& r, const std::string& out, const std:
     fs::remove_all(tmp, ignored);
     return st;
   };
+  // The cluster_id the node files carry, from the one cluster.json parser
+  // (the layout the restore read was checked by it already).
+  uint64_t cluster_id = 0;
+  if (!staged && !r.cluster_json.empty()) {
+    auto ci = walfmt::ParseClusterInfo(r.cluster_json, "cluster.json");
+    if (!ci.ok()) return fail(ci.status());
+    cluster_id = ci->cluster_id;
+  }
   json m;
   m["format"] = "walcut-restore";
   m["version"] = kManifestVersion;
@@ -646,10 +649,7 @@ walfmt::Status WriteRestore(RestoreResult& r, const std::string& out, const std:
       f.wal_position = nr.cut_start;
       f.name = fmt::format("cut-{}", r.cut);
       f.entries = std::move(nr.state);  // written once; the result no longer holds the state
-      json cj = r.cluster_json.empty() ? json() : json::parse(r.cluster_json, nullptr, false);
-      if (cj.is_object() && cj.contains("cluster_id") && cj["cluster_id"].is_number_unsigned()) {
-        f.cluster_id = cj["cluster_id"].get<uint64_t>();
-      }
+      f.cluster_id = cluster_id;
       if (Status st = walfmt::WriteSnapshotFile((tmp / file).string(), f); !st.ok()) return fail(st);
     }
     nodes.push_back({{"node", nr.node},
@@ -675,14 +675,12 @@ walfmt::Status WriteRestore(RestoreResult& r, const std::string& out, const std:
       for (auto it = extra.begin(); it != extra.end(); ++it) m[it.key()] = it.value();
     }
   }
-  {
-    std::ofstream f(tmp / "manifest.json", std::ios::binary | std::ios::trunc);
-    f << m.dump(2) << "\n";
-    f.flush();
-    if (!f) return fail(Status::Io(fmt::format("{}: cannot write manifest.json", tmp.string())));
-  }
-  fs::rename(tmp, target, ec);
-  if (ec) return fail(Status::Io(fmt::format("{}: cannot rename into place: {}", target.string(), ec.message())));
+  // The node files are synced already (SnapshotStreamWriter::Finish,
+  // WriteSnapshotFile); the manifest is written last, then the directory is
+  // renamed into place durably: OUT appears complete or not at all.
+  if (Status st = walfmt::WriteNewFile((tmp / "manifest.json").string(), m.dump(2) + "\n"); !st.ok()) return fail(st);
+  if (Status st = walfmt::SyncDir(tmp.string()); !st.ok()) return fail(st);
+  if (Status st = walfmt::RenameDurable(tmp.string(), target.string()); !st.ok()) return fail(st);
   r.stage_dir.clear();
   return Status::Ok();
 }

@@ -2,12 +2,12 @@
 
 #include <charconv>
 #include <filesystem>
-#include <fstream>
 #include <set>
-#include <sstream>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
+
+#include "walfmt/file_io.h"
 
 namespace walcut::recovery {
 namespace {
@@ -152,14 +152,11 @@ walfmt::Result<ClusterInfoSource> FindClusterInfoFor(const std::string& snapshot
   std::error_code ec;
   const std::string manifest = snapshot_dir + "/manifest.json";
   if (fs::is_regular_file(manifest, ec)) {
-    std::ifstream in(manifest, std::ios::binary);
-    if (!in) return Status::Io(fmt::format("{}: cannot open", manifest));
-    std::ostringstream ss;
-    ss << in.rdbuf();
-    if (in.bad()) return Status::Io(fmt::format("{}: cannot read", manifest));
+    auto text = walfmt::ReadWholeFile(manifest, walfmt::kMaxJsonFileBytes);
+    if (!text.ok()) return text.status();
     nlohmann::json doc;
     try {
-      doc = nlohmann::json::parse(ss.str());
+      doc = nlohmann::json::parse(*text);
     } catch (const nlohmann::json::exception& e) {
       std::string what = e.what();
       if (const size_t at = what.find("] "); at != std::string::npos) what = what.substr(at + 2);

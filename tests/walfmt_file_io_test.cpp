@@ -96,3 +96,19 @@ TEST_CASE("WriteNewFile refuses to overwrite", "[file_io]") {
   CHECK(st.code() == walfmt::ErrorCode::kIo);
   CHECK(ReadFileBytes(p) == "a");
 }
+
+TEST_CASE("WriteFileAtomic unsynced still renames into place, without the fsyncs", "[file_io]") {
+  TempDir d;
+  const std::string p = d.path() + "/seg.zst";
+  walfmt::SetFailAtStep(0);
+  REQUIRE(walfmt::WriteFileAtomic(p, "packed", walfmt::Durability::kUnsynced).ok());
+  CHECK(walfmt::SetFailAtStep(0) == 2);  // write, rename
+  CHECK(ReadFileBytes(p) == "packed");
+  CHECK(CountEntries(d.path()) == 1);
+  walfmt::SetFailAtStep(2);
+  const walfmt::Status st = walfmt::WriteFileAtomic(p, "other", walfmt::Durability::kUnsynced);
+  walfmt::SetFailAtStep(0);
+  CHECK_FALSE(st.ok());
+  CHECK(ReadFileBytes(p) == "packed");
+  CHECK(CountEntries(d.path()) == 1);
+}

@@ -50,14 +50,14 @@ Status WriteAll(int fd, std::string_view data, const std::string& path) {
   return Status::Ok();
 }
 
+}  // namespace
+
 Status SyncAndClose(int fd, const std::string& path) {
   Status st = CountIoStep(fmt::format("fsync {}", path));
   if (st.ok() && ::fsync(fd) != 0) st = Status::Io(fmt::format("{}: cannot sync: {}", path, Why(errno)));
   if (::close(fd) != 0 && st.ok()) st = Status::Io(fmt::format("{}: cannot close: {}", path, Why(errno)));
   return st;
 }
-
-}  // namespace
 
 uint64_t SetFailAtStep(uint64_t n) {
   FailAt().store(n);
@@ -131,11 +131,18 @@ Status SyncDir(const std::string& dir) {
   return st;
 }
 
-Status RenameDurable(const std::string& from, const std::string& to) {
+namespace {
+Status RenameOnly(const std::string& from, const std::string& to) {
   if (Status st = CountIoStep(fmt::format("rename {}", to)); !st.ok()) return st;
   if (::rename(from.c_str(), to.c_str()) != 0) {
     return Status::Io(fmt::format("{}: cannot rename into place: {}", to, Why(errno)));
   }
+  return Status::Ok();
+}
+}  // namespace
+
+Status RenameDurable(const std::string& from, const std::string& to) {
+  if (Status st = RenameOnly(from, to); !st.ok()) return st;
   const std::string to_dir = DirOf(to);
   if (Status st = SyncDir(to_dir); !st.ok()) return st;
   const std::string from_dir = DirOf(from);
@@ -143,7 +150,7 @@ Status RenameDurable(const std::string& from, const std::string& to) {
   return Status::Ok();
 }
 
-Status WriteNewFile(const std::string& path, std::string_view data) {
+Status WriteNewFile(const std::string& path, std::string_view data, Durability d) {
   const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
   if (fd < 0) return Status::Io(fmt::format("{}: cannot create: {}", path, Why(errno)));
   Status st = WriteAll(fd, data, path);
@@ -151,13 +158,15 @@ Status WriteNewFile(const std::string& path, std::string_view data) {
     ::close(fd);
     return st;
   }
-  return SyncAndClose(fd, path);
+  if (d == Durability::kSynced) return SyncAndClose(fd, path);
+  if (::close(fd) != 0) return Status::Io(fmt::format("{}: cannot close: {}", path, Why(errno)));
+  return Status::Ok();
 }
 
-Status WriteFileAtomic(const std::string& path, std::string_view data) {
+Status WriteFileAtomic(const std::string& path, std::string_view data, Durability d) {
   const std::string tmp = TempNameBeside(path);
-  Status st = WriteNewFile(tmp, data);
-  if (st.ok()) st = RenameDurable(tmp, path);
+  Status st = WriteNewFile(tmp, data, d);
+  if (st.ok()) st = d == Durability::kSynced ? RenameDurable(tmp, path) : RenameOnly(tmp, path);
   if (!st.ok()) ::unlink(tmp.c_str());
   return st;
 }

@@ -28,13 +28,30 @@ namespace walfmt {
 // it holds more than `max_bytes` (the message names the size and the limit).
 Result<std::string> ReadWholeFile(const std::string& path, uint64_t max_bytes);
 
+// The bound for a JSON document walcut reads whole (cluster.json, a restore's
+// manifest.json, check state, summaries, reports): far above anything walcut
+// writes, small enough that a wrong path cannot exhaust memory.
+inline constexpr uint64_t kMaxJsonFileBytes = uint64_t{64} << 20;
+
+// Whether a write is made durable. kSynced (the default) fsyncs the file and
+// its directory as described above. kUnsynced keeps the temporary name and
+// the rename, so a reader still never sees a prefix, but skips the fsyncs:
+// only for writers whose own data is not synced either (the WAL writer with
+// WriterOptions::fsync off, in simulation), where a sync would buy nothing.
+enum class Durability : uint8_t { kSynced, kUnsynced };
+
 // Writes `data` to `path` atomically and durably (see above). An existing
 // file at `path` is replaced.
-Status WriteFileAtomic(const std::string& path, std::string_view data);
+Status WriteFileAtomic(const std::string& path, std::string_view data, Durability d = Durability::kSynced);
 
 // Writes `data` to a new file `path` (which must not exist) and fsyncs it; no
 // rename. For files inside a staging directory that is renamed as a whole.
-Status WriteNewFile(const std::string& path, std::string_view data);
+Status WriteNewFile(const std::string& path, std::string_view data, Durability d = Durability::kSynced);
+
+// fsync of an open file `fd` (named `path` in messages), then close(2) of it
+// whatever happened: for writers that stream a file too large to hold whole
+// (SnapshotStreamWriter) into a directory that is then renamed as a whole.
+Status SyncAndClose(int fd, const std::string& path);
 
 // fsync of a directory, so that the entries created or renamed in it are
 // durable.

@@ -5,13 +5,12 @@
 
 #include <cerrno>
 #include <cstring>
-#include <fstream>
-#include <iterator>
 
 #include <fmt/format.h>
 
 #include "walfmt/bytes.h"
 #include "walfmt/crc32c.h"
+#include "walfmt/file_io.h"
 #include "walfmt/segment.h"
 
 namespace walfmt {
@@ -167,12 +166,6 @@ Status DecodeInto(std::string_view bytes, SnapshotFile& s, const EntryFn& each) 
   return Status::Ok();
 }
 
-Result<std::string> ReadWhole(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return Status::NotFound(fmt::format("{}: cannot open", path));
-  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-}
-
 }  // namespace
 
 Result<SnapshotFile> DecodeSnapshot(const std::string& bytes) {
@@ -187,15 +180,11 @@ Result<SnapshotFile> DecodeSnapshot(const std::string& bytes) {
 Status WriteSnapshotFile(const std::string& path, SnapshotFile& s) {
   auto bytes = EncodeSnapshot(s);
   if (!bytes.ok()) return bytes.status();
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  out.write(bytes->data(), static_cast<std::streamsize>(bytes->size()));
-  out.close();
-  if (!out) return Status::Io(fmt::format("{}: cannot write", path));
-  return Status::Ok();
+  return WriteFileAtomic(path, *bytes);
 }
 
 Result<SnapshotFile> ReadSnapshotFile(const std::string& path) {
-  auto bytes = ReadWhole(path);
+  auto bytes = ReadWholeFile(path, kMaxSnapshotFileBytes);
   if (!bytes.ok()) return bytes.status();
   auto s = DecodeSnapshot(*bytes);
   if (!s.ok()) return Status::Corruption(fmt::format("{}: {}", path, s.status().message()));
@@ -204,7 +193,7 @@ Result<SnapshotFile> ReadSnapshotFile(const std::string& path) {
 
 Result<SnapshotFile> ReadSnapshotFile(const std::string& path,
                                       const std::function<void(std::string_view key, std::string_view value)>& each) {
-  auto bytes = ReadWhole(path);
+  auto bytes = ReadWholeFile(path, kMaxSnapshotFileBytes);
   if (!bytes.ok()) return bytes.status();
   SnapshotFile s;
   if (Status st = DecodeInto(*bytes, s, each); !st.ok()) return Status::Corruption(fmt::format("{}: {}", path, st.message()));
@@ -288,11 +277,11 @@ Result<uint64_t> SnapshotStreamWriter::Finish() {
   walfmt::PutU32(buf_, walfmt::MaskCrc(body_crc_));
   walfmt::PutU64(buf_, fnv_);
   if (Status st = Flush(); !st.ok()) return st;
-  if (::close(fd_) != 0) {
-    fd_ = -1;
-    return Status::Io(fmt::format("{}: close failed: {}", path_, std::strerror(errno)));
-  }
+  // Synced, so that a directory of such files renamed into place (a restore's
+  // staging directory) holds them whole after a crash.
+  const int fd = fd_;
   fd_ = -1;
+  if (Status st = SyncAndClose(fd, path_); !st.ok()) return st;
   return fnv_;
 }
 

@@ -12,6 +12,7 @@
 #include <zstd.h>
 
 #include "walfmt/bytes.h"
+#include "walfmt/file_io.h"
 #include "walfmt/reader.h"
 #include "walfmt/source.h"
 
@@ -30,53 +31,6 @@ Status MakeDirs(const std::string& dir) {
     }
     if (i < dir.size()) cur.push_back(dir[i]);
   }
-  return Status::Ok();
-}
-
-Status WriteFile(const std::string& path, std::string_view data) {
-  const int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) return Status::Io(Errno("open", path));
-  size_t done = 0;
-  while (done < data.size()) {
-    const ssize_t w = write(fd, data.data() + done, data.size() - done);
-    if (w < 0 && errno == EINTR) continue;
-    if (w < 0) {
-      Status st = Status::Io(Errno("write", path));
-      close(fd);
-      return st;
-    }
-    done += static_cast<size_t>(w);
-  }
-  if (close(fd) != 0) return Status::Io(Errno("close", path));
-  return Status::Ok();
-}
-
-// Reads the whole file into `out`, reusing its capacity.
-Status ReadFile(const std::string& path, std::string& out) {
-  const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return Status::Io(Errno("open", path));
-  struct stat sb;
-  if (fstat(fd, &sb) != 0) {
-    Status st = Status::Io(Errno("fstat", path));
-    close(fd);
-    return st;
-  }
-  out.resize(static_cast<size_t>(sb.st_size));
-  size_t done = 0;
-  for (;;) {
-    if (done == out.size()) out.resize(done + (1 << 16));  // the file grew (never for a rolled segment)
-    const ssize_t r = read(fd, out.data() + done, out.size() - done);
-    if (r < 0 && errno == EINTR) continue;
-    if (r < 0) {
-      Status st = Status::Io(Errno("read", path));
-      close(fd);
-      return st;
-    }
-    if (r == 0) break;
-    done += static_cast<size_t>(r);
-  }
-  out.resize(done);
-  close(fd);
   return Status::Ok();
 }
 
@@ -203,15 +157,19 @@ Status WalWriter::Roll() {
   if (close(fd_) != 0) return Status::Io(Errno("close", opt_.wal_dir));
   fd_ = -1;
   const uint64_t old = index_;
+  const uint64_t old_bytes = seg_bytes_;
   if (Status st = StartSegment(old + 1, seg_bytes_, last_crc_); !st.ok()) return st;
-  if (opt_.archive_compressed) return Archive(old);
+  if (opt_.archive_compressed) return Archive(old, old_bytes);
   return Status::Ok();
 }
 
-Status WalWriter::Archive(uint64_t index) {
+Status WalWriter::Archive(uint64_t index, uint64_t bytes) {
   const std::string plain = opt_.wal_dir + "/" + SegmentFileName(index, false);
   const std::string zst = opt_.wal_dir + "/" + SegmentFileName(index, true);
-  if (Status st = ReadFile(plain, archive_in_); !st.ok()) return st;
+  // The segment just rolled: its size is known, and nothing appends to it.
+  auto in = ReadWholeFile(plain, bytes);
+  if (!in.ok()) return in.status();
+  archive_in_ = std::move(in.value());
   // The same frame as ZstdCompress (source.h) makes: ZSTD_compress is
   // ZSTD_compressCCtx on a new context.
   if (!cctx_) {
@@ -225,9 +183,12 @@ Status WalWriter::Archive(uint64_t index) {
   if (ZSTD_isError(n)) return Status::Internal(fmt::format("zstd: {}", ZSTD_getErrorName(n)));
   // Write aside, rename into place, then drop the original: at every moment
   // one complete copy exists (ListSegments prefers the .wal if both do).
-  const std::string tmp = zst + ".tmp";
-  if (Status st = WriteFile(tmp, std::string_view(archive_out_.data(), n)); !st.ok()) return st;
-  if (rename(tmp.c_str(), zst.c_str()) != 0) return Status::Io(Errno("rename", tmp));
+  // Durable only when the WAL itself is synced (opt.fsync).
+  if (Status st = WriteFileAtomic(zst, std::string_view(archive_out_.data(), n),
+                                  opt_.fsync ? Durability::kSynced : Durability::kUnsynced);
+      !st.ok()) {
+    return st;
+  }
   if (unlink(plain.c_str()) != 0) return Status::Io(Errno("unlink", plain));
   return Status::Ok();
 }

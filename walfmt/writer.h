@@ -65,7 +65,7 @@ class WalWriter {
   explicit WalWriter(WriterOptions opt) : opt_(std::move(opt)) {}
   Status StartSegment(uint64_t index, uint64_t prev_end, uint32_t prev_crc);
   Status Roll();
-  Status Archive(uint64_t index);
+  Status Archive(uint64_t index, uint64_t bytes);  // bytes: the segment's size when it was rolled
   Status WriteAll(const char* data, size_t n);
 
   WriterOptions opt_;

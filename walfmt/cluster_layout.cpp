@@ -1,19 +1,21 @@
-#include "recovery/cluster_info.h"
+#include "walfmt/cluster_layout.h"
 
 #include <charconv>
 #include <filesystem>
-#include <fstream>
 #include <limits>
-#include <sstream>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-namespace walcut::recovery {
+#include "walfmt/file_io.h"
+#include "walfmt/segment.h"
+#include "walfmt/snapshot.h"
+
+namespace walfmt {
 namespace {
 
+namespace fs = std::filesystem;
 using nlohmann::json;
-using walfmt::Status;
 
 // Bounds on what a cluster.json may ask for: the node runtime never comes
 // near them, and they keep a damaged file from driving huge allocations.
@@ -108,6 +110,15 @@ class Reader {
   std::string_view origin_;
 };
 
+// A non-empty relative path that stays below the directory it is relative to.
+bool IsInsideRelative(const std::string& p) {
+  if (p.empty() || p.front() == '/') return false;
+  for (const auto& part : fs::path(p)) {
+    if (part == "..") return false;
+  }
+  return true;
+}
+
 bool ParseHex64(std::string_view s, uint64_t& out) {
   if (s.empty() || s.size() > 16) return false;
   auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), out, 16);
@@ -142,7 +153,7 @@ Status ParseSnapshots(const Reader& r, const json& doc, ClusterInfo& ci) {
       if (Status st = r.String(n, nb + ".file", "file", fn.file); !st.ok()) return st;
       std::string text;
       if (Status st = r.String(n, nb + ".wal_position", "wal_position", text); !st.ok()) return st;
-      auto lsn = walfmt::Lsn::Parse(text);
+      auto lsn = Lsn::Parse(text);
       if (!lsn) return r.Error(nb + ".wal_position", fmt::format("\"{}\" is not a position (SEGMENT/OFFSET in hex)", text));
       fn.wal_position = *lsn;
       if (Status st = r.String(n, nb + ".fingerprint", "fingerprint", text); !st.ok()) return st;
@@ -184,7 +195,7 @@ Status ParseDocument(const Reader& r, const json& doc, ClusterInfo& ci) {
   if (Status st = r.Array(doc, "partitions", "partitions", kMaxPartitions, parts); !st.ok()) return st;
   if (parts->empty()) return r.Error("partitions", "no partitions");
   ci.partitions = static_cast<uint32_t>(parts->size());
-  const walfmt::Topology topo = ci.topology();
+  const Topology topo = ci.topology();
   for (uint32_t p = 0; p < ci.partitions; ++p) {
     const json& e = (*parts)[p];
     const std::string base = fmt::format("partitions[{}]", p);
@@ -221,6 +232,10 @@ Status ParseDocument(const Reader& r, const json& doc, ClusterInfo& ci) {
     if (id != i) return r.Error(base + ".id", fmt::format("expected {}, found {}", i, id));
     std::string dir;
     if (Status st = r.String((*dirs)[i], base + ".wal_dir", "wal_dir", dir); !st.ok()) return st;
+    if (!IsInsideRelative(dir)) {
+      return r.Error(base + ".wal_dir",
+                     fmt::format("expected a relative path inside the cluster directory, found \"{}\"", dir));
+    }
     ci.node_wal_dirs.push_back(std::move(dir));
   }
 
@@ -257,7 +272,7 @@ const FullSnapshotInfo* ClusterInfo::FindSnapshot(std::string_view name) const {
   return nullptr;
 }
 
-walfmt::Result<ClusterInfo> ParseClusterInfo(std::string_view json_text, std::string_view origin) {
+Result<ClusterInfo> ParseClusterInfo(std::string_view json_text, std::string_view origin) {
   json doc;
   try {
     doc = json::parse(json_text.begin(), json_text.end());
@@ -277,18 +292,132 @@ walfmt::Result<ClusterInfo> ParseClusterInfo(std::string_view json_text, std::st
   return ci;
 }
 
-walfmt::Result<ClusterInfo> LoadClusterInfo(const std::string& cluster_dir) {
-  const std::string path = cluster_dir + "/cluster.json";
-  std::error_code ec;
-  if (!std::filesystem::is_regular_file(path, ec)) {
-    return Status::NotFound(fmt::format("{}: no such file (not a cluster directory)", path));
+Result<ClusterInfo> LoadClusterInfo(const std::string& cluster_dir) {
+  const std::string path = (fs::path(cluster_dir) / kClusterJsonName).string();
+  auto text = ReadWholeFile(path, kMaxJsonFileBytes);
+  if (!text.ok()) {
+    if (text.status().code() == ErrorCode::kNotFound) {
+      return Status::NotFound(fmt::format("{}: no such file (not a cluster directory)", path));
+    }
+    return text.status();
   }
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return Status::Io(fmt::format("{}: cannot open", path));
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  if (in.bad()) return Status::Io(fmt::format("{}: cannot read", path));
-  return ParseClusterInfo(ss.str(), path);
+  return ParseClusterInfo(*text, path);
 }
 
-}  // namespace walcut::recovery
+std::string NodeDirName(uint32_t node) { return fmt::format("node-{}", node); }
+std::string NodeWalDirName(uint32_t node) { return fmt::format("node-{}/wal", node); }
+
+std::optional<uint32_t> NodeIdFromDirName(std::string_view name) {
+  if (name.substr(0, 5) != "node-" || name.size() == 5) return std::nullopt;
+  uint32_t id = 0;
+  const auto [ptr, ec] = std::from_chars(name.data() + 5, name.data() + name.size(), id);
+  if (ec != std::errc() || ptr != name.data() + name.size()) return std::nullopt;
+  return id;
+}
+
+std::string ClusterJsonText(const ClusterInfo& info, const ClusterRunRecord& run) {
+  json j;
+  j["format"] = kClusterFormat;
+  j["format_version"] = kClusterFormatVersion;
+  j["wal_format_version"] = kFormatVersion;
+  j["cluster_id"] = info.cluster_id;
+  j["seed"] = info.seed;
+  j["nodes"] = info.nodes;
+  j["backups"] = info.backups;
+  j["initiator"] = run.initiator;
+  j["key_hash"] = kKeyHash;
+  const Topology topo = info.topology();
+  json parts = json::array();
+  for (uint32_t p = 0; p < info.partitions; ++p) {
+    json e;
+    e["id"] = p;
+    e["primary"] = topo.PrimaryOfPartition(p);
+    e["backups"] = topo.BackupsOf(topo.PrimaryOfPartition(p));
+    parts.push_back(e);
+  }
+  j["partitions"] = parts;
+  json nodes = json::array();
+  for (uint32_t n = 0; n < info.node_wal_dirs.size(); ++n) {
+    nodes.push_back({{"id", n}, {"wal_dir", info.node_wal_dirs[n]}});
+    if (!info.wal_retention.empty()) nodes.back()["first_segment"] = n < info.first_segment.size() ? info.first_segment[n] : 0;
+  }
+  j["node_dirs"] = nodes;
+  if (!info.wal_retention.empty()) j["wal_retention"] = info.wal_retention;
+  json params;
+  params["workload"] = WorkloadName(info.workload);
+  params["accounts"] = info.accounts;
+  params["ring_keys"] = info.ring_keys;
+  params["initial_balance"] = info.initial_balance;
+  params["txs"] = run.txs;
+  params["concurrency"] = run.concurrency;
+  params["cuts"] = run.cuts;
+  params["cut_every"] = run.cut_every;
+  params["segment_bytes"] = run.segment_bytes;
+  if (run.full_snapshot_every > 0) params["full_snapshot_every"] = run.full_snapshot_every;
+  params["vote_no_per_million"] = run.vote_no_per_million;
+  params["net_delay_us"] = {run.net_delay_min_us, run.net_delay_max_us};
+  params["step_delay_max_us"] = run.step_delay_max_us;
+  j["parameters"] = params;
+  j["initial_bank_total"] = info.initial_bank_total;
+  j["base"] = "genesis";  // the empty cluster at creation
+  json snaps = json::array();
+  for (const auto& sn : info.full_snapshots) {
+    json e;
+    e["name"] = sn.name;
+    e["dir"] = sn.dir;
+    e["at_tx"] = sn.at_tx;
+    e["time_us"] = sn.time_us;
+    json per = json::array();
+    for (const auto& n : sn.nodes) {
+      per.push_back({{"node", n.node},
+                     {"file", n.file},
+                     {"wal_position", n.wal_position.ToString()},
+                     {"fingerprint", fmt::format("{:016x}", n.fingerprint)}});
+      if (n.segments_deleted) per.back()["segments_deleted"] = *n.segments_deleted;
+    }
+    e["nodes"] = per;
+    snaps.push_back(e);
+  }
+  j["full_snapshots"] = snaps;
+  j["snapshot_format_version"] = kSnapshotVersion;
+  json faults;
+  json crashes = json::array();
+  for (const auto& c : run.crashes) {
+    crashes.push_back({{"node", c.node}, {"at_us", c.at_us}, {"restart_delay_us", c.restart_delay_us}});
+  }
+  faults["crashes"] = crashes;
+  faults["random_crashes"] = run.random_crashes;
+  j["faults"] = faults;
+  j["complete"] = run.complete;
+  return j.dump(2) + "\n";
+}
+
+Status WriteClusterJson(const std::string& cluster_dir, const ClusterInfo& info, const ClusterRunRecord& run) {
+  return WriteFileAtomic((fs::path(cluster_dir) / kClusterJsonName).string(), ClusterJsonText(info, run));
+}
+
+Result<ClusterLayout> FindClusterLayout(const std::string& dir) {
+  ClusterLayout l;
+  l.dir = dir;
+  std::error_code ec;
+  if (!fs::is_directory(dir, ec)) return Status::NotFound(fmt::format("{}: no such directory", dir));
+  auto info = LoadClusterInfo(dir);
+  if (info.ok()) {
+    l.has_cluster_json = true;
+    l.cluster_id = info->cluster_id;
+    for (const std::string& wd : info->node_wal_dirs) l.wal_dirs.push_back((fs::path(dir) / wd).string());
+    return l;
+  }
+  if (info.status().code() != ErrorCode::kNotFound) return info.status();
+  for (uint32_t i = 0;; ++i) {
+    const fs::path wd = fs::path(dir) / NodeWalDirName(i);
+    if (!fs::is_directory(wd, ec)) break;
+    l.wal_dirs.push_back(wd.string());
+  }
+  if (l.wal_dirs.empty()) {
+    return Status::NotFound(fmt::format("{}: not a cluster directory (no cluster.json, no node-0/wal)", dir));
+  }
+  return l;
+}
+
+}  // namespace walfmt
