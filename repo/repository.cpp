@@ -352,14 +352,12 @@ Status IngestRestore(const std::string& restored, const std::string& stage, Mani
     if (!snap.ok()) return Status::Corruption(fmt::format("{}/{}: {}", restored, rel, snap.status().message()));
     if (Status st = AddFile(stage, rel, *data, m); !st.ok()) return st;
     ArtifactNode& an = m.nodes[i];
-    const ArtifactNode keep = an;
     an.node = i;
     an.continue_from = LsnOf(jn, "continue_from");
     an.snap_file = rel;
     an.fingerprint = snap->fingerprint;
     an.entries = snap->entries.size();
     an.snap_position = snap->wal_position;
-    (void)keep;
   }
   if (rm.contains("cluster") && rm["cluster"].is_object()) {
     if (Status st = AddFile(stage, "cluster.json", rm["cluster"].dump(2) + "\n", m); !st.ok()) return st;
@@ -392,6 +390,7 @@ Result<CreateResult> CreateSyntheticFull(const CreateRequest& req, const RepoLis
     want_cluster = lay->cluster_id;
   }
   const Artifact* source = nullptr;
+  std::optional<cut::ClusterCuts> live;  // the cluster's cuts, when restored from its WAL
   for (const auto& a : l.artifacts) {
     if (!a.status.ok() || a.m.cut != k || (want_cluster && a.m.cluster_id != *want_cluster)) continue;
     if (!ChainOf(l, a.name).ok()) continue;
@@ -418,7 +417,8 @@ Result<CreateResult> CreateSyntheticFull(const CreateRequest& req, const RepoLis
     }
     auto cc = Analyze(*layout, req.jobs);
     if (!cc.ok()) return cc.status();
-    const cut::GlobalCut* g = cc->Find(k);
+    live = std::move(cc.value());
+    const cut::GlobalCut* g = live->Find(k);
     if (!g) return Status::NotFound(fmt::format("cut {} is not in the WAL of {}", k, req.cluster_dir));
     if (g->status != cut::CutStatus::kConsistent) {
       return Status::InvalidArgument(
@@ -429,7 +429,7 @@ Result<CreateResult> CreateSyntheticFull(const CreateRequest& req, const RepoLis
     rq.cut = k;
     rq.out = restored;
     rq.jobs = req.jobs;
-    auto r = recovery::Restore(*cc, *layout, rq);
+    auto r = recovery::Restore(*live, *layout, rq);
     if (!r.ok()) return r.status();
     if (Status st = recovery::WriteRestore(*r, restored); !st.ok()) return st;
     m.cluster_id = layout->cluster_id;
@@ -458,9 +458,7 @@ Result<CreateResult> CreateSyntheticFull(const CreateRequest& req, const RepoLis
       n.after_before_start = sn.after_before_start;
     }
   } else {
-    auto cc = Analyze(*layout, req.jobs);  // cheap relative to the restore; keeps the code simple
-    if (!cc.ok()) return cc.status();
-    const cut::GlobalCut* g = cc->Find(k);
+    const cut::GlobalCut* g = live->Find(k);
     for (size_t i = 0; g && i < m.nodes.size() && i < g->nodes.size(); ++i) {
       if (g->nodes[i]) FillNodeEvidence(*g->nodes[i], m.nodes[i]);
     }
