@@ -88,6 +88,7 @@ TEST_CASE("cli repo: create, list, check (golden), restore through the chain, ex
   Golden("list.txt", Normalize(r.out, repo));
   r = Walcut(fmt::format("snapshot list '{}' --format json", repo));
   REQUIRE(r.code == 0);
+  Golden("list.json", Normalize(r.out, repo));
   const json list = json::parse(r.out);
   CHECK(list["schema"] == "walcut.repository.list/1");
   CHECK(list["artifacts"].size() == 4);
@@ -97,6 +98,9 @@ TEST_CASE("cli repo: create, list, check (golden), restore through the chain, ex
   INFO(r.out << r.err);
   CHECK(r.code == 0);
   Golden("check.txt", Normalize(r.out, repo));
+  r = Walcut(fmt::format("snapshot check '{}' --format json", repo));
+  CHECK(r.code == 0);
+  Golden("check.json", Normalize(r.out, repo));
   r = Walcut(fmt::format("snapshot check '{}' --format junit", repo));
   CHECK(r.code == 0);
   Golden("check.junit.xml", Normalize(r.out, repo));
