@@ -1,6 +1,9 @@
 #include "repo/repository.h"
 
+#include <signal.h>
 #include <unistd.h>
+
+#include <cerrno>
 
 #include <algorithm>
 #include <filesystem>
@@ -1060,7 +1063,13 @@ Result<ExpireResult> Expire(const std::string& repo, uint64_t keep_full, bool dr
     if (ec) return Status::Io(fmt::format("{}: cannot remove: {}", tmp, ec.message()));
   }
   for (const auto& left : l->leftovers) {
-    if (left.find(".expire-") == std::string::npos) continue;  // a staging dir may belong to a running create
+    // An expire's leftover is always garbage; a create's staging directory only
+    // when the process that made it (".<name>.tmp-<pid>-<seq>") is gone.
+    if (left.find(".expire-") == std::string::npos) {
+      const size_t at = left.rfind(".tmp-");
+      const long pid = at == std::string::npos ? 0 : std::strtol(left.c_str() + at + 5, nullptr, 10);
+      if (pid <= 0 || ::kill(static_cast<pid_t>(pid), 0) == 0 || errno != ESRCH) continue;
+    }
     r.leftovers_removed.push_back(left);
     if (dry_run) continue;
     std::error_code ec;

@@ -475,6 +475,21 @@ TEST_CASE("repo: expire keeps the newest fulls and every chain they start; the r
   auto again = Expire(repo, 1, false);
   REQUIRE(again.ok());
   CHECK(again->removed.empty());
+  // What a killed create or expire leaves is a note for check and list, and
+  // expire removes it once its process is gone (pid 999999999 is never alive).
+  fs::create_directories(repo + "/.i-cut-9.tmp-999999999-1/node-0/wal");
+  WriteAll(repo + "/.i-cut-9.tmp-999999999-1/node-0/wal/0000000000000000.wal.zst", "partial");
+  fs::create_directories(repo + fmt::format("/.i-cut-8.tmp-{}-1", ::getpid()));  // a live create: kept
+  fs::create_directories(repo + "/.f-old.expire-999999999");
+  auto rep = Check(repo);
+  RequireClean(rep);
+  CHECK(rep.notes.size() == 3);
+  CHECK(ListRepository(repo)->leftovers.size() == 3);
+  auto sweep = Expire(repo, 1, false);
+  REQUIRE(sweep.ok());
+  CHECK(sweep->leftovers_removed.size() == 2);
+  CHECK(ListRepository(repo)->leftovers ==
+        std::vector<std::string>{fmt::format(".i-cut-8.tmp-{}-1", ::getpid())});
 }
 
 }  // namespace walcut::repo
