@@ -30,7 +30,7 @@ using walfmt::Status;
 namespace {
 
 constexpr uint64_t kMaxManifestBytes = 64ull << 20;
-constexpr uint64_t kMaxFileBytes = 1ull << 40;  // whole-file copies: bounded by memory in practice
+constexpr uint64_t kMaxSegmentBytes = 1ull << 30;  // plain segments compressed in memory
 const std::string kZeroSum(32, '0');
 
 std::string Join(const std::string& a, const std::string& b) { return (fs::path(a) / b).string(); }
@@ -184,6 +184,48 @@ Status MakeDir(const std::string& d) {
   return Status::Ok();
 }
 
+// XXH3-128 over bytes given piece by piece.
+class Hasher {
+ public:
+  Hasher() : st_(XXH3_createState()) { XXH3_128bits_reset(st_); }
+  ~Hasher() { XXH3_freeState(st_); }
+  Hasher(const Hasher&) = delete;
+  Hasher& operator=(const Hasher&) = delete;
+  void Update(std::string_view d) {
+    XXH3_128bits_update(st_, d.data(), d.size());
+    bytes_ += d.size();
+  }
+  std::string Hex() const {
+    const XXH128_hash_t h = XXH3_128bits_digest(st_);
+    return fmt::format("{:016x}{:016x}", h.high64, h.low64);
+  }
+  uint64_t bytes() const { return bytes_; }
+
+ private:
+  XXH3_state_t* st_;
+  uint64_t bytes_ = 0;
+};
+
+// Copies a file into the staging directory piece by piece (memory: one piece)
+// and lists it with its checksum.
+Status AddFileCopy(const std::string& stage, const std::string& rel, const std::string& from, Manifest& m) {
+  Hasher h;
+  if (Status st = walfmt::CopyToNewFile(from, Join(stage, rel), [&h](std::string_view p) { h.Update(p); }); !st.ok()) {
+    return st;
+  }
+  m.files.push_back({rel, h.bytes(), h.Hex()});
+  return Status::Ok();
+}
+
+// Reads a staged snapshot file back (header and body checksums, fingerprint)
+// without building its map; counts its entries.
+Result<walfmt::SnapshotFile> ReadBackSnapshot(const std::string& path, uint64_t& entries) {
+  entries = 0;
+  auto snap = walfmt::ReadSnapshotFile(path, [&entries](std::string_view, std::string_view) { ++entries; });
+  if (!snap.ok()) return Status::Corruption(fmt::format("{}: {}", path, snap.status().message()));
+  return snap;
+}
+
 Status AddFile(const std::string& stage, const std::string& rel, std::string_view data, Manifest& m) {
   if (Status st = walfmt::WriteNewFile(Join(stage, rel), data); !st.ok()) return st;
   m.files.push_back({rel, data.size(), Xxh3Hex(data)});
@@ -302,10 +344,11 @@ Result<CreateResult> CreateRuntimeFull(const CreateRequest& req, const RepoListi
   }
   for (const auto& node : fsi->nodes) {
     const std::string path = Join(Join(req.cluster_dir, fsi->dir), node.file);
-    auto data = walfmt::ReadWholeFile(path, kMaxFileBytes);
-    if (!data.ok()) return data.status();
-    auto snap = walfmt::DecodeSnapshot(*data);
-    if (!snap.ok()) return Status::Corruption(fmt::format("{}: {}", path, snap.status().message()));
+    const std::string rel = fmt::format("node-{}.snap", node.node);
+    if (Status st = AddFileCopy(s.dir, rel, path, m); !st.ok()) return st;
+    uint64_t entries = 0;
+    auto snap = ReadBackSnapshot(Join(s.dir, rel), entries);  // the copy is what is checked
+    if (!snap.ok()) return Status::Corruption(fmt::format("{} (copied from {})", snap.status().message(), path));
     if (snap->node_id != node.node || snap->fingerprint != node.fingerprint ||
         snap->wal_position != node.wal_position) {
       return Status::Corruption(fmt::format(
@@ -313,14 +356,12 @@ Result<CreateResult> CreateRuntimeFull(const CreateRequest& req, const RepoListi
           snap->node_id, snap->fingerprint, snap->wal_position.ToString(), node.node, node.fingerprint,
           node.wal_position.ToString()));
     }
-    const std::string rel = fmt::format("node-{}.snap", node.node);
-    if (Status st = AddFile(s.dir, rel, *data, m); !st.ok()) return st;
     ArtifactNode an;
     an.node = node.node;
     an.continue_from = node.wal_position;
     an.snap_file = rel;
     an.fingerprint = snap->fingerprint;
-    an.entries = snap->entries.size();
+    an.entries = entries;
     an.snap_position = snap->wal_position;
     m.nodes.push_back(an);
   }
@@ -349,17 +390,16 @@ Status IngestRestore(const std::string& restored, const std::string& stage, Mani
     const uint32_t i = static_cast<uint32_t>(U64(jn, "node"));
     if (i >= m.nodes.size()) return Status::Corruption(fmt::format("{}/manifest.json: node {} out of range", restored, i));
     const std::string rel = fmt::format("node-{}.snap", i);
-    auto data = walfmt::ReadWholeFile(Join(restored, rel), kMaxFileBytes);
-    if (!data.ok()) return data.status();
-    auto snap = walfmt::DecodeSnapshot(*data);
-    if (!snap.ok()) return Status::Corruption(fmt::format("{}/{}: {}", restored, rel, snap.status().message()));
-    if (Status st = AddFile(stage, rel, *data, m); !st.ok()) return st;
+    if (Status st = AddFileCopy(stage, rel, Join(restored, rel), m); !st.ok()) return st;
+    uint64_t entries = 0;
+    auto snap = ReadBackSnapshot(Join(stage, rel), entries);
+    if (!snap.ok()) return snap.status();
     ArtifactNode& an = m.nodes[i];
     an.node = i;
     an.continue_from = LsnOf(jn, "continue_from");
     an.snap_file = rel;
     an.fingerprint = snap->fingerprint;
-    an.entries = snap->entries.size();
+    an.entries = entries;
     an.snap_position = snap->wal_position;
   }
   if (rm.contains("cluster") && rm["cluster"].is_object()) {
@@ -619,18 +659,16 @@ Result<CreateResult> CreateIncrement(const CreateRequest& req, const RepoListing
     an.continue_from = ContinueFrom(*g->nodes[i]);
     FillNodeEvidence(*g->nodes[i], an);
     for (const auto& seg : segs[i]) {
-      auto data = walfmt::ReadWholeFile(seg.path, kMaxFileBytes);
-      if (!data.ok()) return data.status();
-      std::string stored;
-      if (seg.compressed) {
-        stored = std::move(data.value());
-      } else {
+      const std::string name = SegmentName(seg.index);
+      if (seg.compressed) {  // already one zstd frame (or several) of the plain segment: copied as it is
+        if (Status st = AddFileCopy(s.dir, nd + "/wal/" + name, seg.path, m); !st.ok()) return st;
+      } else {  // a plain segment is at most the segment size (a single larger record: that record)
+        auto data = walfmt::ReadWholeFile(seg.path, kMaxSegmentBytes);
+        if (!data.ok()) return data.status();
         auto z = Compress(*data, req.zstd_level);
         if (!z.ok()) return z.status();
-        stored = std::move(z.value());
+        if (Status st = AddFile(s.dir, nd + "/wal/" + name, *z, m); !st.ok()) return st;
       }
-      const std::string name = SegmentName(seg.index);
-      if (Status st = AddFile(s.dir, nd + "/wal/" + name, stored, m); !st.ok()) return st;
       an.segments.push_back(name);
     }
     if (Status st = walfmt::SyncDir(Join(s.dir, nd + "/wal")); !st.ok()) return st;
@@ -655,10 +693,14 @@ std::string Xxh3Hex(std::string_view data) {
 }
 
 Result<std::string> Xxh3File(const std::string& path, uint64_t* bytes) {
-  auto data = walfmt::ReadWholeFile(path, kMaxFileBytes);
-  if (!data.ok()) return data.status();
-  if (bytes) *bytes = data->size();
-  return Xxh3Hex(*data);
+  Hasher h;
+  Status st = walfmt::ReadFileChunks(path, size_t{1} << 20, [&h](std::string_view p) {
+    h.Update(p);
+    return Status::Ok();
+  });
+  if (!st.ok()) return st;
+  if (bytes) *bytes = h.bytes();
+  return h.Hex();
 }
 
 uint64_t Manifest::Bytes() const {
@@ -939,10 +981,16 @@ Result<RepoRestoreResult> RestoreFromRepository(const RepoRestoreRequest& req) {
     }
     for (const auto& f : full.m.files) {
       if (f.path.find('/') != std::string::npos) continue;
-      auto data = walfmt::ReadWholeFile(Join(full.dir, f.path), kMaxFileBytes);
-      if (!data.ok()) return data.status();
-      if (Xxh3Hex(*data) != f.xxh3_128) return Status::Corruption(fmt::format("{}/{}: checksum mismatch", full.dir, f.path));
-      if (Status st = walfmt::WriteNewFile(Join(s.dir, f.path), *data); !st.ok()) return st;
+      Hasher h;
+      if (Status st = walfmt::CopyToNewFile(Join(full.dir, f.path), Join(s.dir, f.path),
+                                            [&h](std::string_view p) { h.Update(p); });
+          !st.ok()) {
+        return st;
+      }
+      if (h.Hex() != f.xxh3_128 || h.bytes() != f.bytes) {
+        return Status::Corruption(fmt::format("{}/{}: xxh3-128 {}, the manifest says {}", full.dir, f.path, h.Hex(),
+                                              f.xxh3_128));
+      }
     }
     if (full.m.restore.is_object()) {  // a synthetic full is a restore output: its manifest goes along
       auto data = ReadSmall(Join(full.dir, kManifestFile));

@@ -16,6 +16,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <string_view>
 
@@ -27,6 +28,19 @@ namespace walfmt {
 // cannot be read or is not a regular file (FIFO, device, directory), or when
 // it holds more than `max_bytes` (the message names the size and the limit).
 Result<std::string> ReadWholeFile(const std::string& path, uint64_t max_bytes);
+
+// Reads a regular file (opened as ReadWholeFile opens it) from start to end in
+// pieces of at most `chunk` bytes and hands each to `each`; memory holds one
+// piece. A non-Ok status from `each` stops the read and is returned. kNotFound
+// when the file does not exist, kIo as ReadWholeFile.
+Status ReadFileChunks(const std::string& path, size_t chunk, const std::function<Status(std::string_view)>& each);
+
+// Copies the regular file `from` to the new file `to` (which must not exist),
+// piece by piece, and fsyncs it, as WriteNewFile would write it: every write and
+// the fsync are steps of the fault hook. `each`, when given, sees every piece
+// (to checksum the bytes on the way). On an error `to` is removed.
+Status CopyToNewFile(const std::string& from, const std::string& to,
+                     const std::function<void(std::string_view)>& each = {});
 
 // Writes `data` to `path` atomically and durably (see above). An existing
 // file at `path` is replaced.
