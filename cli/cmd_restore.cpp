@@ -126,14 +126,20 @@ json NodeJson(const recovery::NodeRestore& n, bool dry_run) {
 }
 
 int RunRestore(const RestoreOptions& o) {
-  if (!o.repo.empty()) {  // --repo: the chain of artifacts in a repository, not a cluster's WAL
+  if (!o.repo.empty()) {  // --repo: a full artifact and its increments (cli/cmd_restore_repo.cpp), not DIR's WAL
     uint64_t t = 0;
-    if (!o.before.empty() && !ParseTime(o.before, t)) return PrintError("--before: not a time"), kExitUsage;
+    if ((!o.before.empty() && !ParseTime(o.before, t)) || !o.base.empty() || o.force || !o.check.empty()) {
+      PrintError("with --repo: --before takes a time (250ms, 1.5s, 1200us); --base, --force and --check do not apply");
+      return kExitUsage;
+    }
     return RunRestoreRepo({o.repo, o.dir, o.cut ? std::optional<uint64_t>(o.cut) : std::nullopt, o.latest,
                            o.before.empty() ? std::nullopt : std::optional<uint64_t>(t), o.out, o.dry_run,
                            o.format == Format::kJson, o.jobs});
   }
-  if (o.dir.empty()) return PrintError("DIR is required (or --repo REPO)"), kExitUsage;
+  if (o.dir.empty()) {
+    PrintError("DIR is required (or --repo REPO)");
+    return kExitUsage;
+  }
   const int chosen = (o.cut > 0) + o.latest + !o.before.empty();
   if (chosen != 1) {
     PrintError("give exactly one of --cut K, --latest, --before TIME");

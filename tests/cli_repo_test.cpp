@@ -190,6 +190,8 @@ TEST_CASE("cli repo: tampered bytes, a missing link, refusals and usage errors",
   // Usage: no such artifact, not a repository, options only a repository takes.
   CHECK(Walcut(fmt::format("restore --repo '{}' nope --out '{}/o2'", repo, t.path)).code == 2);
   CHECK(Walcut(fmt::format("snapshot list '{}'", c)).code == 2);
+  CHECK(Walcut(fmt::format("restore --repo '{}' i-cut-4 --force --out '{}/o3'", repo, t.path)).code == 2);
+  CHECK(Walcut("restore --cut 2 --out /nonexistent/o").code == 2);  // neither DIR nor --repo
   CHECK(Walcut(fmt::format("snapshot check '{}/snapshots/full-800' --restore", c)).code == 2);
   CHECK(Walcut(fmt::format("snapshot create '{}' --repo '{}' --incremental", c, repo)).code == 2);
   CHECK(Walcut(fmt::format("snapshot create '{}' --repo '{}'", c, c)).code == 2);
