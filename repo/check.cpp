@@ -217,6 +217,37 @@ void CheckCut(const Artifact& a, RepoCheckReport& r, unsigned jobs) {
   }
 }
 
+// The states restored through a chain against a synthetic full of the same cut
+// (two independent ways to cut K must give the same fingerprints).
+void CrossCheckFingerprints(const RepoListing& l, const Artifact& step, const std::string& dir, RepoCheckReport& r) {
+  if (!step.m.cut) return;
+  for (const auto& f : l.artifacts) {
+    if (!f.status.ok() || f.name == step.name || f.m.source != "restore" || f.m.cut != step.m.cut ||
+        f.m.cluster_id != step.m.cluster_id) {
+      continue;
+    }
+    RepoCheckItem& it = Add(r, "restore", step.name, "fingerprints against " + f.name);
+    for (const auto& n : f.m.nodes) {
+      const std::string path = Join(dir, fmt::format("node-{}.snap", n.node));
+      auto snap = walfmt::ReadSnapshotFile(path, [](std::string_view, std::string_view) {});
+      if (!snap.ok()) {
+        Fail(it, Finding("fingerprint", snap.status().message()));
+        continue;
+      }
+      if (snap->fingerprint != n.fingerprint) {
+        RepoFinding x = Finding("fingerprint", fmt::format("node {}: cut {} restored through the chain of {} has "
+                                                           "fingerprint {:016x}, the synthetic full {} has {:016x}",
+                                                           n.node, *step.m.cut, step.name, snap->fingerprint, f.name,
+                                                           n.fingerprint));
+        x.node = n.node;
+        x.expected = fmt::format("{:016x}", n.fingerprint);
+        x.found = fmt::format("{:016x}", snap->fingerprint);
+        Fail(it, std::move(x));
+      }
+    }
+  }
+}
+
 Status CheckInvariantsOf(const Artifact& last, const std::string& dir, RepoCheckItem& it) {
   auto cj = walfmt::ReadWholeFile(Join(last.dir, "cluster.json"), 64u << 20);
   if (!cj.ok()) return cj.status();
@@ -359,7 +390,10 @@ Result<RepoCheckReport> CheckRepository(const RepoCheckOptions& o) {
         done.insert(step.artifact);
         RepoCheckItem& it = Add(r, "restore", step.artifact, "restore and invariants");
         ++r.restores;
-        return CheckInvariantsOf(*l->Find(step.artifact), dir, it);
+        const Artifact& a = *l->Find(step.artifact);
+        if (Status st = CheckInvariantsOf(a, dir, it); !st.ok()) return st;
+        if (!a.m.full()) CrossCheckFingerprints(*l, a, dir, r);
+        return Status::Ok();
       };
       auto res = RestoreFromRepository(rq);
       if (!res.ok()) {
