@@ -28,7 +28,7 @@ int RunCuts(const CutsOptions& o) {
     PrintError(cc.status().message());
     return ExitForStatus(cc.status());
   }
-  uint64_t counts[4] = {0, 0, 0, 0};
+  uint64_t counts[5] = {0, 0, 0, 0, 0};  // by cut::CutStatus
   for (const auto& g : cc->cuts) ++counts[static_cast<int>(g.status)];
   bool damaged = false;
   for (const auto& s : cc->nodes) damaged = damaged || s.damaged;
@@ -43,8 +43,10 @@ int RunCuts(const CutsOptions& o) {
     j["counts"] = {{"cuts", cc->cuts.size()},
                    {"consistent", counts[static_cast<int>(cut::CutStatus::kConsistent)]},
                    {"inconsistent", counts[static_cast<int>(cut::CutStatus::kInconsistent)]},
-                   {"incomplete", counts[static_cast<int>(cut::CutStatus::kIncomplete)]}};
+                   {"incomplete", counts[static_cast<int>(cut::CutStatus::kIncomplete)]},
+                   {"unavailable", counts[static_cast<int>(cut::CutStatus::kUnavailable)]}};
     j["window"] = WindowJson(cc->window);
+    j["snapshots"] = SnapshotsJson(*cc);
     json wal = json::array();
     for (const auto& s : cc->nodes) {
       json n = {{"node", s.node}, {"end", s.end.ToString()}, {"records", s.records}, {"commits", s.commits}};
@@ -63,11 +65,19 @@ int RunCuts(const CutsOptions& o) {
     return findings ? kExitFindings : kExitOk;
   }
 
-  fmt::print("cluster {}: {} nodes, {} cuts: {} consistent, {} inconsistent, {} incomplete\n", where,
+  const uint64_t unavailable = counts[static_cast<int>(cut::CutStatus::kUnavailable)];
+  fmt::print("cluster {}: {} nodes, {} cuts: {} consistent, {} inconsistent, {} incomplete{}\n", where,
              cc->nodes.size(), cc->cuts.size(), counts[static_cast<int>(cut::CutStatus::kConsistent)],
              counts[static_cast<int>(cut::CutStatus::kInconsistent)],
-             counts[static_cast<int>(cut::CutStatus::kIncomplete)]);
+             counts[static_cast<int>(cut::CutStatus::kIncomplete)],
+             unavailable > 0 ? fmt::format(", {} unavailable", unavailable) : "");
   for (const auto& l : WindowLines(cc->window)) fmt::print("{}\n", l);
+  for (const auto& s : cc->nodes) {
+    if (s.pruned) {
+      fmt::print("wal: node {} starts at {} (segments before it were removed)\n", s.node, s.wal_start.ToString());
+    }
+  }
+  for (const auto& l : SnapshotLines(*cc)) fmt::print("{}\n", l);
   for (const auto& s : cc->nodes) {
     if (s.damaged) fmt::print("wal: {}\n", s.damage);
     if (s.torn_tail) fmt::print("wal: node {} ends in a torn record at {} ({} bytes; a crash artefact)\n", s.node,
@@ -102,9 +112,10 @@ void RegisterCuts(CLI::App& root, Registry& reg) {
   auto o = std::make_shared<CutsOptions>();
   CLI::App* cmd = root.add_subcommand(
       "cuts",
-      "List every cut of a cluster: consistent / inconsistent / incomplete (with a one-line reason naming the\n"
-      "node and the record or transaction at fault), per-node CUT_START and CUT_FINISH positions and times,\n"
-      "transactions in the cut, before/after counts, and the restore window.\n"
+      "List every cut of a cluster: consistent / inconsistent / incomplete / unavailable (with a one-line\n"
+      "reason naming the node and the record or transaction at fault, or the removed segments its evidence\n"
+      "lay in), per-node CUT_START and CUT_FINISH positions and times, transactions in the cut,\n"
+      "before/after counts, the restore window, and the full snapshots with the cuts each can serve.\n"
       "Exit 0 when no cut is inconsistent and the WAL is intact (an incomplete last cut is reported, not a\n"
       "failure), 1 on findings, 2 usage error, 3 I/O error.");
   cmd->add_option("paths", o->paths, "A cluster directory, or one summary file per node (walcut scan --out)")

@@ -183,11 +183,23 @@ int RunRestore(const RestoreOptions& o) {
     }
     k = g->cut_id;
   }
+  std::string base = o.base;
+  std::string base_why = "given by --base";
+  if (base.empty()) {
+    auto choice = recovery::ChooseBase(*cc, *layout, k);
+    if (!choice.ok()) {
+      PrintError(choice.status().message());
+      return choice.status().code() == walfmt::ErrorCode::kInvalidArgument ? kExitFindings
+                                                                            : ExitForStatus(choice.status());
+    }
+    base = choice->base;
+    base_why = choice->why;
+  }
   Progress progress(o.dry_run ? "plan" : "restore", 0);
   recovery::RestoreRequest req;
   req.cluster_dir = o.dir;
   req.cut = k;
-  req.base = o.base;
+  req.base = base;
   req.force = o.force;
   req.dry_run = o.dry_run;
   req.out = o.out;
@@ -233,7 +245,7 @@ int RunRestore(const RestoreOptions& o) {
     j["status"] = cut::CutStatusName(r->status);
     j["forced"] = forced;
     j["dry_run"] = o.dry_run;
-    j["base"] = {{"kind", recovery::BaseKindName(r->base.kind)}, {"name", r->base.name}};
+    j["base"] = {{"kind", recovery::BaseKindName(r->base.kind)}, {"name", r->base.name}, {"why", base_why}};
     j["out"] = o.dry_run ? json(nullptr) : json(o.out);
     json nodes = json::array();
     for (const auto& n : r->nodes) nodes.push_back(NodeJson(n, o.dry_run));
@@ -245,6 +257,7 @@ int RunRestore(const RestoreOptions& o) {
     fmt::print("{} cut {} of {} ({}{}) from base {} ({})\n", o.dry_run ? "plan: restore" : "restored", r->cut, o.dir,
                cut::CutStatusName(r->status), forced ? ", forced: " + r->reason : "", r->base.name,
                recovery::BaseKindName(r->base.kind));
+    fmt::print("  base: {} ({})\n", r->base.name, base_why);
     for (const auto& n : r->nodes) {
       std::string segs;
       if (!n.segments.empty()) {
@@ -281,7 +294,9 @@ void RegisterRestore(CLI::App& root, Registry& reg) {
   cmd->add_flag("--latest", o->latest, "The latest restorable cut (the end of the restore window)");
   cmd->add_option("--before", o->before, "The latest consistent cut that finished before TIME (250ms, 1.5s, 1200us)");
   cmd->add_option("--base", o->base,
-                  "Base: 'genesis' (default), a full snapshot name under DIR/snapshots/, or a restore output dir");
+                  "Base: 'genesis', a full snapshot name under DIR/snapshots/, a snapshot directory's path, or a "
+                  "restore output dir. Default: the newest full snapshot every node's WAL still holds before the "
+                  "cut, else genesis (the choice and its reason are printed)");
   cmd->add_option("-o,--out", o->out, "Output directory (must not exist)");
   cmd->add_flag("--dry-run", o->dry_run,
                 "Print the plan (per node: base, WAL range and segments, bytes, transactions to apply and skip);"

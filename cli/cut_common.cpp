@@ -60,6 +60,7 @@ json CutJson(const cut::GlobalCut& g, bool detail) {
   j["cut"] = g.cut_id;
   j["status"] = cut::CutStatusName(g.status);
   j["reason"] = g.reason.empty() ? json(nullptr) : json(g.reason);
+  if (!g.checked_against.empty() && g.checked_against != "genesis") j["checked_against"] = g.checked_against;
   j["transactions"] = g.transactions;
   j["before"] = g.before;
   j["after"] = g.after;
@@ -123,6 +124,51 @@ std::vector<std::string> WindowLines(const cut::RestoreWindow& w) {
                                        : fmt::format("restore window: cuts {}..{}", w.earliest, w.latest));
   out.push_back(fmt::format("  earliest {}: {}", w.earliest, w.earliest_limit));
   out.push_back(fmt::format("  latest {}: {}", w.latest, w.latest_limit));
+  return out;
+}
+
+json SnapshotsJson(const cut::ClusterCuts& cc) {
+  json out = json::array();
+  for (const auto& u : cc.snapshots) {
+    json at = json::array();
+    for (const auto& p : u.at) at.push_back(p.ToString());
+    out.push_back({{"name", u.name},
+                   {"time_us", u.time_us},
+                   {"usable", u.usable},
+                   {"why_not", u.usable ? json(nullptr) : json(u.why)},
+                   {"wal_position", at},
+                   {"serves", u.serves}});
+  }
+  return out;
+}
+
+std::string CutList(const std::vector<uint64_t>& ids) {
+  std::vector<std::string> parts;
+  for (size_t i = 0; i < ids.size();) {
+    size_t j = i;
+    while (j + 1 < ids.size() && ids[j + 1] == ids[j] + 1) ++j;
+    parts.push_back(j == i ? std::to_string(ids[i]) : fmt::format("{}..{}", ids[i], ids[j]));
+    i = j + 1;
+  }
+  constexpr size_t kShown = 6;
+  std::string text;
+  for (size_t i = 0; i < parts.size() && i < kShown; ++i) text += (i ? ", " : "") + parts[i];
+  if (parts.size() > kShown) text += fmt::format(", ... ({} more ranges)", parts.size() - kShown);
+  return text;
+}
+
+std::vector<std::string> SnapshotLines(const cut::ClusterCuts& cc) {
+  std::vector<std::string> out;
+  for (const auto& u : cc.snapshots) {
+    if (!u.usable) {
+      out.push_back(fmt::format("full snapshot {}: not usable as a base: {}", u.name, u.why));
+    } else if (u.serves.empty()) {
+      out.push_back(fmt::format("full snapshot {} ({}): no consistent cut after it", u.name, Millis(u.time_us)));
+    } else {
+      out.push_back(fmt::format("full snapshot {} ({}): base for cuts {} ({} consistent cuts)", u.name,
+                                Millis(u.time_us), CutList(u.serves), u.serves.size()));
+    }
+  }
   return out;
 }
 

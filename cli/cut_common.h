@@ -31,4 +31,10 @@ std::string Millis(uint64_t us);
 // "cuts 2..7" or "no cut can be restored", with what limits each end.
 std::vector<std::string> WindowLines(const cut::RestoreWindow& w);
 
+// The full snapshots the WAL records and the cuts each can serve as base.
+nlohmann::json SnapshotsJson(const cut::ClusterCuts& cc);
+std::vector<std::string> SnapshotLines(const cut::ClusterCuts& cc);
+// "4..6" / "4, 6, 9" style list of cut ids, shortened past a few ranges.
+std::string CutList(const std::vector<uint64_t>& ids);
+
 }  // namespace walcut::cli

@@ -54,6 +54,7 @@ const char* CutStatusName(CutStatus s) {
     case CutStatus::kConsistent: return "consistent";
     case CutStatus::kInconsistent: return "inconsistent";
     case CutStatus::kIncomplete: return "incomplete";
+    case CutStatus::kUnavailable: return "unavailable";
   }
   return "unknown";
 }
@@ -61,6 +62,22 @@ const char* CutStatusName(CutStatus s) {
 const GlobalCut* ClusterCuts::Find(uint64_t k) const {
   for (const auto& c : cuts) {
     if (c.cut_id == k) return &c;
+  }
+  return nullptr;
+}
+
+bool ClusterCuts::EvidenceComplete(const GlobalCut& g) const {
+  for (const NodeCut* nc : g.nodes) {
+    if (!nc || !nc->started || !nc->finished || nc->evidence_pruned || !nc->aborts.empty() || nc->restarted) {
+      return false;
+    }
+  }
+  return !g.nodes.empty();
+}
+
+const SnapshotUse* ClusterCuts::FindSnapshot(std::string_view name) const {
+  for (const auto& s : snapshots) {
+    if (s.name == name) return &s;
   }
   return nullptr;
 }
@@ -73,7 +90,7 @@ const GlobalCut* ClusterCuts::LatestBefore(uint64_t time_us) const {
   return best;
 }
 
-walfmt::Result<ClusterCuts> Reconstruct(std::vector<NodeSummary> nodes) {
+walfmt::Result<ClusterCuts> Reconstruct(std::vector<NodeSummary> nodes, const ReconstructOptions& opt) {
   ClusterCuts out;
   std::sort(nodes.begin(), nodes.end(), [](const NodeSummary& a, const NodeSummary& b) { return a.node < b.node; });
   for (size_t i = 0; i < nodes.size(); ++i) {
@@ -99,6 +116,42 @@ walfmt::Result<ClusterCuts> Reconstruct(std::vector<NodeSummary> nodes) {
     for (const auto& c : s.cuts) ids.insert(c.cut_id);
     if (!s.cuts.empty()) last_id = std::max(last_id, s.cuts.back().cut_id);
   }
+  for (const auto& s : ns) out.pruned |= s.pruned;
+  // The full snapshots whose SNAPSHOT record every node's WAL still holds.
+  std::vector<std::string> snapshot_names;
+  for (const auto& s : ns) {
+    for (const auto& m : s.snapshots) {
+      if (std::find(snapshot_names.begin(), snapshot_names.end(), m.name) == snapshot_names.end()) {
+        snapshot_names.push_back(m.name);
+      }
+    }
+  }
+  std::vector<std::vector<const SnapshotMark*>> snapshot_marks;  // by snapshot, by node
+  for (const auto& name : snapshot_names) {
+    SnapshotUse u;
+    u.name = name;
+    std::vector<const SnapshotMark*> marks(n, nullptr);
+    for (uint32_t i = 0; i < n; ++i) {
+      for (const auto& m : ns[i].snapshots) {
+        if (m.name == name) marks[i] = &m;
+      }
+      if (marks[i]) {
+        u.time_us = std::max(u.time_us, marks[i]->time_us);
+      } else if (u.why.empty()) {
+        u.why = ns[i].pruned ? fmt::format("node {}'s WAL starts at {} (segments before it were removed), after its "
+                                           "SNAPSHOT({}) record",
+                                           i, ns[i].wal_start.ToString(), name)
+                             : fmt::format("node {}'s WAL has no SNAPSHOT({}) record", i, name);
+      }
+    }
+    u.usable = u.why.empty();
+    if (u.usable) {
+      for (const auto* m : marks) u.at.push_back(m->at);
+    }
+    out.snapshots.push_back(std::move(u));
+    snapshot_marks.push_back(std::move(marks));
+  }
+
   // Findings not tied to a cut: kept globally; a transaction finding also
   // fails the cuts whose CUT_START on that node follows it (they contain it).
   for (const auto& s : ns) {
@@ -114,9 +167,16 @@ walfmt::Result<ClusterCuts> Reconstruct(std::vector<NodeSummary> nodes) {
     g.node_transactions.assign(n, 0);
     std::string incomplete_reason;
     std::string inconsistent_reason;
+    std::string unavailable_reason;
     auto note = [](std::string& slot, std::string text) {
       if (slot.empty()) slot = std::move(text);
     };
+    // The earliest CUT_START(k) anywhere: a pruned node without any record
+    // of k whose first segment was created after it lost k's start.
+    uint64_t first_start_us = UINT64_MAX;
+    for (const auto& s : ns) {
+      if (const NodeCut* nc = s.FindCut(k); nc && nc->started) first_start_us = std::min(first_start_us, nc->start_time_us);
+    }
     for (uint32_t i = 0; i < n; ++i) {
       const NodeSummary& s = ns[i];
       const NodeCut* nc = s.FindCut(k);
@@ -138,6 +198,21 @@ walfmt::Result<ClusterCuts> Reconstruct(std::vector<NodeSummary> nodes) {
         g.after += nc->after.size();
         for (const auto& t : nc->before) g.before_after_start += t.committed && nc->started && t.commit > nc->start;
         for (const auto& t : nc->after) g.after_before_start += t.committed && nc->started && t.commit < nc->start;
+      }
+      // Evidence in removed segments: the cut is unavailable here, which
+      // says nothing about whether it was consistent.
+      const bool present_trouble = nc && (!nc->aborts.empty() || nc->restarted);
+      if (s.pruned && !present_trouble &&
+          ((nc && nc->evidence_pruned) ||
+           (!nc && ((!s.cuts.empty() && s.cuts.front().cut_id > k) || first_start_us < s.wal_start_time_us)))) {
+        note(unavailable_reason,
+             nc && nc->started
+                 ? fmt::format("node {}'s WAL starts at {} (segments before it were removed); a transaction that cut "
+                               "{} tracks there began before it",
+                               i, s.wal_start.ToString(), k)
+                 : fmt::format("node {}'s WAL starts at {} (segments before it were removed); cut {} started before it",
+                               i, s.wal_start.ToString(), k));
+        continue;
       }
       // Completeness (rule 6 / check 5).
       if (nc && nc->started && nc->finished && nc->aborts.empty() && !nc->restarted) continue;
@@ -219,15 +294,81 @@ walfmt::Result<ClusterCuts> Reconstruct(std::vector<NodeSummary> nodes) {
         }
       }
     }
+    // What the digests compare against. With the whole WAL: everything
+    // (genesis). When segments were removed: only the transactions the cut
+    // adds to a base every node still holds entirely (a full snapshot taken
+    // before CUT_START(k) everywhere, or an earlier consistent cut whose
+    // evidence is complete), so that a pruned WAL gives no false finding.
+    const GlobalCut* base_cut = nullptr;
+    int base_snapshot = -1;
+    bool comparable = true;
+    g.checked_against = "genesis";
+    if (out.pruned) {
+      bool started_everywhere = true;
+      for (const NodeCut* nc : g.nodes) started_everywhere &= nc && nc->started;
+      for (const auto& prev : out.cuts) {
+        if ((prev.status == CutStatus::kConsistent || opt.attested_cut == prev.cut_id) && out.EvidenceComplete(prev)) {
+          base_cut = &prev;
+          break;
+        }
+      }
+      for (size_t x = 0; x < snapshot_marks.size() && started_everywhere; ++x) {
+        if (!out.snapshots[x].usable) continue;
+        bool before_start = true;
+        for (uint32_t i = 0; i < n; ++i) before_start &= snapshot_marks[x][i]->at < g.nodes[i]->start;
+        if (before_start) {
+          base_snapshot = static_cast<int>(x);
+          break;
+        }
+      }
+      // The earlier of the two checks more transactions.
+      if (base_cut && base_snapshot >= 0 && snapshot_marks[base_snapshot][0]->at < base_cut->nodes[0]->start) {
+        base_cut = nullptr;
+      }
+      if (base_cut) {
+        g.checked_against = fmt::format("cut {}", base_cut->cut_id);
+        base_snapshot = -1;
+      } else if (base_snapshot >= 0) {
+        g.checked_against = fmt::format("full snapshot {}", out.snapshots[base_snapshot].name);
+      } else {
+        comparable = false;
+        g.checked_against.clear();
+        if (started_everywhere) {
+          const NodeSummary* first = nullptr;
+          for (const auto& s : ns) {
+            if (s.pruned && (!first || first->wal_start < s.wal_start)) first = &s;
+          }
+          note(unavailable_reason,
+               fmt::format("no full snapshot or consistent cut before cut {} is still in every node's WAL to check it "
+                           "against (node {}'s WAL starts at {}; segments before it were removed)",
+                           k, first->node, first->wal_start.ToString()));
+        }
+      }
+    }
+    auto digest = [&](uint32_t node, uint32_t peer) {
+      TxDigest d = DigestUpTo(ns[node], peer, k);
+      if (base_cut) {
+        const TxDigest b = DigestUpTo(ns[node], peer, base_cut->cut_id);
+        d.x ^= b.x;
+        d.n -= b.n;
+      } else if (base_snapshot >= 0) {
+        const auto& before = snapshot_marks[base_snapshot][node]->shared_before;
+        if (auto it = before.find(peer); it != before.end()) {
+          d.x ^= it->second.x;
+          d.n -= it->second.n;
+        }
+      }
+      return d;
+    };
     // Atomicity over every shared transaction: the digests of what each pair
     // of nodes holds in the cut must agree.
-    for (uint32_t i = 0; i < n; ++i) {
+    for (uint32_t i = 0; i < n && comparable; ++i) {
       for (uint32_t j = i + 1; j < n; ++j) {
         const NodeCut* a = g.nodes[i];
         const NodeCut* b = g.nodes[j];
         if (!a || !b || !a->finished || !b->finished || !a->started || !b->started) continue;
-        const TxDigest di = DigestUpTo(ns[i], j, k);
-        const TxDigest dj = DigestUpTo(ns[j], i, k);
+        const TxDigest di = digest(i, j);
+        const TxDigest dj = digest(j, i);
         if (di == dj) continue;
         Finding f;
         f.check = "atomicity";
@@ -248,6 +389,9 @@ walfmt::Result<ClusterCuts> Reconstruct(std::vector<NodeSummary> nodes) {
     if (!inconsistent_reason.empty()) {
       g.status = CutStatus::kInconsistent;
       g.reason = inconsistent_reason;
+    } else if (!unavailable_reason.empty()) {
+      g.status = CutStatus::kUnavailable;
+      g.reason = unavailable_reason;
     } else if (!incomplete_reason.empty()) {
       g.status = CutStatus::kIncomplete;
       g.reason = incomplete_reason;
@@ -265,6 +409,18 @@ walfmt::Result<ClusterCuts> Reconstruct(std::vector<NodeSummary> nodes) {
   for (auto it = out.cuts.rbegin(); it != out.cuts.rend(); ++it) {
     it->consistent_after = next;
     if (it->status == CutStatus::kConsistent) next = it->cut_id;
+  }
+
+  // The cuts each full snapshot can serve as a restore base.
+  for (size_t x = 0; x < out.snapshots.size(); ++x) {
+    SnapshotUse& u = out.snapshots[x];
+    if (!u.usable) continue;
+    for (const auto& g : out.cuts) {
+      if (g.status != CutStatus::kConsistent) continue;
+      bool after = true;
+      for (uint32_t i = 0; i < n; ++i) after &= g.nodes[i] && g.nodes[i]->started && u.at[i] < g.nodes[i]->start;
+      if (after) u.serves.push_back(g.cut_id);
+    }
   }
 
   // The restore window.
@@ -301,10 +457,23 @@ walfmt::Result<ClusterCuts> Reconstruct(std::vector<NodeSummary> nodes) {
   w.earliest = first->cut_id;
   w.latest = last->cut_id;
   if (truncated) {
-    w.earliest_limit = fmt::format(
-        "node {}'s WAL starts at segment {}: the genesis base needs the WAL from 0/00000000, so a restore needs a "
-        "full snapshot taken after that point as its base",
-        truncated->node, truncated->segments.front().index);
+    // The lower end is set by the oldest base still usable.
+    const SnapshotUse* oldest = nullptr;
+    for (const auto& u : out.snapshots) {
+      if (u.usable && !u.serves.empty() && (!oldest || u.serves.front() < oldest->serves.front())) oldest = &u;
+    }
+    const std::string removed = fmt::format("node {}'s WAL starts at {} (segments before it were removed)",
+                                            truncated->node, Lsn{truncated->segments.front().index, 0}.ToString());
+    if (oldest && oldest->serves.front() <= last->cut_id) {
+      w.earliest = oldest->serves.front();
+      w.earliest_limit = fmt::format("base {}, the oldest full snapshot every node's WAL still holds; {}",
+                                     oldest->name, removed);
+    } else {
+      w.earliest_limit = fmt::format(
+          "{}; no full snapshot remains in every node's WAL, so a restore needs an earlier restore output as its "
+          "base (--base DIR)",
+          removed);
+    }
   } else if (first->consistent_before || first != &out.cuts.front()) {
     const GlobalCut& c0 = out.cuts.front();
     w.earliest_limit = fmt::format("base genesis; cut {} before it is {}: {}", c0.cut_id, CutStatusName(c0.status),

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "cut/summary.h"
@@ -17,6 +18,7 @@ enum class CutStatus : uint8_t {
   kConsistent = 1,    // CUT_FINISH on every node, no abort or restart, every check passes
   kInconsistent = 2,  // a node aborted it, restarted during it, skipped it, or a check failed
   kIncomplete = 3,    // some node's WAL ends (torn, damaged or simply stops) before its CUT_FINISH
+  kUnavailable = 4,   // its evidence, or the base to check it against, lies in removed segments
 };
 const char* CutStatusName(CutStatus s);
 
@@ -47,6 +49,22 @@ struct GlobalCut {
   uint64_t finish_time_us = 0;
   std::optional<uint64_t> consistent_before;  // nearest consistent cut with a smaller / larger id
   std::optional<uint64_t> consistent_after;
+  // What the cross-node checks compared against: "genesis" (the whole WAL),
+  // "full snapshot NAME" or "cut J" (a WAL whose oldest segments were
+  // removed: only the transactions the cut adds to that base are compared).
+  std::string checked_against;
+};
+
+// A full snapshot whose SNAPSHOT record the WAL holds, and the cuts it can
+// serve as the base of a restore: the consistent cuts that start after it on
+// every node.
+struct SnapshotUse {
+  std::string name;
+  uint64_t time_us = 0;
+  std::vector<Lsn> at;          // by node; empty when not every node's WAL still holds the record
+  bool usable = false;
+  std::string why;              // when not usable
+  std::vector<uint64_t> serves; // consistent cut ids, ascending
 };
 
 // The range of cuts a restore can reach, and what limits it at each end.
@@ -63,14 +81,31 @@ struct ClusterCuts {
   std::vector<GlobalCut> cuts;      // by cut id
   std::vector<Finding> findings;    // about the WAL or a transaction, not one cut
   RestoreWindow window;
+  bool pruned = false;              // some node's WAL starts after genesis
+  std::vector<SnapshotUse> snapshots;  // in WAL order
+
+  // The first position of node i's WAL that the tools can read: 0/00000000,
+  // or the start of its first segment when older ones were removed.
+  Lsn WalStart(uint32_t i) const { return nodes[i].pruned ? nodes[i].wal_start : Lsn{}; }
+  // Can cut J serve as a restored base here: CUT_START and CUT_FINISH on
+  // every node, none of its evidence removed, no abort or restart.
+  bool EvidenceComplete(const GlobalCut& g) const;
+  const SnapshotUse* FindSnapshot(std::string_view name) const;
 
   const GlobalCut* Find(uint64_t k) const;
   // The latest consistent cut that finished (on every node) before `time_us`.
   const GlobalCut* LatestBefore(uint64_t time_us) const;
 };
 
+struct ReconstructOptions {
+  // A cut known to be consistent from elsewhere (the cut of a restored base,
+  // the parent of an increment): when its evidence is complete in this WAL
+  // the later cuts are checked against it even if it cannot be checked here.
+  std::optional<uint64_t> attested_cut;
+};
+
 // Fails (kInvalidArgument) when node ids are not 0..N-1 exactly once or the
 // summaries come from different clusters.
-walfmt::Result<ClusterCuts> Reconstruct(std::vector<NodeSummary> nodes);
+walfmt::Result<ClusterCuts> Reconstruct(std::vector<NodeSummary> nodes, const ReconstructOptions& opt = {});
 
 }  // namespace walcut::cut

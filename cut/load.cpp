@@ -173,6 +173,10 @@ std::string SummaryToJson(const NodeSummary& s) {
                     {"records", g.records}});
   }
   j["segments"] = segs;
+  if (s.pruned) {
+    j["wal_start"] = s.wal_start.ToString();
+    j["wal_start_time_us"] = s.wal_start_time_us;
+  }
   j["end"] = s.end.ToString();
   j["records"] = s.records;
   j["bytes"] = s.bytes;
@@ -201,6 +205,7 @@ std::string SummaryToJson(const NodeSummary& s) {
     jc["before"] = b;
     jc["after"] = a;
     if (c.restarted) jc["restarted"] = true;
+    if (c.evidence_pruned) jc["evidence_pruned"] = true;
     json ab = json::array();
     for (const auto& x : c.aborts) {
       ab.push_back({{"at", x.at.ToString()},
@@ -215,10 +220,16 @@ std::string SummaryToJson(const NodeSummary& s) {
   j["cuts"] = cuts;
   json snaps = json::array();
   for (const auto& x : s.snapshots) {
+    json before = json::array();
+    for (const auto& [peer, d] : x.shared_before) {
+      before.push_back({{"peer", peer}, {"digest", fmt::format("{:016x}", d.x)}, {"count", d.n}});
+    }
     snaps.push_back({{"name", x.name},
                      {"at", x.at.ToString()},
                      {"time_us", x.time_us},
-                     {"fingerprint", fmt::format("{:016x}", x.fingerprint)}});
+                     {"fingerprint", fmt::format("{:016x}", x.fingerprint)},
+                     {"committed_before", {{"count", x.committed_before.count}, {"owned", x.committed_before.owned}}},
+                     {"shared_before", before}});
   }
   j["snapshots"] = snaps;
   json starts = json::array();
@@ -257,6 +268,11 @@ walfmt::Result<NodeSummary> SummaryFromJson(const std::string& text, const std::
     s.cluster_id = std::strtoull(c.c_str(), nullptr, 16);
   }
   s.wal_dir = r.Str(j, "wal_dir", "", false);
+  if (j.contains("wal_start")) {
+    s.pruned = true;
+    s.wal_start = r.Position(j, "wal_start", "");
+    s.wal_start_time_us = r.U64(j, "wal_start_time_us", "", false);
+  }
   if (const json* a = r.Array(j, "segments", "")) {
     for (size_t i = 0; i < a->size(); ++i) {
       const std::string p = fmt::format("segments[{}]", i);
@@ -340,6 +356,7 @@ walfmt::Result<NodeSummary> SummaryFromJson(const std::string& text, const std::
         }
       }
       c.restarted = r.Bool(e, "restarted", p);
+      c.evidence_pruned = r.Bool(e, "evidence_pruned", p);
       if (const json* ab = r.Array(e, "aborts", p, false)) {
         for (size_t x = 0; x < ab->size(); ++x) {
           const std::string q = fmt::format("{}.aborts[{}]", p, x);
@@ -362,6 +379,18 @@ walfmt::Result<NodeSummary> SummaryFromJson(const std::string& text, const std::
       m.at = r.Position((*a)[i], "at", p);
       m.time_us = r.U64((*a)[i], "time_us", p);
       m.fingerprint = std::strtoull(r.Str((*a)[i], "fingerprint", p).c_str(), nullptr, 16);
+      if (const json* cb = r.Get((*a)[i], "committed_before", p, false)) {
+        m.committed_before.count = r.U64(*cb, "count", p + ".committed_before");
+        m.committed_before.owned = r.U64(*cb, "owned", p + ".committed_before");
+      }
+      if (const json* sb = r.Array((*a)[i], "shared_before", p, false)) {
+        for (size_t x = 0; x < sb->size(); ++x) {
+          const std::string q = fmt::format("{}.shared_before[{}]", p, x);
+          auto& d = m.shared_before[static_cast<uint32_t>(r.U64((*sb)[x], "peer", q))];
+          d.x = std::strtoull(r.Str((*sb)[x], "digest", q).c_str(), nullptr, 16);
+          d.n = r.U64((*sb)[x], "count", q);
+        }
+      }
       s.snapshots.push_back(std::move(m));
     }
   }

@@ -97,7 +97,11 @@ using TxSet = std::unordered_set<TxId, TxIdHash>;
 class Scanner {
  public:
   Scanner(const ScanOptions& opt, NodeSummary& s)
-      : opt_(opt), s_(s), window_(kWindowSlots, opt.finished_window, kWindows) {}
+      : opt_(opt), s_(s), window_(kWindowSlots, opt.finished_window, kWindows), clean_(!opt.wal_after_genesis) {}
+
+  // NodeScan learns from the segment list, after construction, that the WAL
+  // starts after genesis.
+  void StartAfterGenesis() { clean_ = false; }
 
   // The hot path: TX_DATA, TX_PREPARE, TX_COMMIT and TX_ROLLBACK are read in
   // place; every other record (a few per cut) is decoded in full. Visit only
@@ -466,6 +470,7 @@ class Scanner {
     if (!window_.End(tx, at, false, first)) [[unlikely]] {
       if (!CommitNotInFlight(tx, at)) return;
       window_.Remember(tx, at, false);
+      if (!clean_) first = kFirstSeenPruned;
     }
     ++commits_so_far_;
     const uint64_t k = CurrentCut();
@@ -499,7 +504,9 @@ class Scanner {
                                        std::span<const uint32_t> parts, Lsn at, Lsn first) {
     const uint64_t k = CurrentCut();
     const uint64_t f = k + 1;
-    if (open_ >= 0 && candidates_.count(tx)) pending_[tx] = MakeDone(at, first, time_us, marker, f, recovered, false, parts);
+    if (open_ >= 0 && (candidates_.count(tx) || first == kFirstSeenPruned)) {
+      pending_[tx] = MakeDone(at, first, time_us, marker, f, recovered, false, parts);
+    }
     if (have_start_ && marker < k) {
       if (open_ >= 0) {
         expect_before_[tx] = MakeDone(at, first, time_us, marker, f, recovered, false, parts);
@@ -511,7 +518,7 @@ class Scanner {
       }
     } else if (marker == k + 1) {
       expect_after_[k + 1][tx] = MakeDone(at, first, time_us, marker, f, recovered, false, parts);
-    } else if (marker > k + 1) {
+    } else if (marker > k + 1 && (have_start_ || !opt_.wal_after_genesis)) {
       Add(Make("marker", k + 1, at, &tx,
                fmt::format("node {}: transaction {} committed at {} with marker {}, but the node had only reached cut "
                            "{}: no cut can place it consistently",
@@ -530,9 +537,12 @@ class Scanner {
         return;
       }
       window_.Remember(tx, at, true);
+      if (!clean_) first = kFirstSeenPruned;
     }
     const bool recovered = (flags & walfmt::kTxFlagRecovered) != 0;
-    if (open_ >= 0 && candidates_.count(tx)) pending_[tx] = MakeDone(at, first, time_us, 0, 0, recovered, true, parts);
+    if (open_ >= 0 && (candidates_.count(tx) || first == kFirstSeenPruned)) {
+      pending_[tx] = MakeDone(at, first, time_us, 0, 0, recovered, true, parts);
+    }
     Remember(tx, at, first, time_us, 0, 0, recovered, true, parts);
   }
 
@@ -567,6 +577,7 @@ class Scanner {
                            cs.cut_id, at.ToString(), last_start_)));
       return;
     }
+    if (!have_start_ && opt_.wal_after_genesis) RelabelPrunedPrefix(cs.cut_id);
     // Cuts this node skipped (it was down) can no longer be asked about.
     for (auto it = expect_after_.begin(); it != expect_after_.end();) {
       it = it->first < cs.cut_id ? expect_after_.erase(it) : std::next(it);
@@ -579,6 +590,7 @@ class Scanner {
     nc.commits_before_start = commits_so_far_;
     s_.cuts.push_back(std::move(nc));
     open_ = static_cast<int>(s_.cuts.size()) - 1;
+    open_unclean_ = !clean_;
     candidates_.clear();
     window_.ForEach([&](const TxId& t, const Lsn&) { candidates_.insert(t); });
     // The commits just before CUT_START, oldest first so that the newest of
@@ -597,9 +609,14 @@ class Scanner {
     const uint64_t k = cf.cut_id;
     const int idx = FindIndex(k);
     if (idx < 0 || idx != open_) {
+      // Before the first CUT_START of a WAL that starts after genesis, the
+      // cut's start was in a removed segment.
+      const bool pruned = idx < 0 && !have_start_ && opt_.wal_after_genesis;
       std::string why = idx < 0 ? "without a CUT_START" : "after the cut had ended here";
-      Add(Make("shape", k, at, nullptr,
-               fmt::format("node {}: CUT_FINISH({}) at {} {}", opt_.node, k, at.ToString(), why)));
+      if (!pruned) {
+        Add(Make("shape", k, at, nullptr,
+                 fmt::format("node {}: CUT_FINISH({}) at {} {}", opt_.node, k, at.ToString(), why)));
+      }
       if (idx < 0) {
         NodeCut nc;
         nc.cut_id = k;
@@ -609,6 +626,7 @@ class Scanner {
         for (const auto& t : cf.before) { TrackedTx x; x.tx = t; nc.before.push_back(x); }
         for (const auto& t : cf.after) { TrackedTx x; x.tx = t; nc.after.push_back(x); }
         nc.end = CutEnd::kNotStarted;
+        nc.evidence_pruned = pruned;
         s_.cuts.push_back(std::move(nc));
       }
       return;
@@ -652,7 +670,42 @@ class Scanner {
       expect_after_.erase(ea);
     }
     nc.end = nc.aborts.empty() ? CutEnd::kFinished : CutEnd::kAborted;
+    for (const auto& list : {&nc.before, &nc.after}) {
+      for (const auto& t : *list) nc.evidence_pruned |= t.first_seen == kFirstSeenPruned;
+    }
+    // Every transaction prepared here before this cut's CUT_START was
+    // tracked and has finished: from now on each one seen began in view.
+    if (nc.end == CutEnd::kFinished) clean_ = true;
     CloseOpen();
+  }
+
+  // The first CUT_START(c) of a WAL that starts after genesis: the commits
+  // before it were counted in bucket 1 (the node's cut was unknown); their
+  // first cut is at most c, which is all a check against a base at or after
+  // c needs, so they move to bucket c.
+  void RelabelPrunedPrefix(uint64_t c) {
+    Flush();
+    if (c <= 1) return;
+    if (auto it = s_.first_cut.find(1); it != s_.first_cut.end()) {
+      FirstCutCount& to = s_.first_cut[c];
+      to.count += it->second.count;
+      to.owned += it->second.owned;
+      s_.first_cut.erase(1);
+    }
+    for (auto& [peer, m] : s_.shared) {
+      if (auto it = m.find(1); it != m.end()) {
+        TxDigest& to = m[c];
+        to.x ^= it->second.x;
+        to.n += it->second.n;
+        m.erase(1);
+      }
+    }
+    for (size_t i = 0; i < RingUsed(); ++i) {
+      if (ring_[i].f == 1) ring_[i].f = c;
+    }
+    for (auto& [t, f] : witness_) {
+      if (f == 1) f = c;
+    }
   }
 
   // Finds the outcome of tracked transaction t of cut nc on this node, checks
@@ -667,6 +720,11 @@ class Scanner {
       d = &it->second;
     } else if (auto it = pre_start_.find(t); it != pre_start_.end()) {
       d = &it->second;
+    }
+    if (!d && open_unclean_ && !window_.Find(t) && !candidates_.count(t)) {
+      // Prepared before the first segment present: its records are gone.
+      out.first_seen = kFirstSeenPruned;
+      return out;
     }
     if (!d) {
       std::string why;
@@ -732,7 +790,26 @@ class Scanner {
     if (idx == open_) CloseOpen();
   }
 
-  void On(const walfmt::Snapshot& sn, Lsn at) { s_.snapshots.push_back(SnapshotMark{sn.name, at, sn.time_us, sn.fingerprint}); }
+  void On(const walfmt::Snapshot& sn, Lsn at) {
+    SnapshotMark m{sn.name, at, sn.time_us, sn.fingerprint, {}, {}};
+    Flush();
+    for (const auto& [f, c] : s_.first_cut) {
+      m.committed_before.count += c.count;
+      m.committed_before.owned += c.owned;
+    }
+    for (const auto& [peer, buckets] : s_.shared) {
+      TxDigest d;
+      for (const auto& [f, b] : buckets) {
+        d.x ^= b.x;
+        d.n += b.n;
+      }
+      if (d.n != 0 || d.x != 0) m.shared_before[peer] = d;
+    }
+    s_.snapshots.push_back(std::move(m));
+    // Taken quiesced: nothing is in flight, so every transaction seen from
+    // here on begins in view.
+    clean_ = true;
+  }
 
   void On(const walfmt::NodeStart& n, Lsn at) {
     s_.starts.push_back(StartMark{n.incarnation, at, n.time_us});
@@ -773,6 +850,11 @@ class Scanner {
   bool have_start_ = false;
   uint64_t last_start_ = 0;          // id of the last CUT_START
   uint64_t commits_so_far_ = 0;
+  // False while a transaction finishing here may have begun before the
+  // first segment present (a WAL that starts after genesis, until a full
+  // snapshot or a finished cut shows that everything in flight is in view).
+  bool clean_ = true;
+  bool open_unclean_ = false;        // the open cut started while !clean_
   int open_ = -1;                    // index in s_.cuts of the cut running here
   TxSet candidates_;                 // in flight when the open cut started
   TxMap<Done> pending_;              // candidates finished since
@@ -865,6 +947,14 @@ walfmt::Result<std::unique_ptr<NodeScan>> NodeScan::Open(const std::string& wal_
   if (!segs.ok()) return segs.status();
   if (segs->empty()) return walfmt::Status::NotFound(fmt::format("{}: no WAL segments", wal_dir));
   st->segs = std::move(segs.value());
+  // Segments are listed by index; a first index above 0 means the oldest
+  // ones were removed (WAL retention): the scan starts mid-history.
+  if (st->segs.front().index > 0) {
+    st->opt.wal_after_genesis = true;
+    st->scanner.StartAfterGenesis();
+    s.pruned = true;
+    s.wal_start = Lsn{st->segs.front().index, 0};
+  }
   const uint32_t node = opt.node;
   st->sink = [&s, node](const walfmt::Problem& p) {
     if (p.kind == walfmt::ProblemKind::kTornTail && !p.fatal) {
@@ -923,6 +1013,7 @@ walfmt::Result<NodeSummary> NodeScan::Finish() {
     si.compressed = seg.file.compressed;
     si.bytes = seg.file_bytes;
     si.records = seg.records;
+    if (s.pruned && s.segments.empty() && seg.header_ok) s.wal_start_time_us = seg.header.created_time_us;
     if (!s.cluster_known && seg.header_ok) {
       s.cluster_known = true;
       s.cluster_id = seg.header.cluster_id;

@@ -34,6 +34,11 @@ struct ScanOptions {
   // of each of the first 8 coordinators seen (cut/tx_window.h), and for the
   // last this many finishes of other transactions, in a ring.
   size_t finished_window = 4096;
+  // The WAL does not start at genesis (its first segment's index is above
+  // 0; NodeScan sets this from the segment list). Records of transactions
+  // and cuts that began before the first segment are then missing by
+  // design: they make the evidence of those cuts pruned, never a finding.
+  bool wal_after_genesis = false;
   std::optional<uint32_t> witness_peer;   // collect (tx, first cut) of transactions shared with this peer
   // Called now and then with the WAL bytes read so far (progress display).
   std::function<void(uint64_t bytes)> progress;

@@ -75,6 +75,11 @@ struct CutAbortMark {
   std::string detail;
 };
 
+// Where a tracked transaction's first record would be when it lies before
+// the first segment still present (a WAL whose oldest segments were
+// removed): a restore that needs it cannot be served by this WAL.
+inline constexpr Lsn kFirstSeenPruned{};
+
 // One cut as one node saw it.
 struct NodeCut {
   uint64_t cut_id = 0;
@@ -91,6 +96,29 @@ struct NodeCut {
   std::vector<CutAbortMark> aborts;
   bool restarted = false;              // a NODE_START between CUT_START and the end of the cut
   CutEnd end = CutEnd::kOpen;
+  // Some of this cut's evidence on this node lay in segments that were
+  // removed: its CUT_START, or the first record of a tracked transaction
+  // (then that TrackedTx::first_seen is kFirstSeenPruned). Only a WAL that
+  // starts after genesis (NodeSummary::pruned) has such cuts.
+  bool evidence_pruned = false;
+};
+
+// Order-independent digest of a set of transactions (XOR of a 64-bit hash of
+// each id, and the count). Two nodes agree on the transactions they share in
+// a cut when their digests for each other agree.
+struct TxDigest {
+  uint64_t x = 0;
+  uint64_t n = 0;
+  bool operator==(const TxDigest&) const = default;
+};
+uint64_t TxHash(const TxId& t);
+
+// Transactions committed on this node whose first cut is f: how many, and how
+// many of them have this node as their smallest participant (so that summing
+// `owned` over nodes counts each transaction of the cluster once).
+struct FirstCutCount {
+  uint64_t count = 0;
+  uint64_t owned = 0;
 };
 
 struct SnapshotMark {
@@ -98,6 +126,13 @@ struct SnapshotMark {
   Lsn at;
   uint64_t time_us = 0;
   uint64_t fingerprint = 0;
+  // Everything this node's WAL (as read) committed before the SNAPSHOT
+  // record: counts and, per peer, the digest of the shared transactions. A
+  // full snapshot is taken quiesced, so subtracting these from a cut's
+  // prefix sums leaves exactly what the cut adds to the snapshot, whatever
+  // was removed from the WAL before it.
+  FirstCutCount committed_before;
+  std::map<uint32_t, TxDigest> shared_before;
 };
 
 struct StartMark {
@@ -114,24 +149,6 @@ struct SegmentInfo {
   uint64_t records = 0;
 };
 
-// Transactions committed on this node whose first cut is f: how many, and how
-// many of them have this node as their smallest participant (so that summing
-// `owned` over nodes counts each transaction of the cluster once).
-struct FirstCutCount {
-  uint64_t count = 0;
-  uint64_t owned = 0;
-};
-
-// Order-independent digest of a set of transactions (XOR of a 64-bit hash of
-// each id, and the count). Two nodes agree on the transactions they share in
-// a cut when their digests for each other agree.
-struct TxDigest {
-  uint64_t x = 0;
-  uint64_t n = 0;
-  bool operator==(const TxDigest&) const = default;
-};
-uint64_t TxHash(const TxId& t);
-
 struct NodeSummary {
   int version = kSummaryVersion;
   uint32_t node = 0;
@@ -139,6 +156,12 @@ struct NodeSummary {
   uint64_t cluster_id = 0;
   std::string wal_dir;
   std::vector<SegmentInfo> segments;
+  // The oldest segments were removed: the first one present has an index
+  // above 0, so the WAL starts at `wal_start` (that segment, offset 0), not
+  // at genesis. Evidence before it is unavailable, not missing.
+  bool pruned = false;
+  Lsn wal_start;
+  uint64_t wal_start_time_us = 0;  // when that segment was created (its header)
 
   // The readable WAL: records from the start to `end` (exclusive).
   Lsn end;

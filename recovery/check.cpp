@@ -545,11 +545,16 @@ void CutItems(const cut::ClusterCuts& cc, const cut::GlobalCut& g, bool selected
   st.group = group;
   st.name = "status";
   st.note = cut::CutStatusName(g.status);
-  const bool bad = g.status == cut::CutStatus::kInconsistent || (g.status == cut::CutStatus::kIncomplete && !excused);
+  // An unavailable cut (its evidence lay in removed segments) is a note, not
+  // a finding, unless it was asked for by name: then it cannot be checked.
+  const bool bad = g.status == cut::CutStatus::kInconsistent || (g.status == cut::CutStatus::kIncomplete && !excused) ||
+                   (g.status == cut::CutStatus::kUnavailable && selected);
   for (size_t f = 0; f < g.findings.size(); ++f) {
     if (!used[f]) st.findings.push_back(FromCutFinding(g.findings[f]));
   }
-  if (g.status == cut::CutStatus::kIncomplete && !bad) {
+  if (g.status == cut::CutStatus::kUnavailable && !bad) {
+    st.note = fmt::format("unavailable (not a finding; its evidence lies in removed segments): {}", g.reason);
+  } else if (g.status == cut::CutStatus::kIncomplete && !bad) {
     // The last cut of a live cluster has not finished everywhere yet: that is
     // not a finding (it says so), unless it was asked for by name.
     st.note = fmt::format("incomplete (the last cut, still open; not a finding): {}", g.reason);
@@ -710,6 +715,21 @@ void RestoreOne(const CheckOptions& opt, const cut::ClusterCuts& cc, const cut::
   req.out = out;
   req.jobs = opt.jobs;
   if (!chain.tmp.empty()) req.base = chain.out;  // reads only the WAL between the two cuts
+  if (chain.tmp.empty() && cc.pruned) {
+    // Genesis is gone with the removed segments: the newest full snapshot
+    // the WAL still holds serves, if any does.
+    auto choice = ChooseBase(cc, layout, k);
+    if (!choice.ok()) {
+      restore.outcome = ItemOutcome::kSkipped;
+      restore.note = "not restored: " + choice.status().message();
+      skip_rest("the cut was not restored");
+      std::error_code ec;
+      std::filesystem::remove_all(tmp, ec);
+      finish();
+      return;
+    }
+    req.base = choice->base;
+  }
   req.progress = [&opt](uint64_t b) { Progress(opt, "restore", 0, 0, b); };
   auto r = Restore(cc, layout, req);
   Status written = Status::Ok();

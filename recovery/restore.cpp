@@ -301,6 +301,14 @@ walfmt::Result<BaseInfo> ResolveBase(const cut::ClusterCuts& cc, const cut::Clus
   files.assign(n, {});
   base_rules.assign(n, std::nullopt);
   if (req.base.empty() || req.base == "genesis") {
+    for (size_t i = 0; i < n; ++i) {
+      if (cc.nodes[i].pruned) {
+        return Status::InvalidArgument(fmt::format(
+            "base genesis needs every node's WAL from 0/00000000, but node {}'s WAL starts at {} (segments before it "
+            "were removed); use a full snapshot or an earlier restore as the base",
+            i, cc.nodes[i].wal_start.ToString()));
+      }
+    }
     b.kind = BaseKind::kGenesis;
     b.name = "genesis";
     return b;
@@ -330,7 +338,11 @@ walfmt::Result<BaseInfo> ResolveBase(const cut::ClusterCuts& cc, const cut::Clus
           fmt::format("base {} is a restore of cut {}, not before cut {}", req.base, b.cut, req.cut));
     }
     const cut::GlobalCut* g = cc.Find(b.cut);
-    if (!g || g->status != cut::CutStatus::kConsistent) {
+    // A cut that cannot be checked here because older segments were removed
+    // still serves when all of its evidence is present: the restore that
+    // made the base checked it.
+    if (!g || !(g->status == cut::CutStatus::kConsistent ||
+                (g->status == cut::CutStatus::kUnavailable && cc.EvidenceComplete(*g)))) {
       return Status::InvalidArgument(fmt::format("base {} restored cut {}, which is not a consistent cut of this WAL",
                                                  req.base, b.cut));
     }
@@ -338,10 +350,18 @@ walfmt::Result<BaseInfo> ResolveBase(const cut::ClusterCuts& cc, const cut::Clus
       base_rules[i] = RuleOf(*g->nodes[i]);
       b.position[i] = ContinueFrom(*g->nodes[i]);
     }
-  } else if (fs::is_directory(named, ec)) {
+  } else if (req.base.find('/') == std::string::npos && fs::is_directory(named, ec)) {
     b.kind = BaseKind::kFull;
     b.name = req.base;
     b.dir = named.string();
+  } else if (fs::is_directory(req.base, ec) && fs::exists(fs::path(req.base) / "node-0.snap", ec)) {
+    // A snapshot directory given by its path: the name comes from the files.
+    b.kind = BaseKind::kFull;
+    b.dir = req.base;
+    auto head = walfmt::ReadSnapshotFile((fs::path(req.base) / "node-0.snap").string(),
+                                         [](std::string_view, std::string_view) {});
+    if (!head.ok()) return Status::Corruption(head.status().message());
+    b.name = head->name;
   } else {
     return Status::NotFound(fmt::format(
         "base '{}': no snapshot {} and no restore output (manifest.json) at that path", req.base, named.string()));
@@ -389,6 +409,47 @@ const char* BaseKindName(BaseKind k) {
     case BaseKind::kRestored: return "restored";
   }
   return "unknown";
+}
+
+walfmt::Result<BaseChoice> ChooseBase(const cut::ClusterCuts& cc, const cut::ClusterLayout& layout, uint64_t k) {
+  const cut::GlobalCut* g = cc.Find(k);
+  if (!g) return Status::NotFound(fmt::format("cut {} is not in the WAL", k));
+  const size_t n = cc.nodes.size();
+  std::string skipped;  // why the newest snapshot that could have served did not
+  for (auto it = cc.snapshots.rbegin(); it != cc.snapshots.rend(); ++it) {
+    const cut::SnapshotUse& u = *it;
+    if (!u.usable) continue;
+    bool before_start = true;
+    for (size_t i = 0; i < n; ++i) {
+      before_start &= g->nodes[i] != nullptr && g->nodes[i]->started && u.at[i] < g->nodes[i]->start;
+    }
+    if (!before_start) continue;
+    std::error_code ec;
+    const fs::path dir = fs::path(layout.dir) / "snapshots" / u.name;
+    bool files = true;
+    for (size_t i = 0; i < n; ++i) files &= fs::is_regular_file(dir / fmt::format("node-{}.snap", i), ec);
+    if (!files) {
+      if (skipped.empty()) skipped = fmt::format("; full snapshot {} is in the WAL but {} lacks its files", u.name, dir.string());
+      continue;
+    }
+    return BaseChoice{u.name, fmt::format("the newest full snapshot taken before cut {} on every node, so the least WAL "
+                                          "to read{}",
+                                          k, skipped)};
+  }
+  if (!cc.pruned) {
+    return BaseChoice{"genesis", fmt::format("no full snapshot precedes cut {} on every node; the whole WAL from genesis "
+                                             "is present{}",
+                                             k, skipped)};
+  }
+  const cut::NodeSummary* first = nullptr;
+  for (const auto& s : cc.nodes) {
+    if (s.pruned && (!first || first->wal_start < s.wal_start)) first = &s;
+  }
+  return Status::InvalidArgument(fmt::format(
+      "cut {} cannot be restored from this WAL alone: node {}'s WAL starts at {} (segments before it were removed) "
+      "and no full snapshot every node's WAL still holds precedes the cut{}; give --base with an earlier restore "
+      "output",
+      k, first->node, first->wal_start.ToString(), skipped));
 }
 
 walfmt::Result<RestoreResult> Restore(const cut::ClusterCuts& cc, const cut::ClusterLayout& layout,

@@ -97,6 +97,18 @@ struct RestoreResult {
 walfmt::Result<RestoreResult> Restore(const cut::ClusterCuts& cuts, const cut::ClusterLayout& layout,
                                       const RestoreRequest& req);
 
+// The base a restore of cut `k` uses when none is given: the newest full
+// snapshot of the cluster (DIR/snapshots/<name>/ with its files present)
+// whose SNAPSHOT record every node's WAL still holds before CUT_START(k),
+// because it leaves the least WAL to read; else genesis when every node's
+// WAL still starts at genesis. `why` says which and why, in one line.
+// kInvalidArgument when no base can serve cut k from this WAL.
+struct BaseChoice {
+  std::string base;  // "genesis" or a snapshot name (RestoreRequest::base)
+  std::string why;
+};
+walfmt::Result<BaseChoice> ChooseBase(const cut::ClusterCuts& cc, const cut::ClusterLayout& layout, uint64_t k);
+
 // Writes OUT/node-<i>.snap and OUT/manifest.json into a temporary directory
 // next to OUT and renames it into place; refuses an existing OUT. `extra` is
 // merged into the manifest (for example the results of workload checks).

@@ -3,6 +3,7 @@
 // node, the cut and the transaction at fault.
 #include <algorithm>
 #include <filesystem>
+#include <set>
 #include <fstream>
 #include <functional>
 #include <map>
@@ -739,4 +740,91 @@ TEST_CASE("ScanCluster: an exception on a scanning thread reaches the caller") {
   };
   CHECK_THROWS_WITH(walcut::cut::ScanCluster(*layout, lo), "progress failed");
   CHECK(calls >= 3);
+}
+
+namespace {
+
+// Removes, on every node of `dir`, the segments before the one holding the
+// SNAPSHOT record named `name`. Returns how many went.
+size_t PruneBefore(const std::string& dir, uint32_t nodes, const std::string& name) {
+  size_t removed = 0;
+  for (uint32_t n = 0; n < nodes; ++n) {
+    const std::string wal = fmt::format("{}/node-{}/wal", dir, n);
+    auto recs = ReadAll(wal);
+    auto at = FindRecord<walfmt::Snapshot>(recs, [&](const walfmt::Snapshot& s) { return s.name == name; });
+    REQUIRE(at != recs.end());
+    for (const auto& e : fs::directory_iterator(wal)) {
+      if (std::strtoull(e.path().filename().string().substr(0, 16).c_str(), nullptr, 16) < at->lsn.segment) {
+        fs::remove(e.path());
+        ++removed;
+      }
+    }
+  }
+  return removed;
+}
+
+}  // namespace
+
+TEST_CASE("a pruned WAL: a commit dropped after the full snapshot is still found, cuts before it are unavailable",
+          "[pruned]") {
+  TempDir d("pruned-drop");
+  walcut::node::ClusterOptions o = Healthy(d.path.string());
+  o.full_snapshot_at_tx = 900;
+  o.segment_bytes = 8 * 1024;
+  auto run = walcut::node::RunCluster(o);
+  REQUIRE(run.ok());
+  REQUIRE(run->snapshots.size() == 1);
+  const std::string snap = run->snapshots[0].name;
+  ClusterCuts cc = LoadCuts(d.path.string());
+  // A two-participant transaction committed on node 1 after its SNAPSHOT
+  // record and well before the last cut, tracked by no cut.
+  std::set<walfmt::TxId> tracked;
+  for (const auto& s : cc.nodes) {
+    for (const auto& c : s.cuts) {
+      for (const auto* l : {&c.before, &c.after}) {
+        for (const auto& t : *l) tracked.insert(t.tx);
+      }
+    }
+  }
+  const walfmt::Lsn snap_at = run->snapshots[0].wal_position[1];
+  const walfmt::Lsn last_start = cc.cuts.back().nodes[1]->start;
+  auto recs = ReadAll(fmt::format("{}/node-1/wal", d.path.string()));
+  auto victim = std::find_if(recs.begin(), recs.end(), [&](const Rec& r) {
+    auto* c = std::get_if<walfmt::TxCommit>(&r.rec);
+    return c && r.lsn > snap_at && !tracked.count(c->tx) && c->participants.size() == 2;
+  });
+  REQUIRE(victim != recs.end());
+  REQUIRE(victim->lsn < last_start);
+  const walfmt::TxId tx = std::get<walfmt::TxCommit>(victim->rec).tx;
+  INFO("dropped the TX_COMMIT of " << tx.ToString() << " at " << victim->lsn.ToString() << " on node 1");
+  Rewrite(d.path.string(), 1, [&](std::vector<Rec>& all) {
+    all.erase(std::find_if(all.begin(), all.end(), [&](const Rec& r) {
+      auto* c = std::get_if<walfmt::TxCommit>(&r.rec);
+      return c && c->tx == tx;
+    }));
+  });
+  REQUIRE(PruneBefore(d.path.string(), o.nodes, snap) > 0);
+  ClusterCuts bad = LoadCuts(d.path.string());
+  REQUIRE(bad.pruned);
+  size_t inconsistent = 0, unavailable = 0;
+  for (const auto& g : bad.cuts) {
+    INFO("cut " << g.cut_id << " " << CutStatusName(g.status) << ": " << g.reason);
+    if (g.status == CutStatus::kUnavailable) ++unavailable;
+    if (g.status != CutStatus::kInconsistent) continue;
+    ++inconsistent;
+    CHECK_FALSE(g.checks.atomicity);
+    CHECK(g.checked_against.find(snap) != std::string::npos);
+    CHECK(g.reason.find("disagree on the transactions they share") != std::string::npos);
+  }
+  CHECK(inconsistent > 0);
+  CHECK(unavailable > 0);
+  // The same WAL without the damage: nothing is inconsistent.
+  TempDir clean("pruned-clean");
+  o.dir = clean.path.string();
+  REQUIRE(walcut::node::RunCluster(o).ok());
+  REQUIRE(PruneBefore(clean.path.string(), o.nodes, snap) > 0);
+  for (const auto& g : LoadCuts(clean.path.string()).cuts) {
+    INFO("cut " << g.cut_id << ": " << g.reason);
+    CHECK(g.status != CutStatus::kInconsistent);
+  }
 }
