@@ -144,7 +144,7 @@ void CheckContinuity(const Artifact& a, const RepoListing& l, RepoCheckReport& r
   }
 }
 
-void CheckCut(const Artifact& a, RepoCheckReport& r, unsigned jobs) {
+void CheckCut(const Artifact& a, const RepoListing& l, RepoCheckReport& r, unsigned jobs) {
   const uint64_t k = *a.m.cut;
   const std::string group = a.name;
   cut::ClusterLayout layout;
@@ -160,7 +160,12 @@ void CheckCut(const Artifact& a, RepoCheckReport& r, unsigned jobs) {
     Fail(st, Finding("cut", fmt::format("{}: the artifact's WAL cannot be read: {}", a.dir, sums.status().message())));
     return;
   }
-  auto cc = cut::Reconstruct(std::move(sums.value()));
+  // The parent's cut was verified when the parent was made: the increment's
+  // WAL is checked against it (only what cut K adds to it is compared).
+  cut::ReconstructOptions ro;
+  const Artifact* parent = l.Find(a.m.parent);
+  if (parent && parent->status.ok()) ro.attested_cut = parent->m.cut;
+  auto cc = cut::Reconstruct(std::move(sums.value()), ro);
   if (!cc.ok()) {
     Fail(st, Finding("cut", fmt::format("{}: {}", a.dir, cc.status().message())));
     return;
@@ -341,7 +346,7 @@ Result<RepoCheckReport> CheckRepository(const RepoCheckOptions& o) {
     } else {
       CheckContinuity(*a, *l, r);
       if (files_ok) {
-        CheckCut(*a, r, o.jobs);
+        CheckCut(*a, *l, r, o.jobs);
       } else {
         RepoCheckItem& sk = Add(r, "cuts", a->name, fmt::format("cut {}: status", a->m.cut.value_or(0)));
         sk.skipped = true;

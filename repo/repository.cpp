@@ -246,12 +246,17 @@ Status Publish(Staging& s, const std::string& repo, Manifest& m) {
   return Status::Ok();
 }
 
-Result<cut::ClusterCuts> Analyze(const cut::ClusterLayout& layout, unsigned jobs) {
+// `attested`: the cut of the parent artifact, known consistent from when it
+// was made; an increment's WAL is checked against it.
+Result<cut::ClusterCuts> Analyze(const cut::ClusterLayout& layout, unsigned jobs,
+                                 std::optional<uint64_t> attested = std::nullopt) {
   cut::LoadOptions lo;
   lo.jobs = jobs;
   auto sums = cut::ScanCluster(layout, lo);
   if (!sums.ok()) return sums.status();
-  return cut::Reconstruct(std::move(sums.value()));
+  cut::ReconstructOptions ro;
+  ro.attested_cut = attested;
+  return cut::Reconstruct(std::move(sums.value()), ro);
 }
 
 Lsn ContinueFrom(const cut::NodeCut& nc) {
@@ -1038,7 +1043,7 @@ Result<RepoRestoreResult> RestoreFromRepository(const RepoRestoreRequest& req) {
       layout.dir = ldir;
       base = full.m.snapshot;
     }
-    auto cc = Analyze(layout, req.jobs);
+    auto cc = Analyze(layout, req.jobs, (*chain)[j - 1]->m.cut);
     if (!cc.ok()) return cc.status();
     const bool last = j + 1 == chain->size();
     const std::string out = last ? req.out : Join(work.dir, fmt::format("step-{}", j));

@@ -496,13 +496,10 @@ TEST_CASE("repo: expire keeps the newest fulls and every chain they start; the r
 
 namespace walcut::repo {
 
-// Small segments: every increment's WAL starts after segment 0. The cut
-// analysis reads such a WAL once it accepts one whose oldest segments are
-// missing (the lead's change on main); until then this case is expected to
-// fail, and [!mayfail] keeps it visible without breaking the suite. Remove the
-// tag once main is merged.
+// Small segments: every increment's WAL starts after segment 0, and the cut
+// analysis checks it against the parent's cut or full snapshot.
 TEST_CASE("repo: increments of a WAL of many segments restore byte-identically through the chain",
-          "[repo][!mayfail]") {
+          "[repo]") {
   TempDir t("repo-multiseg");
   const std::string cluster = MakeCluster(t.str(), 91, 8192);
   const std::string repo = t.str() + "/repo";
