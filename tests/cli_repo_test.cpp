@@ -239,3 +239,31 @@ TEST_CASE("cli repo: create killed at every I/O step leaves the repository valid
 }
 
 }  // namespace walcut::test
+
+namespace walcut::test {
+
+TEST_CASE("cli repo: a chain over many segments (samples/healthy) checks clean and restores like the live WAL",
+          "[cli][repo]") {
+  TempDir t;
+  const std::string c = std::string(WALCUT_SOURCE_DIR) + "/samples/healthy";
+  const std::string repo = t.path + "/repo";
+  REQUIRE(Walcut(fmt::format("snapshot create '{}' --repo '{}' --full --from full-1500", c, repo)).code == 0);
+  auto r = Walcut(fmt::format("snapshot create '{}' --repo '{}' --incremental --cut 4", c, repo));
+  INFO(r.out << r.err);
+  REQUIRE(r.code == 0);
+  r = Walcut(fmt::format("snapshot create '{}' --repo '{}' --incremental --latest", c, repo));
+  REQUIRE(r.code == 0);
+  CHECK(r.out.find("i-cut-6") != std::string::npos);
+  CHECK(r.out.find("in 3 segments") != std::string::npos);
+  r = Walcut(fmt::format("snapshot check '{}' --restore", repo));
+  INFO(r.out << r.err);
+  CHECK(r.code == 0);
+  Golden("check-healthy-restore.txt", Normalize(r.out, repo));
+  REQUIRE(Walcut(fmt::format("restore --repo '{}' --latest --out '{}/chained'", repo, t.path)).code == 0);
+  REQUIRE(Walcut(fmt::format("restore '{}' --cut 6 --out '{}/live'", c, t.path)).code == 0);
+  for (int i = 0; i < 3; ++i) {
+    CHECK(Slurp(fmt::format("{}/chained/node-{}.snap", t.path, i)) == Slurp(fmt::format("{}/live/node-{}.snap", t.path, i)));
+  }
+}
+
+}  // namespace walcut::test
