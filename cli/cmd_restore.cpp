@@ -8,6 +8,7 @@
 #include "cli/command.h"
 #include "cli/cut_common.h"
 #include "cli/output.h"
+#include "cli/repo_commands.h"
 #include "cut/load.h"
 #include "recovery/cluster_info.h"
 #include "recovery/invariants.h"
@@ -31,6 +32,7 @@ struct RestoreOptions {
   unsigned jobs = 0;
   Format format = Format::kText;
   std::string check;  // "", bank, cycle, auto
+  std::string repo;   // --repo: restore from a repository (cli/cmd_restore_repo.cpp); `dir` is then the artifact
 };
 
 // Runs the workload invariants on the staged node files (read back, so the
@@ -105,6 +107,26 @@ json NodeJson(const recovery::NodeRestore& n, bool dry_run) {
 }
 
 int RunRestore(const RestoreOptions& o) {
+  if (!o.repo.empty()) {  // --repo: a full artifact and its increments (cli/cmd_restore_repo.cpp), not DIR's WAL
+    uint64_t t = 0;
+    bool time_ok = true;
+    if (!o.before.empty()) {
+      auto parsed = walfmt::ParseDuration(o.before);
+      time_ok = parsed.ok();
+      if (time_ok) t = *parsed;
+    }
+    if (!time_ok || !o.base.empty() || o.force || !o.check.empty()) {
+      PrintError("with --repo: --before takes a time (250ms, 1.5s, 1200us); --base, --force and --check do not apply");
+      return kExitUsage;
+    }
+    return RunRestoreRepo({o.repo, o.dir, o.cut ? std::optional<uint64_t>(o.cut) : std::nullopt, o.latest,
+                           o.before.empty() ? std::nullopt : std::optional<uint64_t>(t), o.out, o.dry_run,
+                           o.format == Format::kJson, o.jobs});
+  }
+  if (o.dir.empty()) {
+    PrintError("DIR is required (or --repo REPO)");
+    return kExitUsage;
+  }
   const int chosen = (o.cut > 0) + o.latest + !o.before.empty();
   if (chosen != 1) {
     PrintError("give exactly one of --cut K, --latest, --before TIME");
@@ -259,7 +281,8 @@ void RegisterRestore(CLI::App& root, Registry& reg) {
       "never overwrites OUT and never modifies the input. An inconsistent or incomplete cut is refused\n"
       "(exit 1) unless --force, and then the manifest says what is wrong.\n"
       "Exit 0 restored, 1 refused or forced, 2 usage error, 3 I/O error or damaged input.");
-  cmd->add_option("dir", o->dir, "Cluster directory")->required();
+  cmd->add_option("dir", o->dir, "Cluster directory (with --repo: an artifact NAME, or none with --cut/--latest/--before)");
+  cmd->add_option("--repo", o->repo, "Restore from a repository of snapshot artifacts: a full and its increments");
   cmd->add_option("--cut", o->cut, "Cut id to restore");
   cmd->add_flag("--latest", o->latest, "The latest restorable cut (the end of the restore window)");
   cmd->add_option("--before", o->before, "The latest consistent cut that finished before TIME (250ms, 1.5s, 1200us)");

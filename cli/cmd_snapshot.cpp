@@ -8,6 +8,7 @@
 
 #include "cli/command.h"
 #include "cli/output.h"
+#include "cli/repo_commands.h"
 #include "recovery/invariants.h"
 #include "recovery/state_set.h"
 #include "walfmt/record.h"
@@ -49,6 +50,12 @@ struct CheckOptions {
   std::string cluster_dir;
   Format format = Format::kText;
   size_t max_findings = 1000;
+  // The repository form (cli/cmd_snapshot_check_repo.cpp): DIR holds the repository marker.
+  std::string name;
+  bool restore = false;
+  std::string format_name = "text";
+  std::string output;
+  unsigned jobs = 0;
 };
 
 nlohmann::json FindingJson(const recovery::Finding& f) {
@@ -66,6 +73,12 @@ nlohmann::json FindingJson(const recovery::Finding& f) {
 
 int RunCheck(const CheckOptions& o) {
   if (auto rc = CheckDirExists(o.dir)) return *rc;
+  if (IsRepositoryDir(o.dir)) return RunRepoCheck({o.dir, o.name, o.restore, o.format_name, o.output, o.jobs});
+  if (!o.name.empty() || o.restore || o.format_name == "junit" || !o.output.empty()) {
+    PrintError(fmt::format("{}: NAME, --restore, --format junit and --output are for a repository (no {} here)", o.dir,
+                           "walcut-repository.json"));
+    return kExitUsage;
+  }
   auto src = o.cluster_dir.empty() ? recovery::FindClusterInfoFor(o.dir)
                                    : recovery::ClusterInfoFromDir(o.cluster_dir, o.dir);
   if (!src.ok()) {
@@ -257,13 +270,21 @@ void RegisterSnapshot(CLI::App& root, Registry& reg) {
       "--cluster. Exit 0 when every check passes, 1 on findings, 2 on usage errors (no such directory, no\n"
       "cluster.json to be found, a --check the workload has no keys for, node counts or cluster ids that do\n"
       "not match), 3 when a file cannot be read or is damaged (.snap, cluster.json, manifest.json).");
-  check->add_option("DIR", c->dir, "Snapshot directory")->required();
+  check->add_option("DIR", c->dir, "Snapshot directory, or a repository of snapshot artifacts")->required();
+  check->add_option("NAME", c->name, "Repository: check this artifact and its chain only");
+  check->add_flag("--restore", c->restore, "Repository: trial restore through each chain with the workload invariants");
+  check->add_option("-o,--output", c->output, "Repository: write the report to FILE (atomically); stdout gets the verdict");
+  check->add_option("-j,--jobs", c->jobs, "Repository: threads (default: one per core)");
   check->add_option("--check", c->check, "bank, cycle, or auto: what the cluster's workload has (default; mixed runs both)")
       ->check(CLI::IsMember({"bank", "cycle", "auto"}))
       ->type_name("bank|cycle|auto");
   check->add_option("--cluster", c->cluster_dir, "Cluster directory whose cluster.json describes the snapshot");
   check->add_option("--max-findings", c->max_findings, "List at most this many findings (default 1000); all are counted");
-  AddFormatOption(check, c->format);
+  check->add_option_function<std::string>(
+           "--format", [c](const std::string& v) { c->format_name = v; c->format = v == "json" ? Format::kJson : Format::kText; },
+           "Output format: text (default), json, or junit (a repository only)")
+      ->check(CLI::IsMember({"text", "json", "junit"}))
+      ->type_name("text|json|junit");
   reg.Add(check, [c] { return RunCheck(*c); });
 
   auto s = std::make_shared<ShowOptions>();

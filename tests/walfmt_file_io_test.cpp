@@ -112,3 +112,42 @@ TEST_CASE("WriteFileAtomic unsynced still renames into place, without the fsyncs
   CHECK(ReadFileBytes(p) == "packed");
   CHECK(CountEntries(d.path()) == 1);
 }
+
+TEST_CASE("ReadFileChunks and CopyToNewFile stream a file; a failed copy leaves no file", "[file_io]") {
+  TempDir d;
+  const std::string from = d.path() + "/from";
+  std::string data;
+  for (int i = 0; i < 300000; ++i) data += static_cast<char>('a' + i % 26);
+  WriteFileBytes(from, data);
+  std::string seen;
+  size_t pieces = 0;
+  REQUIRE(walfmt::ReadFileChunks(from, 4096, [&](std::string_view p) {
+            CHECK(p.size() <= 4096);
+            seen.append(p);
+            ++pieces;
+            return walfmt::Status::Ok();
+          }).ok());
+  CHECK(seen == data);
+  CHECK(pieces == (data.size() + 4095) / 4096);
+  CHECK(walfmt::ReadFileChunks(d.path() + "/none", 10, [](std::string_view) { return walfmt::Status::Ok(); }).code() ==
+        walfmt::ErrorCode::kNotFound);
+  CHECK(walfmt::ReadFileChunks(d.path(), 10, [](std::string_view) { return walfmt::Status::Ok(); }).code() ==
+        walfmt::ErrorCode::kIo);
+
+  std::string hashed;
+  REQUIRE(walfmt::CopyToNewFile(from, d.path() + "/to", [&](std::string_view p) { hashed.append(p); }).ok());
+  CHECK(ReadFileBytes(d.path() + "/to") == data);
+  CHECK(hashed == data);
+  CHECK_FALSE(walfmt::CopyToNewFile(from, d.path() + "/to").ok());  // never overwrites
+  // Every step (writes, then the fsync) can fail; then the target is gone.
+  for (uint64_t n = 1;; ++n) {
+    INFO("step " << n);
+    REQUIRE(n < 10);
+    walfmt::SetFailAtStep(n);
+    const walfmt::Status st = walfmt::CopyToNewFile(from, d.path() + "/to2");
+    walfmt::SetFailAtStep(0);
+    if (st.ok()) break;
+    CHECK_FALSE(fs::exists(d.path() + "/to2"));
+  }
+  CHECK(ReadFileBytes(d.path() + "/to2") == data);
+}

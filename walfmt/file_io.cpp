@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <cstdlib>
@@ -69,6 +70,55 @@ Status CountIoStep(std::string_view what) {
   const uint64_t at = FailAt().load(std::memory_order_relaxed);
   if (at != 0 && step == at) return Status::Io(fmt::format("{}: injected fault at I/O step {}", what, step));
   return Status::Ok();
+}
+
+Status ReadFileChunks(const std::string& path, size_t chunk, const std::function<Status(std::string_view)>& each) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0) {
+    const int err = errno;
+    if (err == ENOENT) return Status::NotFound(fmt::format("{}: no such file", path));
+    return Status::Io(fmt::format("{}: cannot open: {}", path, Why(err)));
+  }
+  struct stat st {};
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    const int err = errno;
+    ::close(fd);
+    return Status::Io(fmt::format("{}: {}", path, S_ISREG(st.st_mode) ? "cannot stat: " + Why(err) : "not a regular file"));
+  }
+  std::string buf(std::max<size_t>(chunk, 1), '\0');
+  uint64_t done = 0;
+  Status result;
+  while (true) {
+    const ssize_t n = ::read(fd, buf.data(), buf.size());
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      result = Status::Io(fmt::format("{}: read error at byte {}: {}", path, done, Why(errno)));
+      break;
+    }
+    if (n == 0) break;
+    done += static_cast<uint64_t>(n);
+    result = each(std::string_view(buf.data(), static_cast<size_t>(n)));
+    if (!result.ok()) break;
+  }
+  ::close(fd);
+  return result;
+}
+
+Status CopyToNewFile(const std::string& from, const std::string& to, const std::function<void(std::string_view)>& each) {
+  const int fd = ::open(to.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+  if (fd < 0) return Status::Io(fmt::format("{}: cannot create: {}", to, Why(errno)));
+  Status st = ReadFileChunks(from, size_t{1} << 20, [&](std::string_view piece) {
+    if (each) each(piece);
+    return WriteAll(fd, piece, to);
+  });
+  if (!st.ok()) {
+    ::close(fd);
+    ::unlink(to.c_str());
+    return st;
+  }
+  st = SyncAndClose(fd, to);
+  if (!st.ok()) ::unlink(to.c_str());
+  return st;
 }
 
 Result<std::string> ReadWholeFile(const std::string& path, uint64_t max_bytes) {

@@ -16,6 +16,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <string_view>
 
@@ -39,6 +40,18 @@ inline constexpr uint64_t kMaxJsonFileBytes = uint64_t{64} << 20;
 // only for writers whose own data is not synced either (the WAL writer with
 // WriterOptions::fsync off, in simulation), where a sync would buy nothing.
 enum class Durability : uint8_t { kSynced, kUnsynced };
+// Reads a regular file (opened as ReadWholeFile opens it) from start to end in
+// pieces of at most `chunk` bytes and hands each to `each`; memory holds one
+// piece. A non-Ok status from `each` stops the read and is returned. kNotFound
+// when the file does not exist, kIo as ReadWholeFile.
+Status ReadFileChunks(const std::string& path, size_t chunk, const std::function<Status(std::string_view)>& each);
+
+// Copies the regular file `from` to the new file `to` (which must not exist),
+// piece by piece, and fsyncs it, as WriteNewFile would write it: every write and
+// the fsync are steps of the fault hook. `each`, when given, sees every piece
+// (to checksum the bytes on the way). On an error `to` is removed.
+Status CopyToNewFile(const std::string& from, const std::string& to,
+                     const std::function<void(std::string_view)>& each = {});
 
 // Writes `data` to `path` atomically and durably (see above). An existing
 // file at `path` is replaced.

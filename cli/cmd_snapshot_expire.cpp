@@ -1,0 +1,57 @@
+// walcut snapshot expire REPO --keep-full N [--dry-run]: retention that never
+// removes an artifact a kept one depends on.
+#include <fmt/format.h>
+
+#include "cli/command.h"
+#include "cli/output.h"
+#include "repo/repository.h"
+
+namespace walcut::cli {
+namespace {
+
+struct ExpireOptions {
+  std::string repo;
+  uint64_t keep_full = 0;
+  bool dry_run = false;
+  Format format = Format::kText;
+};
+
+int RunExpire(const ExpireOptions& o) {
+  auto r = repo::Expire(o.repo, o.keep_full, o.dry_run);
+  if (!r.ok()) {
+    PrintError(r.status().message());
+    return ExitForStatus(r.status());
+  }
+  if (o.format == Format::kJson) {
+    nlohmann::json j = {{"schema", "walcut.repository.expire/1"}, {"repo", o.repo},   {"dry_run", o.dry_run},
+                        {"keep_full", o.keep_full},              {"kept", r->kept}, {"removed", r->removed},
+                        {"leftovers_removed", r->leftovers_removed}};
+    fmt::print("{}\n", j.dump(2));
+    return kExitOk;
+  }
+  for (const auto& n : r->removed) fmt::print("{} {}\n", o.dry_run ? "would remove" : "removed", n);
+  for (const auto& n : r->leftovers_removed) fmt::print("{} leftover {}\n", o.dry_run ? "would remove" : "removed", n);
+  fmt::print("{}: kept {} artifact{}, {} {}\n", o.repo, r->kept.size(), r->kept.size() == 1 ? "" : "s",
+             o.dry_run ? "would remove" : "removed", r->removed.size());
+  return kExitOk;
+}
+
+void RegisterSnapshotExpire(CLI::App& root, Registry& reg) {
+  CLI::App* snapshot = root.get_subcommand("snapshot");
+  auto o = std::make_shared<ExpireOptions>();
+  CLI::App* cmd = snapshot->add_subcommand(
+      "expire",
+      "Retention: keep the newest N full artifacts of each cluster and every artifact whose chain starts at\n"
+      "one of them; remove the others, leaves first, each renamed away before it is deleted. Artifacts\n"
+      "with a broken chain are left alone (snapshot check reports them). Exit 0, 2 usage, 3 I/O error.");
+  cmd->add_option("REPO", o->repo, "Repository directory")->required();
+  cmd->add_option("--keep-full", o->keep_full, "Full artifacts to keep per cluster (at least 1)")->required();
+  cmd->add_flag("--dry-run", o->dry_run, "Print what would be removed; remove nothing");
+  AddFormatOption(cmd, o->format);
+  reg.Add(cmd, [o] { return RunExpire(*o); });
+}
+
+const CommandRegistrar kRegister{83, RegisterSnapshotExpire};
+
+}  // namespace
+}  // namespace walcut::cli
