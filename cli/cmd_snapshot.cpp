@@ -253,8 +253,10 @@ int RunShow(const ShowOptions& o) {
 void RegisterSnapshot(CLI::App& root, Registry& reg) {
   CLI::App* cmd = root.add_subcommand(
       "snapshot",
-      "Inspect and check a snapshot directory: a full snapshot (CLUSTER/snapshots/<name>) or a restore output\n"
-      "(node-<i>.snap files and a manifest.json). Nothing is modified.");
+      "Snapshot directories and repositories of snapshot artifacts. show / check: a full snapshot\n"
+      "(CLUSTER/snapshots/<name>) or a restore output (node-<i>.snap files and a manifest.json), nothing\n"
+      "modified; check also takes a repository. create / list / expire: a repository of full snapshots and\n"
+      "increments that outlives the cluster's WAL (walcut restore --repo restores from it).");
   cmd->require_subcommand(1);
 
   auto c = std::make_shared<CheckOptions>();

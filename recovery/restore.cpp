@@ -540,20 +540,15 @@ walfmt::Result<RestoreResult> Restore(const cut::ClusterCuts& cc, const cut::Clu
   if (!req.dry_run && !req.out.empty()) {
     std::error_code ec;
     const fs::path target = fs::absolute(req.out, ec);
-    const fs::path stage = target.parent_path() / fmt::format(".{}.tmp-{}", target.filename().string(), getpid());
-    fs::remove_all(stage, ec);
+    const fs::path stage = walfmt::TempNameBeside(target.string());
     if (!fs::create_directories(stage, ec) || ec) {
       return Status::Io(fmt::format("{}: cannot create: {}", stage.string(), ec.message()));
     }
     r.stage_dir = stage.string();
   }
-  uint64_t cluster_id = 0;
-  if (!r.cluster_json.empty()) {
-    json cj = json::parse(r.cluster_json, nullptr, false);
-    if (cj.is_object() && cj.contains("cluster_id") && cj["cluster_id"].is_number_unsigned()) {
-      cluster_id = cj["cluster_id"].get<uint64_t>();
-    }
-  }
+  // The cluster_id the node files carry: the layout's, read by the one
+  // cluster.json parser.
+  const uint64_t cluster_id = layout.cluster_id;
   for (auto& job : jobs) {
     job.keep_state = req.keep_states || (req.out.empty() && !req.dry_run);
     if (r.stage_dir.empty()) continue;
