@@ -131,8 +131,9 @@ std::string CheckReportText(const CheckReport& r, int exit_code) {
   line(files);
   if (r.has_cuts) {
     const Counts cc = CountItems(r, CheckLevel::kCuts);
-    line(fmt::format("cuts: {}: {} consistent, {} inconsistent, {} incomplete; {}{}",
+    line(fmt::format("cuts: {}: {} consistent, {} inconsistent, {} incomplete{}; {}{}",
                      Plural(r.cuts_total, "cut", "cuts"), r.cuts_consistent, r.cuts_inconsistent, r.cuts_incomplete,
+                     r.cuts_unavailable ? fmt::format(", {} unavailable", r.cuts_unavailable) : std::string(),
                      Plural(cc.checks, "check", "checks"),
                      cc.failed ? fmt::format(", {} failed", cc.failed) : std::string()));
   }
@@ -191,7 +192,8 @@ json CheckReportJson(const CheckReport& r, int exit_code) {
     j["cuts"] = {{"total", r.cuts_total},
                  {"consistent", r.cuts_consistent},
                  {"inconsistent", r.cuts_inconsistent},
-                 {"incomplete", r.cuts_incomplete}};
+                 {"incomplete", r.cuts_incomplete},
+                 {"unavailable", r.cuts_unavailable}};
     j["window"] = WindowJson(r.window);
   } else {
     j["cuts"] = nullptr;

@@ -28,6 +28,7 @@ int RunCuts(const CutsOptions& o) {
     PrintError(cc.status().message());
     return ExitForStatus(cc.status());
   }
+  if (o.paths.size() == 1) AddListedSnapshots(*cc, o.paths[0]);
   uint64_t counts[5] = {0, 0, 0, 0, 0};  // by cut::CutStatus
   for (const auto& g : cc->cuts) ++counts[static_cast<int>(g.status)];
   bool damaged = false;

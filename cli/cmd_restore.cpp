@@ -178,7 +178,8 @@ int RunRestore(const RestoreOptions& o) {
   }
   std::string base = o.base;
   std::string base_why = "given by --base";
-  if (base.empty()) {
+  const cut::GlobalCut* target = cc->Find(k);
+  if (base.empty() && target && (target->status == cut::CutStatus::kConsistent || o.force)) {
     auto choice = recovery::ChooseBase(*cc, *layout, k);
     if (!choice.ok()) {
       PrintError(choice.status().message());

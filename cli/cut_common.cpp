@@ -1,9 +1,12 @@
 #include "cli/cut_common.h"
 
+#include <algorithm>
+
 #include <fmt/format.h>
 
 #include "cli/output.h"
 #include "cut/load.h"
+#include "walfmt/cluster_layout.h"
 
 namespace walcut::cli {
 using nlohmann::json;
@@ -126,6 +129,23 @@ std::vector<std::string> WindowLines(const cut::RestoreWindow& w) {
   out.push_back(fmt::format("  earliest {}: {}", w.earliest, w.earliest_limit));
   out.push_back(fmt::format("  latest {}: {}", w.latest, w.latest_limit));
   return out;
+}
+
+void AddListedSnapshots(cut::ClusterCuts& cc, const std::string& dir) {
+  auto info = walfmt::LoadClusterInfo(dir);
+  if (!info.ok()) return;
+  std::vector<cut::SnapshotUse> gone;
+  for (const auto& s : info->full_snapshots) {
+    if (cc.FindSnapshot(s.name)) continue;
+    cut::SnapshotUse u;
+    u.name = s.name;
+    u.time_us = s.time_us;
+    u.why = "no node's WAL holds its SNAPSHOT record any more (the segments were removed)";
+    gone.push_back(std::move(u));
+  }
+  cc.snapshots.insert(cc.snapshots.begin(), gone.begin(), gone.end());
+  std::stable_sort(cc.snapshots.begin(), cc.snapshots.end(),
+                   [](const cut::SnapshotUse& a, const cut::SnapshotUse& b) { return a.time_us < b.time_us; });
 }
 
 json SnapshotsJson(const cut::ClusterCuts& cc) {

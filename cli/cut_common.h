@@ -34,6 +34,10 @@ std::vector<std::string> WindowLines(const cut::RestoreWindow& w);
 
 // The full snapshots the WAL records and the cuts each can serve as base.
 nlohmann::json SnapshotsJson(const cut::ClusterCuts& cc);
+// Adds the full snapshots that DIR/cluster.json lists but no node's WAL holds
+// a SNAPSHOT record of any more (they lay in removed segments), as not
+// usable, so that listings name every snapshot the cluster took.
+void AddListedSnapshots(cut::ClusterCuts& cc, const std::string& dir);
 std::vector<std::string> SnapshotLines(const cut::ClusterCuts& cc);
 // "4..6" / "4, 6, 9" style list of cut ids, shortened past a few ranges.
 std::string CutList(const std::vector<uint64_t>& ids);

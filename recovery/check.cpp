@@ -680,6 +680,7 @@ void RestoreOne(const CheckOptions& opt, const cut::ClusterCuts& cc, const cut::
   req.out = out;
   req.jobs = opt.jobs;
   if (!chain.tmp.empty()) req.base = chain.out;  // reads only the WAL between the two cuts
+  std::string chosen_why;
   if (chain.tmp.empty() && cc.pruned) {
     // Genesis is gone with the removed segments: the newest full snapshot
     // the WAL still holds serves, if any does.
@@ -694,6 +695,7 @@ void RestoreOne(const CheckOptions& opt, const cut::ClusterCuts& cc, const cut::
       return;
     }
     req.base = choice->base;
+    chosen_why = choice->why;
   }
   req.progress = [&opt](uint64_t b) { Progress(opt, "restore", 0, 0, b); };
   auto r = Restore(cc, layout, req);
@@ -727,7 +729,10 @@ void RestoreOne(const CheckOptions& opt, const cut::ClusterCuts& cc, const cut::
       rc.entries += n.entries;
     }
     restore.note = fmt::format("base {}{}, {} nodes, {} keys", r->base.name,
-                               req.base.empty() ? "" : " (its restore, checked above)", r->nodes.size(), rc.entries);
+                               !chosen_why.empty() ? fmt::format(" ({})", chosen_why)
+                               : req.base.empty()  ? ""
+                                                   : " (its restore, checked above)",
+                               r->nodes.size(), rc.entries);
     // Read every file back: ReadSnapshotFile checks its checksums and that its
     // fingerprint matches its entries; it must also match the restore's.
     std::vector<walfmt::SnapshotFile> back(r->nodes.size());
@@ -904,6 +909,7 @@ Result<CheckReport> RunCheck(const CheckOptions& opt) {
     if (g.status == cut::CutStatus::kConsistent) ++rep.cuts_consistent;
     if (g.status == cut::CutStatus::kInconsistent) ++rep.cuts_inconsistent;
     if (g.status == cut::CutStatus::kIncomplete) ++rep.cuts_incomplete;
+    if (g.status == cut::CutStatus::kUnavailable) ++rep.cuts_unavailable;
   }
   ClusterWalItems(*cc, rep);
   for (size_t i = 0; i < cc->cuts.size(); ++i) {

@@ -98,6 +98,7 @@ struct CheckReport {
   std::vector<CheckItem> items;       // files items, then cuts, then restore; deterministic order
   bool has_cuts = false;              // the cuts level ran
   uint64_t cuts_total = 0, cuts_consistent = 0, cuts_inconsistent = 0, cuts_incomplete = 0;
+  uint64_t cuts_unavailable = 0;  // evidence in removed segments (a WAL that starts after genesis)
   cut::RestoreWindow window;
   std::vector<RestoreCheck> restores;
   // Failures of the tool itself (a file that cannot be read, no temporary

@@ -174,3 +174,62 @@ TEST_CASE("run --wal-retention: json summary, the default adds nothing, bad valu
   auto far = Walcut("run " + t.path + "/d --txs 100 --full-snapshot-every 101");
   CHECK(far.code == 2);
 }
+
+TEST_CASE("pruned: cuts, check, cut show and restore read the WAL as starting after genesis", "[cli][samples]") {
+  // cuts: cut 5 (node 2's CUT_START(5) was deleted) unavailable, cut 6
+  // consistent against full-2400; full-1200 listed as not usable.
+  const auto cuts = Walcut("cuts " + kPruned);
+  INFO(cuts.out << cuts.err);
+  CHECK(cuts.code == 0);
+  CHECK(cuts.out.find("2 cuts: 1 consistent, 0 inconsistent, 0 incomplete, 1 unavailable") != std::string::npos);
+  CHECK(cuts.out.find("reason: node 2's WAL starts at 5/00000000 (segments before it were removed); cut 5 started "
+                      "before it") != std::string::npos);
+  CHECK(cuts.out.find("full snapshot full-2400 (227.021 ms): base for cuts 6 (1 consistent cuts)") != std::string::npos);
+  CHECK(cuts.out.find("full snapshot full-1200: not usable as a base: no node's WAL holds its SNAPSHOT record any "
+                      "more") != std::string::npos);
+  CHECK(cuts.out.find("earliest 6: base full-2400, the oldest full snapshot every node's WAL still holds") !=
+        std::string::npos);
+  const auto js = Walcut("cuts --format json " + kPruned);
+  REQUIRE(js.code == 0);
+  const auto j = nlohmann::json::parse(js.out);
+  CHECK(j["counts"]["unavailable"] == 1);
+  CHECK(j["cuts"][0]["status"] == "unavailable");
+  CHECK(j["cuts"][1]["checked_against"] == "full snapshot full-2400");
+  REQUIRE(j["snapshots"].size() == 2);
+  CHECK(j["snapshots"][0]["usable"] == false);
+  CHECK(j["snapshots"][1]["serves"] == nlohmann::json::array({6}));
+
+  // check: the unavailable cut is a note, not a finding; the restore level
+  // restores cut 6 from full-2400.
+  const auto check = Walcut("check --level restore " + kPruned);
+  INFO(check.out << check.err);
+  CHECK(check.code == 0);
+  CHECK(check.out.find("cuts: 2 cuts: 1 consistent, 0 inconsistent, 0 incomplete, 1 unavailable") != std::string::npos);
+  CHECK(check.out.find("restore cut 6: pass (base full-2400 (the newest full snapshot") != std::string::npos);
+  const auto check_json = Walcut("check --format json " + kPruned);
+  CHECK(check_json.out.find("unavailable (not a finding") != std::string::npos);
+  // Asked for by name, the unavailable cut cannot be checked: a finding.
+  CHECK(Walcut("check --cut 5 " + kPruned).code == 1);
+  CHECK(Walcut("cut show " + kPruned + " 5").code == 1);
+
+  // restore chooses full-2400 by itself and says why; genesis is refused.
+  TempDir out;
+  const auto r = Walcut("restore " + kPruned + " --latest --check auto --out " + out.path + "/r");
+  INFO(r.out << r.err);
+  REQUIRE(r.code == 0);
+  CHECK(r.out.find("from base full-2400 (full)") != std::string::npos);
+  CHECK(r.out.find("base: full-2400 (the newest full snapshot taken before cut 6 on every node") != std::string::npos);
+  CHECK(r.out.find("fingerprint 8a0d20d50657408e") != std::string::npos);
+  const auto g = Walcut("restore " + kPruned + " --cut 6 --base genesis --dry-run");
+  CHECK(g.code == 2);
+  CHECK(g.err.find("node 0's WAL starts at 4/00000000 (segments before it were removed)") != std::string::npos);
+  // --base takes the snapshot directory's path too.
+  const auto p = Walcut("restore " + kPruned + " --cut 6 --base " + kPruned + "/snapshots/full-2400 --dry-run");
+  INFO(p.out << p.err);
+  CHECK(p.code == 0);
+  CHECK(p.out.find("from base full-2400 (full)") != std::string::npos);
+  // The cut 5 restore is refused: it is unavailable, not inconsistent.
+  const auto five = Walcut("restore " + kPruned + " --cut 5 --dry-run");
+  CHECK(five.code == 1);
+  CHECK(five.err.find("cut 5 is unavailable") != std::string::npos);
+}
