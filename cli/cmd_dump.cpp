@@ -6,6 +6,8 @@
 // worker threads read and format segments ahead of the main thread, which
 // writes their output in WAL order; "Ordered parallel output" below says why
 // the bytes are the same as those of a sequential read.
+#include <cerrno>
+#include <system_error>
 #include <algorithm>
 #include <array>
 #include <atomic>
@@ -45,19 +47,27 @@ struct DumpOptions {
   unsigned jobs = 0;
 };
 
-// Buffered stdout: one fwrite per 64 KiB, not one per record.
+// Buffered stdout: one fwrite per 64 KiB, not one per record. A write that
+// fails stops the dump at once (main reports "cannot write output").
 class Out {
  public:
   static constexpr size_t kFlushBytes = 64u << 10;
-  ~Out() { Flush(); }
+  ~Out() {
+    try {
+      Flush();
+    } catch (const std::system_error&) {
+      // Unwinding already, or nothing left to report it to: main's final
+      // check of stdout sees the error.
+    }
+  }
   fmt::memory_buffer& buf() { return buf_; }
   void MaybeFlush() {
     if (buf_.size() >= kFlushBytes) Flush();
   }
   void Flush() {
-    if (buf_.size() > 0) std::fwrite(buf_.data(), 1, buf_.size(), stdout);
+    Put(buf_.data(), buf_.size());
     buf_.clear();
-    std::fflush(stdout);
+    if (std::fflush(stdout) != 0) throw std::system_error(errno, std::generic_category(), "cannot write to file");
   }
   // Appends `text` after what is buffered; a large block goes out in one
   // fwrite of its own instead of being copied.
@@ -67,12 +77,17 @@ class Out {
       MaybeFlush();
       return;
     }
-    if (buf_.size() > 0) std::fwrite(buf_.data(), 1, buf_.size(), stdout);
+    Put(buf_.data(), buf_.size());
     buf_.clear();
-    std::fwrite(text.data(), 1, text.size(), stdout);
+    Put(text.data(), text.size());
   }
 
  private:
+  static void Put(const char* p, size_t n) {
+    if (n > 0 && std::fwrite(p, 1, n, stdout) != n) {
+      throw std::system_error(errno, std::generic_category(), "cannot write to file");
+    }
+  }
   fmt::memory_buffer buf_;
 };
 

@@ -193,7 +193,10 @@ class ZstdSource final : public ByteSource {
 }  // namespace
 
 Result<std::unique_ptr<ByteSource>> OpenSegmentSource(const std::string& path, bool compressed) {
-  const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  // O_NONBLOCK: a FIFO (or a device) named like a segment must not block the
+  // open; it is refused below as not a regular file. Reads of a regular file
+  // ignore the flag.
+  const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0) {
     if (errno == ENOENT) return Status::NotFound(Errno("open", path));
     return Status::Io(Errno("open", path));
