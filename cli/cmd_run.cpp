@@ -11,6 +11,7 @@
 #include "cli/command.h"
 #include "cli/output.h"
 #include "node/cluster.h"
+#include "walfmt/segment.h"
 
 namespace walcut::cli {
 namespace {
@@ -175,6 +176,10 @@ int Run(const RunOpts& in) {
   }
   if (!ParseSize(in.segment_size, o.segment_bytes)) {
     PrintError(fmt::format("--segment-size {}: expected a size such as 65536, 64KiB or 1MiB", in.segment_size));
+    return kExitUsage;
+  }
+  if (o.segment_bytes > walfmt::kMaxSegmentBytes) {
+    PrintError(fmt::format("--segment-size {}: at most 1GiB ({} bytes)", in.segment_size, walfmt::kMaxSegmentBytes));
     return kExitUsage;
   }
   auto r = node::RunCluster(o);

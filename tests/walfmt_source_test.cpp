@@ -9,8 +9,10 @@
 #include <vector>
 
 #include <catch2/catch.hpp>
+#include <zstd.h>
 
 #include "test_files.h"
+#include "walfmt/segment.h"
 #include "walfmt/source.h"
 
 namespace {
@@ -171,6 +173,43 @@ TEST_CASE("source: bad zstd input", "[source]") {
     const Status st = read_all(*packed + *second, out);
     CHECK(st.ok());
     CHECK(out == data + "tail");
+  }
+  SECTION("a frame of zeros larger than any segment (a zstd bomb) is refused at the segment limit") {
+    // 1 GiB + 1 MiB of zeros compress to a few tens of KiB.
+    ZSTD_CCtx* cctx = ZSTD_createCCtx();
+    REQUIRE(cctx != nullptr);
+    ZSTD_CCtx_setParameter(cctx, ZSTD_c_compressionLevel, 1);
+    const std::string zeros(1u << 20, '\0');
+    std::string bomb(ZSTD_CStreamOutSize(), '\0');
+    std::string frame;
+    for (int i = 0; i <= 1024; ++i) {
+      ZSTD_inBuffer in{zeros.data(), zeros.size(), 0};
+      const ZSTD_EndDirective end = i == 1024 ? ZSTD_e_end : ZSTD_e_continue;
+      for (bool done = false; !done;) {
+        ZSTD_outBuffer o{bomb.data(), bomb.size(), 0};
+        const size_t left = ZSTD_compressStream2(cctx, &o, &in, end);
+        REQUIRE_FALSE(ZSTD_isError(left));
+        frame.append(bomb.data(), o.pos);
+        done = end == ZSTD_e_end ? left == 0 : in.pos == in.size;
+      }
+    }
+    ZSTD_freeCCtx(cctx);
+    CHECK(frame.size() < (1u << 20));
+    auto z = MemorySource(Span(frame), true);
+    uint64_t at = 0;
+    Status st;
+    for (;;) {
+      const uint8_t* p = nullptr;
+      size_t got = 0;
+      st = z->Get(at, 1u << 20, p, got);
+      if (!st.ok() || got == 0) break;
+      at += got;
+      z->Release(at);
+    }
+    CHECK(st.code() == ErrorCode::kCorruption);
+    CHECK(st.message().find("decompresses to more than 1073741824 bytes, the most a segment may hold") !=
+          std::string::npos);
+    CHECK(at <= walfmt::kMaxSegmentBytes);
   }
   SECTION("random bytes") {
     for (size_t n : {1u, 3u, 4u, 13u, 1000u}) {

@@ -44,6 +44,11 @@ constexpr uint16_t kFormatVersion = 1;
 constexpr size_t kSegmentHeaderSize = 64;
 constexpr size_t kRecordHeaderSize = 16;
 constexpr uint32_t kSegmentFlagHasPredecessor = 0x1;
+// The most bytes one segment may hold (header included). The writer never
+// rolls later than this; a `.wal.zst` archive that decompresses to more is
+// refused after decompressing this much, so a small file of zeros cannot
+// cost minutes of CPU (a zstd bomb).
+constexpr uint64_t kMaxSegmentBytes = uint64_t{1} << 30;
 
 // LevelDB-style masking: a CRC stored next to data that is itself checksummed
 // (the payload CRC inside the header CRC) is rotated and offset, so that a

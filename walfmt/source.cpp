@@ -1,5 +1,7 @@
 #include "walfmt/source.h"
 
+#include "walfmt/segment.h"
+
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -155,6 +157,11 @@ class ZstdSource final : public ByteSource {
                                             ZSTD_getErrorName(rc), compressed_read_));
     }
     win_len_ += out.pos;
+    if (win_off_ + win_len_ > kMaxSegmentBytes) {
+      return Status::Corruption(fmt::format(
+          "{}: decompresses to more than {} bytes, the most a segment may hold (compressed bytes read: {})", path_,
+          kMaxSegmentBytes, compressed_read_));
+    }
     // rc == 0: a frame just ended. Input consumed after that starts another
     // (concatenated frames are valid zstd), which must end too.
     if (rc == 0) {

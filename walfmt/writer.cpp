@@ -52,6 +52,10 @@ Result<std::unique_ptr<WalWriter>> WalWriter::Create(const WriterOptions& opt, u
   auto segs = ListSegments(opt.wal_dir, nullptr);
   if (!segs.ok()) return segs.status();
   if (!segs->empty()) return Status::InvalidArgument(fmt::format("{}: already holds WAL segments", opt.wal_dir));
+  if (opt.segment_bytes > kMaxSegmentBytes) {
+    return Status::InvalidArgument(
+        fmt::format("segment size {} is above the most a segment may hold ({})", opt.segment_bytes, kMaxSegmentBytes));
+  }
   std::unique_ptr<WalWriter> w(new WalWriter(opt));
   w->time_us_ = time_us;
   if (Status st = w->StartSegment(0, 0, 0); !st.ok()) return st;
