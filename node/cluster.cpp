@@ -127,6 +127,10 @@ struct TxPlan {
   std::vector<uint32_t> forwarder;             // by node: who forwards to it (kNoNode: the near node)
   uint32_t decider = kNoNode;                  // 1PC: the node that decides (first backup, or the primary)
   std::vector<Write> all_writes;               // for the history
+  // Rebuilt from its own WAL by a restarted node (Node::Restart): it knows
+  // only its share of the writes (writes[id_], its TX_DATA) and the
+  // participants (TX_PREPARE); all_writes, one_phase and load are not known.
+  bool rebuilt = false;
   // Set by the oracle (Cluster::RecordCommit) once the commit is recorded:
   // every participant's TX_COMMIT reports it, and this saves the other
   // participants a lookup in the set of committed ids. Not part of the plan
@@ -520,6 +524,10 @@ class Cluster {
   bool faults() const { return !opt_.crashes.empty() || opt_.random_crashes > 0; }
   void RecordBegin(const TxId& id) { began_.push_back(id); }
   void RecordCommit(const TxPlan& plan, uint64_t marker, bool recovered);
+  // A crashing node hands over the plans of the transactions it was taking
+  // part in, so the oracle still knows them if it later commits one from a
+  // rebuilt plan (RecordCommit).
+  void KeepUndecided(const std::shared_ptr<const TxPlan>& plan);
   void TxEnded(bool load, bool committed, AbortReason why, bool one_phase);
   void CutCompleted(uint64_t k, bool consistent);
   // Membership, as a discovery service gives it: the ready nodes in the order
@@ -558,6 +566,10 @@ class Cluster {
   History history_;
   std::vector<TxId> began_;
   std::unordered_set<TxId, TxIdHash> committed_ids_;
+  // The original plans of transactions not yet recorded that a crashed node
+  // had prepared (KeepUndecided); dropped when the commit is recorded. Never
+  // iterated.
+  std::unordered_map<TxId, std::shared_ptr<const TxPlan>, TxIdHash> undecided_plans_;
 
   std::vector<std::vector<Write>> loads_;
   size_t loads_started_ = 0;
@@ -1441,6 +1453,12 @@ std::pair<uint32_t, uint32_t> Node::Crash() {
   wal_.reset();
   uint32_t lost_load = 0, lost = 0;
   for (const auto& [id, t] : near_) ++(t.load ? lost_load : lost);
+  // Whatever this node prepared and may yet commit from a rebuilt plan after
+  // the restart: TX_PREPARE is written while the transaction is in local_,
+  // and it leaves local_ only committed (recorded) or rolled back.
+  for (const auto& [id, lt] : local_) {
+    if (lt.plan && !lt.plan->rebuilt && !lt.plan->recorded) c_.KeepUndecided(lt.plan);
+  }
   kv_.clear();
   locks_.clear();
   held_.clear();
@@ -1561,6 +1579,7 @@ Status Node::Restart(const walfmt::WriterOptions& wo) {
     plan->forward.resize(c_.topo().nodes());
     plan->forwarder.assign(c_.topo().nodes(), kNoNode);
     plan->writes[id_] = data[id];
+    plan->rebuilt = true;
     LocalTx& lt = local_[id];
     lt.plan = plan;
     lt.role = Role::kRecovered;
@@ -2209,21 +2228,45 @@ void Cluster::PostStep(uint32_t node, uint32_t incarnation, uint64_t delay, Step
 
 // The oracle learns of a commit when the first TX_COMMIT is written (and
 // synced): that is when the transaction is committed, whatever happens next.
+//
+// A plan rebuilt by a restarted node holds only that node's share of the
+// writes; the transaction is the one the near node planned, which the node
+// handed over when it crashed (KeepUndecided): the history takes the writes,
+// participants and kind from that plan. Either way the entry's writes are
+// what the participants' TX_DATA records hold, each its keys' share.
 void Cluster::RecordCommit(const TxPlan& plan, uint64_t marker, bool recovered) {
   if (plan.recorded) return;
   plan.recorded = true;
   // A plan rebuilt by a restarted node is another object: the set decides.
   if (!committed_ids_.insert(plan.id).second) return;
+  std::shared_ptr<const TxPlan> original;
+  if (!undecided_plans_.empty()) {
+    if (auto it = undecided_plans_.find(plan.id); it != undecided_plans_.end()) {
+      original = std::move(it->second);
+      undecided_plans_.erase(it);
+    }
+  }
+  if (plan.rebuilt && !original) {
+    return Fail(Status::Internal(fmt::format("{} committed from a rebuilt plan, but no crashed node had its plan "
+                                             "(seed {})",
+                                             plan.id.ToString(), opt_.seed)));
+  }
+  const TxPlan& p = plan.rebuilt ? *original : plan;
   CommittedTx c;
   c.id = plan.id;
   c.marker = marker;
-  c.one_phase = plan.one_phase;
-  c.load = plan.load;
-  c.participants = plan.participants;
-  c.writes = plan.all_writes;
+  c.one_phase = p.one_phase;
+  c.load = p.load;
+  c.participants = p.participants;
+  c.writes = p.all_writes;
   c.decided_us = sched_.now();
   c.recovered = recovered;
   history_.committed.push_back(std::move(c));
+}
+
+void Cluster::KeepUndecided(const std::shared_ptr<const TxPlan>& plan) {
+  if (committed_ids_.count(plan->id)) return;
+  undecided_plans_.emplace(plan->id, plan);
 }
 
 void Cluster::TxEnded(bool load, bool committed, AbortReason why, bool one_phase) {

@@ -7,9 +7,9 @@
 //   that a cut whose evidence was removed becomes unavailable;
 // - every cut that starts after the snapshot on every node stays consistent;
 // - every consistent cut restores, from the base restore chooses by itself
-//   (the snapshot), to the restore of the complete WAL from genesis and,
-//   without crashes, to the oracle's state; so does a restore chained from the previous consistent cut's
-//   restore;
+//   (the snapshot), to the restore of the complete WAL from genesis and to
+//   the oracle's state; so does a restore chained from the previous
+//   consistent cut's restore;
 // - genesis is refused as a base, naming the node whose WAL was cut.
 #include <cstdlib>
 #include <filesystem>
@@ -166,8 +166,7 @@ void CheckSeed(uint64_t seed, Counts& counts) {
     REQUIRE(r.ok());
     ++counts.restored;
     // Against the complete WAL restored from genesis, and against the
-    // oracle when no node crashed (a transaction the recovery protocol
-    // commits first has no writes in the simulator's history).
+    // oracle.
     walcut::recovery::RestoreRequest whole = req;
     whole.cluster_dir = opt.dir;
     whole.base = "genesis";
@@ -176,7 +175,7 @@ void CheckSeed(uint64_t seed, Counts& counts) {
     REQUIRE(from_genesis.ok());
     for (uint32_t n = 0; n < opt.nodes; ++n) {
       CHECK(r->nodes[n].state == from_genesis->nodes[n].state);
-      if (opt.random_crashes == 0) CHECK(r->nodes[n].state == OracleState(rr, topo, n, g.cut_id));
+      CHECK(r->nodes[n].state == OracleState(rr, topo, n, g.cut_id));
     }
     if (prev) {
       auto chained_req = req;
