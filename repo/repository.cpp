@@ -472,9 +472,14 @@ Result<CreateResult> CreateSyntheticFull(const CreateRequest& req, const RepoLis
       return Status::InvalidArgument(
           fmt::format("cut {} is {}: {}; refusing to make an artifact of it", k, cut::CutStatusName(g->status), g->reason));
     }
+    // The base `walcut restore` chooses: the newest full snapshot before cut K,
+    // else genesis. Genesis alone cannot serve a WAL pruned by retention.
+    auto base = recovery::ChooseBase(*live, *layout, k);
+    if (!base.ok()) return base.status();
     recovery::RestoreRequest rq;
     rq.cluster_dir = req.cluster_dir;
     rq.cut = k;
+    rq.base = base->base;
     rq.out = restored;
     rq.jobs = req.jobs;
     auto r = recovery::Restore(*live, *layout, rq);
