@@ -65,5 +65,29 @@ expect 1 $w stats $s/corrupted-segment
 expect 1 $w check $s/corrupted-segment --level files
 expect 1 $w check $s/corrupted-segment
 
+# pruned: WAL retention removed the oldest segments; cut 5 is unavailable,
+# cut 6 restores from full-2400, chosen by restore itself.
+section "samples/pruned"
+expect 0 $w verify $s/pruned
+expect 0 $w cuts $s/pruned
+expect 0 $w restore $s/pruned --latest --check auto --out $tmp/pruned-latest
+expect 0 $w check $s/pruned --level restore
+
+# A repository of snapshot artifacts that outlives the WAL: a full, then
+# increments; list, check with a trial restore, restore without the cluster.
+section "repository"
+expect 0 $w snapshot create $s/healthy --repo $tmp/repo --full --from full-1500
+expect 0 $w snapshot create $s/healthy --repo $tmp/repo --incremental --cut 4
+expect 0 $w snapshot create $s/healthy --repo $tmp/repo --incremental --latest
+expect 0 $w snapshot create $s/crash-during-cut --repo $tmp/repo2 --full --cut 2
+expect 1 $w snapshot create $s/crash-during-cut --repo $tmp/repo2 --incremental --cut 3
+expect 0 $w snapshot list $tmp/repo
+expect 0 $w snapshot check $tmp/repo --restore
+expect 0 $w restore --repo $tmp/repo --latest --out $tmp/repo-latest
+expect 0 $w diff $tmp/repo-latest $tmp/healthy-6
+expect 0 $w snapshot create --repo $tmp/repo --full --cut 6
+expect 0 $w snapshot expire $tmp/repo --keep-full 1
+expect 0 $w snapshot list $tmp/repo
+
 echo
 echo "demo: every command gave the expected exit code"
