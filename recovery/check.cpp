@@ -15,18 +15,12 @@
 #include <nlohmann/json.hpp>
 
 #include "cut/load.h"
+#include "recovery/invariants.h"
 #include "walfmt/crc32c.h"
 #include "walfmt/file_io.h"
 #include "walfmt/parallel_scan.h"
 #include "walfmt/reader.h"
 #include "walfmt/snapshot.h"
-
-// The workload invariants come from recovery/invariants.h (another branch);
-// they plug in here as soon as that header is part of the build.
-#if __has_include("recovery/invariants.h")
-#include "recovery/invariants.h"
-#define WALCUT_CHECK_HAVE_INVARIANTS 1
-#endif
 
 namespace walcut::recovery {
 namespace fs = std::filesystem;
@@ -817,7 +811,6 @@ void RestoreOne(const CheckOptions& opt, const cut::ClusterCuts& cc, const cut::
 
 }  // namespace
 
-#ifdef WALCUT_CHECK_HAVE_INVARIANTS
 InvariantChecker DefaultInvariantChecker() {
   return [](const std::string& dir, const NodeStates& states) -> Result<InvariantOutcome> {
     auto info = LoadClusterInfo(dir);
@@ -857,9 +850,6 @@ InvariantChecker DefaultInvariantChecker() {
     return out;
   };
 }
-#else
-InvariantChecker DefaultInvariantChecker() { return {}; }
-#endif
 
 Result<CheckReport> RunCheck(const CheckOptions& opt) {
   auto layout = cut::FindClusterLayout(opt.dir);
