@@ -99,7 +99,6 @@ TEST_CASE("a small bank cluster commits and cuts and passes every check") {
   CHECK(s.cuts_consistent == s.cuts_started);
   CHECK(s.rolled_back_other == 0);
   ClusterCheck c = CheckCluster(*run);
-  for (const auto& f : c.failures) INFO(f);
   INFO(fmt::format("failures: {}", fmt::join(c.failures, "\n")));
   CHECK(c.failures.empty());
   CHECK(fs::exists(d.path / "cluster.json"));
