@@ -58,6 +58,12 @@ int RunCheck(const CheckCliOptions& o) {
     PrintError("give --cut K or --all, not both");
     return kExitUsage;
   }
+  for (const auto& [option, path] : {std::pair<const char*, std::string>{"--output", o.output}, {"--state", o.state}}) {
+    if (const std::string p = OutputInsideInput(option, path, {o.dir}); !p.empty()) {
+      PrintError(p);
+      return kExitUsage;
+    }
+  }
   recovery::CheckOptions opt;
   opt.dir = o.dir;
   opt.cut = o.cut;

@@ -46,21 +46,9 @@ void PrintTracked(const char* side, const cut::TrackedTx& t, const cut::NodeCut&
 // Refuses an SVG path inside (or equal to) one of the inputs: walcut never
 // writes to its input. Empty when the path is acceptable.
 std::string SvgPathProblem(const std::string& svg, const std::vector<std::string>& inputs) {
-  namespace fs = std::filesystem;
   std::error_code ec;
-  const fs::path target = fs::weakly_canonical(fs::absolute(svg, ec), ec);
-  if (ec) return fmt::format("--svg {}: {}", svg, ec.message());
-  if (fs::is_directory(target, ec)) return fmt::format("--svg {}: is a directory", svg);
-  for (const auto& in : inputs) {
-    std::error_code ec2;
-    const fs::path root = fs::weakly_canonical(fs::absolute(in, ec2), ec2);
-    if (ec2) continue;
-    const auto [r, t] = std::mismatch(root.begin(), root.end(), target.begin(), target.end());
-    if (r == root.end()) {
-      return fmt::format("--svg {} is inside the input {}; walcut never writes to its input", svg, in);
-    }
-  }
-  return {};
+  if (std::filesystem::is_directory(svg, ec)) return fmt::format("--svg {}: is a directory", svg);
+  return OutputInsideInput("--svg", svg, inputs);
 }
 
 int RunCutShow(const CutShowOptions& o) {

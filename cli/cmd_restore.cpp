@@ -127,6 +127,10 @@ int RunRestore(const RestoreOptions& o) {
     PrintError("DIR is required (or --repo REPO)");
     return kExitUsage;
   }
+  if (const std::string p = OutputInsideInput("--out", o.out, {o.dir, o.base}); !o.dry_run && !p.empty()) {
+    PrintError(p);
+    return kExitUsage;
+  }
   const int chosen = (o.cut > 0) + o.latest + !o.before.empty();
   if (chosen != 1) {
     PrintError("give exactly one of --cut K, --latest, --before TIME");

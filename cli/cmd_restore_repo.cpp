@@ -24,6 +24,10 @@ int RunRestoreRepo(const RepoRestoreCliOptions& o) {
     PrintError("--out OUT is required (or --dry-run)");
     return kExitUsage;
   }
+  if (const std::string p = OutputInsideInput("--out", o.out, {o.repo}); !o.dry_run && !p.empty()) {
+    PrintError(p);
+    return kExitUsage;
+  }
   auto r = repo::RestoreFromRepository(rq);
   if (!r.ok()) {
     PrintError(r.status().message());

@@ -43,6 +43,10 @@ int RunScan(const ScanCmdOptions& o) {
     PrintError(fmt::format("{}: already exists; refusing to overwrite", o.out));
     return kExitUsage;
   }
+  if (const std::string p = OutputInsideInput("--out", o.out, {o.node_dir}); !p.empty()) {
+    PrintError(p);
+    return kExitUsage;
+  }
   Progress progress("scan", 0);
   cut::ScanOptions so;
   so.node = static_cast<uint32_t>(node);

@@ -31,6 +31,10 @@ int RunCreate(const CreateOptions& o) {
     PrintError("give exactly one of --full and --incremental");
     return kExitUsage;
   }
+  if (const std::string p = OutputInsideInput("--repo", o.repo, {o.cluster}); !p.empty()) {
+    PrintError(p);
+    return kExitUsage;
+  }
   if (o.full && (o.latest || !o.parent.empty())) {
     PrintError("--latest and --parent are for --incremental");
     return kExitUsage;

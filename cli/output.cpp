@@ -1,5 +1,8 @@
 #include "cli/output.h"
 
+#include <vector>
+#include <filesystem>
+#include <algorithm>
 #include <unistd.h>
 
 #include <cstdio>
@@ -109,6 +112,26 @@ void Progress::Update(uint64_t units_done, uint64_t bytes_done) {
 }  // namespace walcut::cli
 
 namespace walcut::cli {
+std::string OutputInsideInput(const std::string& option, const std::string& path,
+                              const std::vector<std::string>& inputs) {
+  namespace fs = std::filesystem;
+  if (path.empty()) return {};
+  std::error_code ec;
+  const fs::path target = fs::weakly_canonical(fs::absolute(path, ec), ec);
+  if (ec) return {};  // reported by whatever then tries to write it
+  for (const auto& in : inputs) {
+    if (in.empty()) continue;
+    std::error_code ec2;
+    const fs::path root = fs::weakly_canonical(fs::absolute(in, ec2), ec2);
+    if (ec2) continue;
+    const auto [r, t] = std::mismatch(root.begin(), root.end(), target.begin(), target.end());
+    if (r == root.end()) {
+      return fmt::format("{} {} is inside the input {}; walcut never writes to its input", option, path, in);
+    }
+  }
+  return {};
+}
+
 std::string BaseNameOf(const std::string& path) {
   const size_t slash = path.rfind('/');
   return slash == std::string::npos ? path : path.substr(slash + 1);

@@ -68,4 +68,11 @@ class Progress {
 namespace walcut::cli {
 // The last path component.
 std::string BaseNameOf(const std::string& path);
+
+// walcut never writes to its input: the problem with writing `path` (given
+// to `option`) when it is one of `inputs` or lies inside one (symlinks and
+// `..` resolved as far as the path exists), as one line; empty when there is
+// none. Empty inputs are ignored.
+std::string OutputInsideInput(const std::string& option, const std::string& path,
+                              const std::vector<std::string>& inputs);
 }  // namespace walcut::cli

@@ -81,3 +81,39 @@ TEST_CASE("a FIFO named like a segment is refused, never waited on", "[cli]") {
     CHECK(r.code != 124);
   }
 }
+
+TEST_CASE("every output path inside an input is refused before anything is written", "[cli]") {
+  TempDir t;
+  const std::string c = t.path + "/c";
+  REQUIRE(std::system(fmt::format("cp -r '{}/samples/healthy' '{}'", WALCUT_SOURCE_DIR, c).c_str()) == 0);
+  const std::string before = walcut::test::Walcut("dump " + c).out;
+  const std::string list = fmt::format("find '{}' | sort > '{}/files-", c, t.path);
+  REQUIRE(std::system((list + "before'").c_str()) == 0);
+  struct Case {
+    std::string args;
+    std::string option;
+  };
+  const std::vector<Case> cases = {
+      {"restore " + c + " --cut 4 --out " + c + "/node-0/wal/r", "--out"},
+      {"restore " + c + " --cut 4 --out " + c, "--out"},
+      {"restore " + c + " --cut 4 --out " + c + "/node-1/../r", "--out"},
+      {"scan " + c + "/node-0 --out " + c + "/node-0/s.json", "--out"},
+      {"check " + c + " --output " + c + "/report.txt", "--output"},
+      {"check " + c + " --state " + c + "/state.json", "--state"},
+      {"cut show " + c + " 3 --svg " + c + "/cut.svg", "--svg"},
+      {"snapshot create " + c + " --repo " + c + "/repo --full --from full-1500", "--repo"},
+  };
+  for (const auto& k : cases) {
+    INFO("walcut " << k.args);
+    const auto r = walcut::test::Walcut(k.args);
+    CHECK(r.code == 2);
+    CHECK(r.err.find("walcut never writes to its input") != std::string::npos);
+    CHECK(r.err.find(k.option) != std::string::npos);
+  }
+  // Nothing appeared in the input, and its WAL reads as before.
+  CHECK(walcut::test::Walcut("dump " + c).out == before);
+  REQUIRE(std::system((list + "after'").c_str()) == 0);
+  CHECK(Slurp(t.path + "/files-before") == Slurp(t.path + "/files-after"));
+  // Beside the input is fine.
+  CHECK(walcut::test::Walcut("restore " + c + " --cut 4 --out " + t.path + "/r").code == 0);
+}
