@@ -17,6 +17,7 @@
 
 #include "node/cluster.h"
 #include "node_wal_model.h"
+#include "sweep_support.h"
 #include "walfmt/topology.h"
 
 namespace fs = std::filesystem;
@@ -46,19 +47,9 @@ struct TempDir {
 // The shape of the pruned-restore sweep (tests/recovery_pruned_test.cpp),
 // crashes always on, WAL kept whole.
 ClusterOptions CrashShape(const std::string& dir, uint64_t seed) {
-  ClusterOptions o;
-  o.dir = dir;
-  o.seed = seed;
-  o.nodes = seed % 2 ? 3 : 5;
-  o.backups = static_cast<uint32_t>((seed / 2) % 3);
-  o.workload.workload = (seed / 6) % 3 == 0 ? Workload::kBank : (seed / 6) % 3 == 1 ? Workload::kCycle : Workload::kMixed;
-  o.workload.accounts = 60;
-  o.workload.ring = 60;
-  o.workload.max_transfer = 400;
+  ClusterOptions o = walcut::test::SweepShape(dir, seed);
   o.txs = 300;
-  o.concurrency = 16;
   o.cuts = 8;
-  o.cut_every = 30;
   o.segment_bytes = 4 * 1024;
   o.full_snapshot_at_tx = 100 + (seed % 5) * 20;
   o.random_crashes = 2;

@@ -22,6 +22,7 @@
 #include "cut/cuts.h"
 #include "cut/load.h"
 #include "cut_support.h"
+#include "sweep_support.h"
 #include "node/cluster.h"
 #include "recovery/restore.h"
 #include "walfmt/topology.h"
@@ -32,47 +33,22 @@ using walcut::cut::CutStatus;
 using walcut::node::ClusterOptions;
 using walcut::node::RunResult;
 using walcut::node::Workload;
-using State = std::map<std::string, std::string>;
+using walcut::test::OracleState;
+using walcut::test::State;
 using walcut::test::LoadCuts;
 using walcut::test::ScratchDir;
 
 namespace {
 
 ClusterOptions PrunedShape(const std::string& dir, uint64_t seed) {
-  ClusterOptions o;
-  o.dir = dir;
-  o.seed = seed;
-  o.nodes = seed % 2 ? 3 : 5;
-  o.backups = static_cast<uint32_t>((seed / 2) % 3);
-  o.workload.workload = (seed / 6) % 3 == 0 ? Workload::kBank : (seed / 6) % 3 == 1 ? Workload::kCycle : Workload::kMixed;
-  o.workload.accounts = 60;
-  o.workload.ring = 60;
-  o.workload.max_transfer = 400;
+  ClusterOptions o = walcut::test::SweepShape(dir, seed);
   o.txs = 300;
-  o.concurrency = 16;
   o.cuts = 8;
-  o.cut_every = 30;
   o.segment_bytes = 4 * 1024;
   o.full_snapshot_at_tx = 100 + (seed % 5) * 20;
-  if ((seed / 18) % 2 == 1) o.random_crashes = 2;
   return o;
 }
 
-State OracleState(const RunResult& run, const walfmt::Topology& topo, uint32_t n, uint64_t k) {
-  State s;
-  for (const auto& c : run.history.committed) {
-    if (c.marker >= k) continue;
-    for (const auto& w : c.writes) {
-      if (!topo.Holds(n, w.key)) continue;
-      if (w.op == walfmt::WriteOp::kDelete) {
-        s.erase(w.key);
-      } else {
-        s[w.key] = w.value;
-      }
-    }
-  }
-  return s;
-}
 
 // Copies the cluster to `to` and removes, on every node, the segments before
 // the one holding the snapshot's SNAPSHOT record. Returns how many went.

@@ -17,6 +17,7 @@
 
 #include "cut/cuts.h"
 #include "cut_support.h"
+#include "sweep_support.h"
 #include "cut/load.h"
 #include "node/cluster.h"
 #include "node/workload.h"
@@ -30,31 +31,15 @@ using walcut::cut::CutStatus;
 using walcut::node::ClusterOptions;
 using walcut::node::RunResult;
 using walcut::node::Workload;
-using State = std::map<std::string, std::string>;
+using walcut::test::OracleState;
+using walcut::test::State;
 
 using TempDir = walcut::test::ScratchDir;
 using walcut::test::LoadCuts;
 
 namespace {
 
-ClusterOptions Shape(const std::string& dir, uint64_t seed) {
-  ClusterOptions o;
-  o.dir = dir;
-  o.seed = seed;
-  o.nodes = seed % 2 ? 3 : 5;
-  o.backups = static_cast<uint32_t>((seed / 2) % 3);
-  o.workload.workload = (seed / 6) % 3 == 0 ? Workload::kBank : (seed / 6) % 3 == 1 ? Workload::kCycle : Workload::kMixed;
-  o.workload.accounts = 60;
-  o.workload.ring = 60;
-  o.workload.max_transfer = 400;
-  o.txs = 240;
-  o.concurrency = 16;
-  o.cuts = 6;
-  o.cut_every = 30;
-  o.segment_bytes = 16 * 1024;
-  if ((seed / 18) % 2 == 1) o.random_crashes = 2;
-  return o;
-}
+ClusterOptions Shape(const std::string& dir, uint64_t seed) { return walcut::test::SweepShape(dir, seed); }
 
 // The cluster of Shape(dir, 7) (3 nodes), run, with its cuts and the ids of
 // its consistent ones in order.
@@ -78,23 +63,6 @@ Seven RunSeven(const std::string& dir) {
   return c;
 }
 
-// The oracle's state of node n at cut k: its keys after the committed
-// transactions with marker < k, in decision order.
-State OracleState(const RunResult& run, const walfmt::Topology& topo, uint32_t n, uint64_t k) {
-  State s;
-  for (const auto& c : run.history.committed) {
-    if (c.marker >= k) continue;
-    for (const auto& w : c.writes) {
-      if (!topo.Holds(n, w.key)) continue;
-      if (w.op == walfmt::WriteOp::kDelete) {
-        s.erase(w.key);
-      } else {
-        s[w.key] = w.value;
-      }
-    }
-  }
-  return s;
-}
 
 // The primaries' copies: the cluster's logical state.
 State Global(const std::vector<State>& nodes, const walfmt::Topology& topo) {

@@ -44,6 +44,7 @@
 #include "recovery/restore.h"
 #include "recovery_support.h"
 #include "repo/repository.h"
+#include "sweep_support.h"
 #include "walfmt/topology.h"
 
 namespace fs = std::filesystem;
@@ -55,7 +56,8 @@ using walcut::node::WalRetention;
 using walcut::node::Workload;
 using walcut::recovery::testing::ReadAll;
 using walcut::test::LoadCuts;
-using State = std::map<std::string, std::string>;
+using walcut::test::OracleState;
+using walcut::test::State;
 
 namespace {
 
@@ -77,20 +79,11 @@ struct SweepShape {
 
 SweepShape Shape(const std::string& dir, uint64_t seed) {
   SweepShape s;
+  s.opt = walcut::test::SweepShape(dir, seed);
   ClusterOptions& o = s.opt;
-  o.dir = dir;
-  o.seed = seed;
-  o.nodes = seed % 2 ? 3 : 5;
-  o.backups = static_cast<uint32_t>((seed / 2) % 3);
-  o.workload.workload = (seed / 6) % 3 == 0 ? Workload::kBank : (seed / 6) % 3 == 1 ? Workload::kCycle : Workload::kMixed;
-  o.workload.accounts = 60;
-  o.workload.ring = 60;
-  o.workload.max_transfer = 400;
   o.txs = 360;
-  o.concurrency = 16;
   o.cuts = 12;
   o.cut_every = 25;
-  if ((seed / 18) % 2 == 1) o.random_crashes = 2;
   const uint64_t h = Mix(seed);
   o.full_snapshot_at_tx = 20 + (h % 5) * 15;  // 20 .. 80
   if ((h >> 12) % 5 < 2) o.wal_retention = WalRetention::kAfterSnapshot;
@@ -109,23 +102,6 @@ SweepShape Shape(const std::string& dir, uint64_t seed) {
   return s;
 }
 
-// The oracle's state of node n at cut k: its keys after the committed
-// transactions with marker < k, in decision order.
-State OracleState(const RunResult& run, const walfmt::Topology& topo, uint32_t n, uint64_t k) {
-  State s;
-  for (const auto& c : run.history.committed) {
-    if (c.marker >= k) continue;
-    for (const auto& w : c.writes) {
-      if (!topo.Holds(n, w.key)) continue;
-      if (w.op == walfmt::WriteOp::kDelete) {
-        s.erase(w.key);
-      } else {
-        s[w.key] = w.value;
-      }
-    }
-  }
-  return s;
-}
 
 // "" when the states are equal, else how many keys differ and the first one.
 std::string StateDiff(const State& got, const State& want) {
