@@ -12,23 +12,10 @@
 
 #include "cut/cuts.h"
 #include "cut/load.h"
+#include "scratch_dir.h"
 
 namespace walcut::test {
 
-// A fresh directory under the system temp dir named after `tag`, removed at
-// scope exit.
-struct ScratchDir {
-  std::filesystem::path path;
-  explicit ScratchDir(const std::string& tag) {
-    static int counter = 0;
-    path = std::filesystem::temp_directory_path() / fmt::format("walcut-{}-{}-{}", tag, ::getpid(), counter++);
-    std::filesystem::remove_all(path);
-  }
-  ~ScratchDir() {
-    std::error_code ec;
-    std::filesystem::remove_all(path, ec);
-  }
-};
 
 // Scans every node of a cluster directory and reconstructs its cuts.
 inline cut::ClusterCuts LoadCuts(const std::string& dir) {

@@ -9,6 +9,7 @@
 #include <catch2/catch.hpp>
 #include <fmt/format.h>
 
+#include "scratch_dir.h"
 #include "node/cluster.h"
 #include "node_wal_model.h"
 
@@ -22,19 +23,7 @@ using walcut::node::testing::ClusterCheck;
 
 namespace {
 
-// A fresh directory under the system temp dir, removed at scope exit.
-struct TempDir {
-  fs::path path;
-  explicit TempDir(const std::string& tag) {
-    static int counter = 0;
-    path = fs::temp_directory_path() / fmt::format("walcut-node-{}-{}-{}", tag, ::getpid(), counter++);
-    fs::remove_all(path);
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path, ec);
-  }
-};
+using TempDir = walcut::test::ScratchDir;
 
 ClusterOptions SmallOptions(const std::string& dir, uint64_t seed, uint32_t nodes, uint32_t backups, Workload w) {
   ClusterOptions o;

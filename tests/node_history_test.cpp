@@ -15,6 +15,7 @@
 #include <catch2/catch.hpp>
 #include <fmt/format.h>
 
+#include "scratch_dir.h"
 #include "node/cluster.h"
 #include "node_wal_model.h"
 #include "sweep_support.h"
@@ -31,18 +32,7 @@ using walcut::node::testing::ReadNodeLog;
 
 namespace {
 
-struct TempDir {
-  fs::path path;
-  explicit TempDir(const std::string& tag) {
-    static int counter = 0;
-    path = fs::temp_directory_path() / fmt::format("walcut-node-{}-{}-{}", tag, ::getpid(), counter++);
-    fs::remove_all(path);
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path, ec);
-  }
-};
+using TempDir = walcut::test::ScratchDir;
 
 // The shape of the pruned-restore sweep (tests/recovery_pruned_test.cpp),
 // crashes always on, WAL kept whole.

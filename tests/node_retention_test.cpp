@@ -22,6 +22,7 @@
 #include <catch2/catch.hpp>
 #include <fmt/format.h>
 
+#include "scratch_dir.h"
 #include "node/cluster.h"
 #include "node_wal_model.h"
 #include "walfmt/reader.h"
@@ -40,18 +41,7 @@ using walcut::node::testing::ReadNodeLog;
 
 namespace {
 
-struct TempDir {
-  fs::path path;
-  explicit TempDir(const std::string& tag) {
-    static int counter = 0;
-    path = fs::temp_directory_path() / fmt::format("walcut-retention-{}-{}-{}", tag, ::getpid(), counter++);
-    fs::remove_all(path);
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path, ec);
-  }
-};
+using TempDir = walcut::test::ScratchDir;
 
 std::string ReadAll(const fs::path& p) {
   std::ifstream in(p, std::ios::binary);

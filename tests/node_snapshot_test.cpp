@@ -10,6 +10,7 @@
 #include <catch2/catch.hpp>
 #include <fmt/format.h>
 
+#include "scratch_dir.h"
 #include "node/cluster.h"
 #include "walfmt/snapshot.h"
 #include "node_wal_model.h"
@@ -21,18 +22,7 @@ using namespace walcut::node::testing;
 
 namespace {
 
-struct TempDir {
-  fs::path path;
-  explicit TempDir(const std::string& tag) {
-    static int counter = 0;
-    path = fs::temp_directory_path() / fmt::format("walcut-snap-{}-{}-{}", tag, ::getpid(), counter++);
-    fs::remove_all(path);
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path, ec);
-  }
-};
+using TempDir = walcut::test::ScratchDir;
 
 SnapshotFile Sample() {
   SnapshotFile s;

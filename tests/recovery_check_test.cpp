@@ -13,6 +13,7 @@
 #include <catch2/catch.hpp>
 #include <fmt/format.h>
 
+#include "scratch_dir.h"
 #include "node/cluster.h"
 #include "recovery/check.h"
 
@@ -24,18 +25,7 @@ using walcut::recovery::ItemOutcome;
 
 namespace {
 
-struct TempDir {
-  fs::path path;
-  explicit TempDir(const std::string& tag) {
-    static int counter = 0;
-    path = fs::temp_directory_path() / fmt::format("walcut-check-{}-{}-{}", tag, ::getpid(), counter++);
-    fs::remove_all(path);
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path, ec);
-  }
-};
+using TempDir = walcut::test::ScratchDir;
 
 walcut::node::ClusterOptions Small(const std::string& dir, bool crash) {
   walcut::node::ClusterOptions o;
