@@ -536,10 +536,12 @@ struct SegmentTask {
 
 // Compresses the plain segment `path` into one zstd frame (its size in the
 // header) at `level`, read in pieces of 1 MiB (compressed while still in the
-// cache); `out` gets the frame. A plain segment is at most the segment size
+// cache); `out` (grown to the bound, never zero-filled) gets the frame, `n`
+// its size. A plain segment is at most the segment size
 // (a single larger record: that record); its first `size` bytes at the stat
 // are compressed.
-Status CompressFile(ZSTD_CCtx* cctx, const std::string& path, int level, std::string& out) {
+Status CompressFile(ZSTD_CCtx* cctx, const std::string& path, int level, std::unique_ptr<char[]>& out, size_t& cap,
+                    size_t& n) {
   std::error_code ec;
   const uintmax_t size = fs::file_size(path, ec);
   if (ec) return Status::Io(fmt::format("{}: cannot stat: {}", path, ec.message()));
@@ -549,8 +551,12 @@ Status CompressFile(ZSTD_CCtx* cctx, const std::string& path, int level, std::st
   ZSTD_CCtx_reset(cctx, ZSTD_reset_session_and_parameters);
   ZSTD_CCtx_setParameter(cctx, ZSTD_c_compressionLevel, level);
   ZSTD_CCtx_setPledgedSrcSize(cctx, size);
-  out.resize(ZSTD_compressBound(size));  // zstd writes straight into it
-  ZSTD_outBuffer ob{out.data(), out.size(), 0};
+  const size_t bound = ZSTD_compressBound(size);
+  if (cap < bound) {  // zstd writes straight into it
+    out.reset(new char[bound]);
+    cap = bound;
+  }
+  ZSTD_outBuffer ob{out.get(), bound, 0};
   auto zerr = [&path](size_t r) {
     return Status::Internal(fmt::format("{}: zstd: {}", path, ZSTD_getErrorName(r)));
   };
@@ -575,7 +581,7 @@ Status CompressFile(ZSTD_CCtx* cctx, const std::string& path, int level, std::st
     if (ZSTD_isError(r)) return zerr(r);
     if (r == 0) break;
   }
-  out.resize(ob.pos);
+  n = ob.pos;
   return Status::Ok();
 }
 
@@ -594,7 +600,8 @@ Status StoreSegments(const std::string& stage, std::vector<SegmentTask>& tasks, 
   const unsigned threads = static_cast<unsigned>(std::min<size_t>(want, std::max<size_t>(tasks.size(), 1)));
   walfmt::RunWorkers(threads, [&] {
     std::unique_ptr<ZSTD_CCtx, size_t (*)(ZSTD_CCtx*)> cctx(ZSTD_createCCtx(), ZSTD_freeCCtx);
-    std::string out;
+    std::unique_ptr<char[]> out;
+    size_t cap = 0, n = 0;
     for (size_t x; !failed.load() && (x = next.fetch_add(1)) < tasks.size();) {
       SegmentTask& t = tasks[x];
       Status st = Status::Ok();
@@ -604,9 +611,10 @@ Status StoreSegments(const std::string& stage, std::vector<SegmentTask>& tasks, 
         if (st.ok()) t.entry = {t.rel, h.bytes(), h.Hex()};
       } else if (!cctx) {
         st = Status::Internal("zstd: cannot create a compression context");
-      } else if (st = CompressFile(cctx.get(), t.seg->path, level, out); st.ok()) {
-        st = walfmt::WriteNewFile(Join(stage, t.rel), out);
-        if (st.ok()) t.entry = {t.rel, out.size(), Xxh3Hex(out)};
+      } else if (st = CompressFile(cctx.get(), t.seg->path, level, out, cap, n); st.ok()) {
+        const std::string_view z(out.get(), n);
+        st = walfmt::WriteNewFile(Join(stage, t.rel), z);
+        if (st.ok()) t.entry = {t.rel, z.size(), Xxh3Hex(z)};
       }
       if (!st.ok()) {
         errors[x] = st;
