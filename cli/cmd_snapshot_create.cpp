@@ -21,7 +21,7 @@ struct CreateOptions {
   bool latest = false;
   std::string parent;
   std::string name;
-  int level = 3;
+  int level = 1;
   unsigned jobs = 0;
   Format format = Format::kText;
 };
@@ -133,7 +133,7 @@ void RegisterSnapshotCreate(CLI::App& root, Registry& reg) {
   cmd->add_flag("--latest", o->latest, "Incremental: the latest consistent cut after the parent");
   cmd->add_option("--parent", o->parent, "Incremental: the artifact to build on (default: the newest of the cluster)");
   cmd->add_option("--name", o->name, "Artifact name (default f-<snapshot>, f-cut-<K>, i-cut-<K>)");
-  cmd->add_option("--zstd-level", o->level, "zstd level for the WAL segments (default 3)");
+  cmd->add_option("--zstd-level", o->level, "zstd level for the WAL segments (default 1: as small as 3 on WAL, about twice as fast)");
   cmd->add_option("-j,--jobs", o->jobs, "Threads (default: one per core)");
   AddFormatOption(cmd, o->format);
   reg.Add(cmd, [o] { return RunCreate(*o); });

@@ -6,7 +6,10 @@
 #include <cerrno>
 
 #include <algorithm>
+#include <atomic>
 #include <filesystem>
+#include <memory>
+#include <thread>
 #include <map>
 #include <set>
 
@@ -19,6 +22,7 @@
 #include "walfmt/file_io.h"
 #include "walfmt/reader.h"
 #include "walfmt/snapshot.h"
+#include "walfmt/workers.h"
 
 namespace walcut::repo {
 namespace fs = std::filesystem;
@@ -525,12 +529,108 @@ Result<CreateResult> CreateSyntheticFull(const CreateRequest& req, const RepoLis
 
 std::string SegmentName(uint64_t index) { return fmt::format("{:016X}.wal.zst", index); }
 
-Result<std::string> Compress(const std::string& plain, int level) {
-  std::string out(ZSTD_compressBound(plain.size()), '\0');
-  const size_t n = ZSTD_compress(out.data(), out.size(), plain.data(), plain.size(), level);
-  if (ZSTD_isError(n)) return Status::Internal(fmt::format("zstd: {}", ZSTD_getErrorName(n)));
-  out.resize(n);
-  return out;
+unsigned JobsOr(unsigned jobs) { return jobs ? jobs : std::max(1u, std::thread::hardware_concurrency()); }
+
+// One segment of an increment: its file in the cluster, its path in the
+// artifact, and (once stored) its manifest entry.
+struct SegmentTask {
+  const walfmt::SegmentFile* seg;
+  std::string rel;
+  ArtifactFile entry;
+};
+
+// Compresses the plain segment `path` into one zstd frame (its size in the
+// header) at `level`, read in pieces of 1 MiB (compressed while still in the
+// cache); `out` (grown to the bound, never zero-filled) gets the frame, `n`
+// its size. A plain segment is at most the segment size
+// (a single larger record: that record); its first `size` bytes at the stat
+// are compressed.
+Status CompressFile(ZSTD_CCtx* cctx, const std::string& path, int level, std::unique_ptr<char[]>& out, size_t& cap,
+                    size_t& n) {
+  std::error_code ec;
+  const uintmax_t size = fs::file_size(path, ec);
+  if (ec) return Status::Io(fmt::format("{}: cannot stat: {}", path, ec.message()));
+  if (size > kMaxSegmentBytes) {
+    return Status::Io(fmt::format("{}: {} bytes, more than the {} a segment may hold", path, size, kMaxSegmentBytes));
+  }
+  ZSTD_CCtx_reset(cctx, ZSTD_reset_session_and_parameters);
+  ZSTD_CCtx_setParameter(cctx, ZSTD_c_compressionLevel, level);
+  ZSTD_CCtx_setPledgedSrcSize(cctx, size);
+  const size_t bound = ZSTD_compressBound(size);
+  if (cap < bound) {  // zstd writes straight into it
+    out.reset(new char[bound]);
+    cap = bound;
+  }
+  ZSTD_outBuffer ob{out.get(), bound, 0};
+  auto zerr = [&path](size_t r) {
+    return Status::Internal(fmt::format("{}: zstd: {}", path, ZSTD_getErrorName(r)));
+  };
+  uint64_t read = 0;
+  Status st = walfmt::ReadFileChunks(path, size_t{1} << 20, [&](std::string_view piece) -> Status {
+    // The segment as it was when stat'ed (an active segment a node still
+    // appends to may grow meanwhile), as a whole read of that size would get.
+    piece = piece.substr(0, static_cast<size_t>(std::min<uint64_t>(piece.size(), size - read)));
+    read += piece.size();
+    ZSTD_inBuffer in{piece.data(), piece.size(), 0};
+    while (in.pos < in.size) {
+      const size_t r = ZSTD_compressStream2(cctx, &ob, &in, ZSTD_e_continue);
+      if (ZSTD_isError(r)) return zerr(r);
+    }
+    return Status::Ok();
+  });
+  if (!st.ok()) return st;
+  if (read != size) return Status::Io(fmt::format("{}: shrank while being read", path));
+  ZSTD_inBuffer none{nullptr, 0, 0};
+  for (;;) {
+    const size_t r = ZSTD_compressStream2(cctx, &ob, &none, ZSTD_e_end);
+    if (ZSTD_isError(r)) return zerr(r);
+    if (r == 0) break;
+  }
+  n = ob.pos;
+  return Status::Ok();
+}
+
+// Stores every task's segment into the staging directory: a segment already
+// compressed in the cluster is copied as it is (one zstd frame or several of
+// the plain segment); a plain one is compressed (CompressFile) and written.
+// On `jobs` threads (default: one per core, plus one, so that the cores keep
+// compressing while a thread waits for its fsync), each with its own zstd
+// context and buffer (memory: about one compressed segment a thread). The
+// first error in task order is returned; the others stop taking tasks.
+Status StoreSegments(const std::string& stage, std::vector<SegmentTask>& tasks, int level, unsigned jobs) {
+  std::vector<Status> errors(tasks.size(), Status::Ok());
+  std::atomic<size_t> next{0};
+  std::atomic<bool> failed{false};
+  const unsigned want = jobs ? jobs : JobsOr(0) + 1;
+  const unsigned threads = static_cast<unsigned>(std::min<size_t>(want, std::max<size_t>(tasks.size(), 1)));
+  walfmt::RunWorkers(threads, [&] {
+    std::unique_ptr<ZSTD_CCtx, size_t (*)(ZSTD_CCtx*)> cctx(ZSTD_createCCtx(), ZSTD_freeCCtx);
+    std::unique_ptr<char[]> out;
+    size_t cap = 0, n = 0;
+    for (size_t x; !failed.load() && (x = next.fetch_add(1)) < tasks.size();) {
+      SegmentTask& t = tasks[x];
+      Status st = Status::Ok();
+      if (t.seg->compressed) {
+        Hasher h;
+        st = walfmt::CopyToNewFile(t.seg->path, Join(stage, t.rel), [&h](std::string_view p) { h.Update(p); });
+        if (st.ok()) t.entry = {t.rel, h.bytes(), h.Hex()};
+      } else if (!cctx) {
+        st = Status::Internal("zstd: cannot create a compression context");
+      } else if (st = CompressFile(cctx.get(), t.seg->path, level, out, cap, n); st.ok()) {
+        const std::string_view z(out.get(), n);
+        st = walfmt::WriteNewFile(Join(stage, t.rel), z);
+        if (st.ok()) t.entry = {t.rel, z.size(), Xxh3Hex(z)};
+      }
+      if (!st.ok()) {
+        errors[x] = st;
+        failed.store(true);
+      }
+    }
+  });
+  for (const auto& st : errors) {
+    if (!st.ok()) return st;
+  }
+  return Status::Ok();
 }
 
 std::string RangeText(uint64_t a, uint64_t b) {
@@ -668,22 +768,22 @@ Result<CreateResult> CreateIncrement(const CreateRequest& req, const RepoListing
     an.last_segment = an.wal_to.segment;
     an.continue_from = ContinueFrom(*g->nodes[i]);
     FillNodeEvidence(*g->nodes[i], an);
-    for (const auto& seg : segs[i]) {
-      const std::string name = SegmentName(seg.index);
-      if (seg.compressed) {  // already one zstd frame (or several) of the plain segment: copied as it is
-        if (Status st = AddFileCopy(s.dir, nd + "/wal/" + name, seg.path, m); !st.ok()) return st;
-      } else {  // a plain segment is at most the segment size (a single larger record: that record)
-        auto data = walfmt::ReadWholeFile(seg.path, kMaxSegmentBytes);
-        if (!data.ok()) return data.status();
-        auto z = Compress(*data, req.zstd_level);
-        if (!z.ok()) return z.status();
-        if (Status st = AddFile(s.dir, nd + "/wal/" + name, *z, m); !st.ok()) return st;
-      }
-      an.segments.push_back(name);
-    }
+    for (const auto& seg : segs[i]) an.segments.push_back(SegmentName(seg.index));
+    m.nodes.push_back(an);
+  }
+  // The segments, compressed on `jobs` threads (one segment each at a time);
+  // listed in the manifest in node and segment order whatever order they
+  // finish in.
+  std::vector<SegmentTask> tasks;
+  for (size_t i = 0; i < n; ++i) {
+    for (const auto& seg : segs[i]) tasks.push_back({&seg, fmt::format("node-{}/wal/{}", i, SegmentName(seg.index)), {}});
+  }
+  if (Status st = StoreSegments(s.dir, tasks, req.zstd_level, req.jobs); !st.ok()) return st;
+  for (auto& t : tasks) m.files.push_back(std::move(t.entry));
+  for (size_t i = 0; i < n; ++i) {
+    const std::string nd = fmt::format("node-{}", i);
     if (Status st = walfmt::SyncDir(Join(s.dir, nd + "/wal")); !st.ok()) return st;
     if (Status st = walfmt::SyncDir(Join(s.dir, nd)); !st.ok()) return st;
-    m.nodes.push_back(an);
   }
   if (Status st = AddFile(s.dir, "cluster.json", *cj, m); !st.ok()) return st;
   if (Status st = Publish(s, req.repo, m); !st.ok()) return st;

@@ -139,7 +139,7 @@ struct CreateRequest {
   bool latest = false;              // incremental: the latest consistent cut after the parent
   std::string parent;               // incremental: explicit parent ("" : the newest artifact of the cluster)
   std::string name;                 // "" : f-<snapshot>, f-cut-<K>, i-cut-<K>
-  int zstd_level = 3;
+  int zstd_level = 1;
   unsigned jobs = 0;
 };
 
