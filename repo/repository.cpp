@@ -17,6 +17,7 @@
 #include <xxhash.h>
 #include <zstd.h>
 
+#include "cut/load.h"
 #include "recovery/cluster_info.h"
 #include "recovery/restore.h"
 #include "walfmt/file_io.h"
@@ -637,6 +638,85 @@ std::string RangeText(uint64_t a, uint64_t b) {
   return a == b ? fmt::format("{:016X}", a) : fmt::format("{:016X}..{:016X}", a, b);
 }
 
+// The file of an increment that holds node i's restore plan.
+std::string PlanFile(size_t i) { return fmt::format("node-{}/restore-plan.json", i); }
+
+// What a restore through an increment needs of the cut analysis, so that it
+// reads the increment's WAL once instead of twice: node i's scan summary
+// reduced to the increment's own segments, the parent's cut (or the parent
+// full snapshot's SNAPSHOT record) and cut K, as the analysis of the live
+// WAL found them (the positions are the same in the increment). No
+// transaction counts or digests: the restore needs the cuts' positions and
+// sets, and the cross-node checks were made at creation against the whole
+// WAL (`snapshot check` re-derives them from the increment's segments).
+cut::NodeSummary PlanSummary(const cut::ClusterCuts& cc, size_t i, const Artifact& parent, uint64_t k,
+                             const std::vector<walfmt::SegmentFile>& segs) {
+  const cut::NodeSummary& live = cc.nodes[i];
+  cut::NodeSummary s;
+  s.node = live.node;
+  s.cluster_known = live.cluster_known;
+  s.cluster_id = live.cluster_id;
+  for (const auto& seg : segs) {
+    cut::SegmentInfo si;
+    si.index = seg.index;
+    si.file = SegmentName(seg.index);
+    si.compressed = true;
+    for (const auto& l : live.segments) {
+      if (l.index == seg.index) {
+        si.bytes = l.bytes;
+        si.records = l.records;
+      }
+    }
+    s.segments.push_back(std::move(si));
+  }
+  if (!segs.empty() && segs.front().index > 0) {
+    s.pruned = true;
+    s.wal_start = Lsn{segs.front().index, 0};
+  }
+  const cut::NodeCut* kc = live.FindCut(k);
+  s.end = kc && kc->finished ? kc->finish : Lsn{};
+  if (parent.m.cut) {
+    if (const cut::NodeCut* jc = live.FindCut(*parent.m.cut)) s.cuts.push_back(*jc);
+  } else {
+    for (const auto& mark : live.snapshots) {
+      if (mark.name != parent.m.snapshot) continue;
+      cut::SnapshotMark bare = mark;  // no digests: the plan carries no buckets to subtract them from
+      bare.committed_before = {};
+      bare.shared_before.clear();
+      s.snapshots.push_back(std::move(bare));
+    }
+  }
+  if (kc) s.cuts.push_back(*kc);
+  return s;
+}
+
+// The cuts of increment `a` from its restore plans (checked against the
+// manifest's checksums), reconstructed with its parent's cut attested;
+// nullopt when the artifact has no plans (made by an earlier walcut).
+Result<std::optional<cut::ClusterCuts>> PlannedCuts(const Artifact& a, std::optional<uint64_t> attested) {
+  std::vector<cut::NodeSummary> sums;
+  for (size_t i = 0; i < a.m.nodes.size(); ++i) {
+    const std::string rel = PlanFile(i);
+    const auto entry = std::find_if(a.m.files.begin(), a.m.files.end(), [&](const auto& f) { return f.path == rel; });
+    if (entry == a.m.files.end()) return std::optional<cut::ClusterCuts>();
+    const std::string path = Join(a.dir, rel);
+    auto text = ReadSmall(path);
+    if (!text.ok()) return text.status();
+    if (text->size() != entry->bytes || Xxh3Hex(*text) != entry->xxh3_128) {
+      return Status::Corruption(fmt::format("{}: xxh3-128 {} ({} bytes), the manifest says {} ({} bytes)", path,
+                                            Xxh3Hex(*text), text->size(), entry->xxh3_128, entry->bytes));
+    }
+    auto sum = cut::SummaryFromJson(*text, path);
+    if (!sum.ok()) return sum.status();
+    sums.push_back(std::move(sum.value()));
+  }
+  cut::ReconstructOptions ro;
+  ro.attested_cut = attested;
+  auto cc = cut::Reconstruct(std::move(sums), ro);
+  if (!cc.ok()) return Status::Corruption(fmt::format("artifact {}: restore plans: {}", a.name, cc.status().message()));
+  return std::optional<cut::ClusterCuts>(std::move(cc.value()));
+}
+
 Result<CreateResult> CreateIncrement(const CreateRequest& req, const RepoListing& l, Manifest m) {
   if (req.cluster_dir.empty()) return Status::InvalidArgument("an increment needs the cluster directory");
   auto layout = cut::FindClusterLayout(req.cluster_dir);
@@ -786,6 +866,10 @@ Result<CreateResult> CreateIncrement(const CreateRequest& req, const RepoListing
     if (Status st = walfmt::SyncDir(Join(s.dir, nd)); !st.ok()) return st;
   }
   if (Status st = AddFile(s.dir, "cluster.json", *cj, m); !st.ok()) return st;
+  for (size_t i = 0; i < n; ++i) {
+    const std::string plan = cut::SummaryToJson(PlanSummary(*cc, i, *parent, k, segs[i]));
+    if (Status st = AddFile(s.dir, PlanFile(i), plan, m); !st.ok()) return st;
+  }
   if (Status st = Publish(s, req.repo, m); !st.ok()) return st;
   CreateResult r;
   r.m = m;
@@ -1148,8 +1232,13 @@ Result<RepoRestoreResult> RestoreFromRepository(const RepoRestoreRequest& req) {
       layout.dir = ldir;
       base = full.m.snapshot;
     }
-    auto cc = Analyze(layout, req.jobs, (*chain)[j - 1]->m.cut);
+    auto cc = PlannedCuts(a, (*chain)[j - 1]->m.cut);
     if (!cc.ok()) return cc.status();
+    if (!cc->has_value()) {  // an increment made before restore plans existed: analyse its WAL
+      auto analysed = Analyze(layout, req.jobs, (*chain)[j - 1]->m.cut);
+      if (!analysed.ok()) return analysed.status();
+      cc.value() = std::move(analysed.value());
+    }
     const bool last = j + 1 == chain->size();
     const std::string out = last ? req.out : Join(work.dir, fmt::format("step-{}", j));
     recovery::RestoreRequest rq;
@@ -1158,7 +1247,7 @@ Result<RepoRestoreResult> RestoreFromRepository(const RepoRestoreRequest& req) {
     rq.base = base;
     rq.out = out;
     rq.jobs = req.jobs;
-    auto r = recovery::Restore(*cc, layout, rq);
+    auto r = recovery::Restore(**cc, layout, rq);
     if (!r.ok()) {
       // Inside a repository a refused step is a finding about the artifact, not usage.
       if (r.status().code() == walfmt::ErrorCode::kInvalidArgument) {

@@ -299,6 +299,64 @@ TEST_CASE("repo: runtime full plus an increment restores byte-identically to the
   RequireClean(Check(repo, true));
 }
 
+TEST_CASE("repo: an increment's restore plans are read instead of its WAL twice; a changed plan is refused, a "
+          "missing one falls back to analysing the WAL",
+          "[repo]") {
+  TempDir t("repo-plan");
+  const std::string cluster = MakeCluster(t.str(), 33);
+  const std::string repo = t.str() + "/repo";
+  auto info = recovery::LoadClusterInfo(cluster);
+  REQUIRE(info.ok());
+  REQUIRE_OK(Create(cluster, repo, true, info->full_snapshots[0].name, std::nullopt));
+  auto inc = Create(cluster, repo, false, "", std::nullopt, "", true);
+  REQUIRE_OK(inc);
+  const std::string dir = repo + "/" + inc->m.name;
+  // One plan per node, listed in the manifest; each a summary of the node
+  // with the parent's SNAPSHOT record and cut K only.
+  for (int i = 0; i < 3; ++i) {
+    const std::string rel = fmt::format("node-{}/restore-plan.json", i);
+    CHECK(std::any_of(inc->m.files.begin(), inc->m.files.end(), [&](const auto& f) { return f.path == rel; }));
+    auto plan = cut::SummaryFromJson(ReadAll(dir + "/" + rel), rel);
+    REQUIRE(plan.ok());
+    REQUIRE(plan->cuts.size() == 1);
+    CHECK(plan->cuts[0].cut_id == *inc->m.cut);
+    CHECK(plan->snapshots.size() == 1);
+  }
+  const std::string live = t.str() + "/live";
+  LiveRestore(cluster, *inc->m.cut, live);
+  auto restore = [&](const std::string& out) {
+    RepoRestoreRequest rq;
+    rq.repo = repo;
+    rq.latest = true;
+    rq.out = out;
+    return RestoreFromRepository(rq);
+  };
+  // A plan changed by one byte: refused, naming the file (also by check).
+  const std::string plan0 = dir + "/node-0/restore-plan.json";
+  const std::string saved = ReadAll(plan0);
+  std::string changed = saved;
+  changed[changed.find("\"cut\": ") + 7] ^= 1;
+  WriteAll(plan0, changed);
+  auto bad = restore(t.str() + "/bad");
+  REQUIRE_FALSE(bad.ok());
+  CHECK(bad.status().message().find("node-0/restore-plan.json: xxh3-128") != std::string::npos);
+  CHECK_FALSE(fs::exists(t.str() + "/bad"));
+  // Without plans (an artifact of an earlier walcut) the WAL is analysed.
+  WriteAll(plan0, saved);
+  for (int i = 0; i < 3; ++i) fs::remove(fmt::format("{}/node-{}/restore-plan.json", dir, i));
+  Manifest m = inc->m;
+  m.files.erase(std::remove_if(m.files.begin(), m.files.end(),
+                               [](const auto& f) { return f.path.find("restore-plan") != std::string::npos; }),
+                m.files.end());
+  WriteAll(dir + "/manifest.json", EncodeManifest(m));
+  auto old = restore(t.str() + "/old");
+  INFO(old.status().message());
+  REQUIRE(old.ok());
+  for (int i = 0; i < 3; ++i) {
+    CHECK(ReadAll(fmt::format("{}/node-{}.snap", live, i)) == ReadAll(fmt::format("{}/old/node-{}.snap", t.str(), i)));
+  }
+}
+
 TEST_CASE("repo: refusals: inconsistent cut, another cluster's parent, missing segments, broken chain", "[repo]") {
   TempDir t("repo-refuse");
   const std::string repo = t.str() + "/repo";
