@@ -37,17 +37,41 @@ std::string WalEnd(const NodeSummary& s) {
   return fmt::format("whose WAL ends at {}", s.end.ToString());
 }
 
-bool SetCheck(CutChecks& c, const std::string& check) {
-  if (check == "atomicity") return c.atomicity = false, true;
-  if (check == "monotonicity") return c.monotonicity = false, true;
-  if (check == "shape") return c.shape = false, true;
-  if (check == "rollback") return c.rollback = false, true;
-  if (check == "marker") return c.markers = false, true;
-  if (check == "completeness") return c.completeness = false, true;
-  return false;
+// The flag of CutChecks a finding fails (none for a finding about the WAL).
+void SetCheck(CutChecks& c, Check check) {
+  switch (check) {
+    case Check::kAtomicity: c.atomicity = false; break;
+    case Check::kMonotonicity: c.monotonicity = false; break;
+    case Check::kShape: c.shape = false; break;
+    case Check::kRollback: c.rollback = false; break;
+    case Check::kMarker: c.markers = false; break;
+    case Check::kCompleteness: c.completeness = false; break;
+    case Check::kWal: break;
+  }
 }
 
 }  // namespace
+
+const char* CheckName(Check c) {
+  switch (c) {
+    case Check::kWal: return "wal";
+    case Check::kShape: return "shape";
+    case Check::kMarker: return "marker";
+    case Check::kRollback: return "rollback";
+    case Check::kAtomicity: return "atomicity";
+    case Check::kMonotonicity: return "monotonicity";
+    case Check::kCompleteness: return "completeness";
+  }
+  return "unknown";
+}
+
+std::optional<Check> ParseCheck(std::string_view name) {
+  for (Check c : {Check::kWal, Check::kShape, Check::kMarker, Check::kRollback, Check::kAtomicity,
+                  Check::kMonotonicity, Check::kCompleteness}) {
+    if (name == CheckName(c)) return c;
+  }
+  return std::nullopt;
+}
 
 const char* CutStatusName(CutStatus s) {
   switch (s) {
@@ -217,7 +241,7 @@ walfmt::Result<ClusterCuts> Reconstruct(std::vector<NodeSummary> nodes, const Re
       // Completeness (rule 6 / check 5).
       if (nc && nc->started && nc->finished && nc->aborts.empty() && !nc->restarted) continue;
       Finding f;
-      f.check = "completeness";
+      f.check = Check::kCompleteness;
       f.node = i;
       f.cut = k;
       bool failure = true;
@@ -279,7 +303,7 @@ walfmt::Result<ClusterCuts> Reconstruct(std::vector<NodeSummary> nodes, const Re
           auto [it, fresh] = side.emplace(t.tx, std::make_pair(i, b == 0));
           if (fresh || it->second.second == (b == 0) || it->second.first == i) continue;
           Finding f;
-          f.check = "atomicity";
+          f.check = Check::kAtomicity;
           f.node = i;
           f.cut = k;
           f.has_tx = true;
@@ -371,7 +395,7 @@ walfmt::Result<ClusterCuts> Reconstruct(std::vector<NodeSummary> nodes, const Re
         const TxDigest dj = digest(j, i);
         if (di == dj) continue;
         Finding f;
-        f.check = "atomicity";
+        f.check = Check::kAtomicity;
         f.node = i;
         f.cut = k;
         f.expected = fmt::format("node {}: {} shared transactions in the cut", i, di.n);
@@ -384,7 +408,7 @@ walfmt::Result<ClusterCuts> Reconstruct(std::vector<NodeSummary> nodes, const Re
     }
     for (const auto& f : g.findings) {
       SetCheck(g.checks, f.check);
-      if (f.check != "completeness") note(inconsistent_reason, f.message);
+      if (f.check != Check::kCompleteness) note(inconsistent_reason, f.message);
     }
     if (!inconsistent_reason.empty()) {
       g.status = CutStatus::kInconsistent;

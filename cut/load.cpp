@@ -127,7 +127,12 @@ class Reader {
 
 Finding FindingFrom(Reader& r, const json& j, const std::string& p) {
   Finding f;
-  f.check = r.Str(j, "check", p);
+  const std::string check = r.Str(j, "check", p);
+  if (auto c = ParseCheck(check)) {
+    f.check = *c;
+  } else if (r.ok()) {
+    r.Fail(p + ".check", fmt::format("\"{}\" is not a known check", check));
+  }
   f.node = static_cast<uint32_t>(r.U64(j, "node", p));
   f.cut = r.U64(j, "cut", p, false);
   f.message = r.Str(j, "message", p);
@@ -147,7 +152,7 @@ Finding FindingFrom(Reader& r, const json& j, const std::string& p) {
 }  // namespace
 
 json FindingToJson(const Finding& f) {
-  json j = {{"check", f.check}, {"node", f.node}, {"message", f.message}};
+  json j = {{"check", CheckName(f.check)}, {"node", f.node}, {"message", f.message}};
   if (f.cut) j["cut"] = f.cut;
   if (f.has_position) j["position"] = f.position.ToString();
   if (f.has_tx) j["tx"] = f.tx.ToString();

@@ -245,7 +245,7 @@ class Scanner {
  private:
   bool Bad(const RecordView& v, const std::string& what) {
     Finding f;
-    f.check = "wal";
+    f.check = Check::kWal;
     f.node = opt_.node;
     f.has_position = true;
     f.position = v.lsn;
@@ -263,7 +263,7 @@ class Scanner {
     }
   }
 
-  Finding Make(const char* check, uint64_t cut, Lsn at, const TxId* tx, std::string message) {
+  Finding Make(Check check, uint64_t cut, Lsn at, const TxId* tx, std::string message) {
     Finding f;
     f.check = check;
     f.node = opt_.node;
@@ -487,12 +487,12 @@ class Scanner {
     const auto prev = window_.LastFinish(tx);
     if (!prev) return true;
     if (prev->rolled_back) {
-      Add(Make("rollback", 0, at, &tx,
+      Add(Make(Check::kRollback, 0, at, &tx,
                fmt::format("node {}: transaction {} committed at {} after its TX_ROLLBACK at {}", opt_.node,
                            tx.ToString(), at.ToString(), prev->at.ToString())));
       return true;
     }
-    Add(Make("shape", 0, at, &tx,
+    Add(Make(Check::kShape, 0, at, &tx,
              fmt::format("node {}: transaction {} committed twice, at {} and at {}", opt_.node, tx.ToString(),
                          prev->at.ToString(), at.ToString())));
     return false;
@@ -511,7 +511,7 @@ class Scanner {
       if (open_ >= 0) {
         expect_before_[tx] = MakeDone(at, first, time_us, marker, f, recovered, false, parts);
       } else {
-        Add(Make("marker", k, at, &tx,
+        Add(Make(Check::kMarker, k, at, &tx,
                  fmt::format("node {}: transaction {} committed at {}, after cut {} ended here, with marker {} < {}: "
                              "the marker puts it in cut {}, its position does not",
                              opt_.node, tx.ToString(), at.ToString(), k, marker, k, k)));
@@ -519,7 +519,7 @@ class Scanner {
     } else if (marker == k + 1) {
       expect_after_[k + 1][tx] = MakeDone(at, first, time_us, marker, f, recovered, false, parts);
     } else if (marker > k + 1 && (have_start_ || !opt_.wal_after_genesis)) {
-      Add(Make("marker", k + 1, at, &tx,
+      Add(Make(Check::kMarker, k + 1, at, &tx,
                fmt::format("node {}: transaction {} committed at {} with marker {}, but the node had only reached cut "
                            "{}: no cut can place it consistently",
                            opt_.node, tx.ToString(), at.ToString(), marker, k)));
@@ -531,7 +531,7 @@ class Scanner {
     Lsn first = at;
     if (!window_.End(tx, at, true, first)) {
       if (const auto prev = window_.LastFinish(tx); prev && !prev->rolled_back) {
-        Add(Make("rollback", 0, at, &tx,
+        Add(Make(Check::kRollback, 0, at, &tx,
                  fmt::format("node {}: transaction {} rolled back at {} after its TX_COMMIT at {}", opt_.node,
                              tx.ToString(), at.ToString(), prev->at.ToString())));
         return;
@@ -572,7 +572,7 @@ class Scanner {
       CloseOpen();
     }
     if (FindIndex(cs.cut_id) >= 0 || (have_start_ && cs.cut_id <= last_start_)) {
-      Add(Make("shape", cs.cut_id, at, nullptr,
+      Add(Make(Check::kShape, cs.cut_id, at, nullptr,
                fmt::format("node {}: CUT_START({}) at {} after CUT_START({}): cut ids must increase", opt_.node,
                            cs.cut_id, at.ToString(), last_start_)));
       return;
@@ -614,7 +614,7 @@ class Scanner {
       const bool pruned = idx < 0 && !have_start_ && opt_.wal_after_genesis;
       std::string why = idx < 0 ? "without a CUT_START" : "after the cut had ended here";
       if (!pruned) {
-        Add(Make("shape", k, at, nullptr,
+        Add(Make(Check::kShape, k, at, nullptr,
                  fmt::format("node {}: CUT_FINISH({}) at {} {}", opt_.node, k, at.ToString(), why)));
       }
       if (idx < 0) {
@@ -640,7 +640,7 @@ class Scanner {
     const TxSet after(cf.after.begin(), cf.after.end());
     for (const auto& t : cf.before) {
       if (after.count(t)) {
-        Add(Make("shape", k, at, &t,
+        Add(Make(Check::kShape, k, at, &t,
                  fmt::format("node {}: transaction {} is in both before({}) and after({}) of CUT_FINISH at {}",
                              opt_.node, t.ToString(), k, k, at.ToString())));
       }
@@ -654,7 +654,7 @@ class Scanner {
     }
     for (const auto& [t, d] : expect_before_) {
       if (before.count(t)) continue;
-      Add(Make("marker", k, d.at, &t,
+      Add(Make(Check::kMarker, k, d.at, &t,
                fmt::format("node {}: transaction {} committed at {} after CUT_START({}) with marker {} < {} but is "
                            "not in before({}): the marker puts it in the cut, the WAL does not",
                            opt_.node, t.ToString(), d.at.ToString(), k, d.marker, k, k)));
@@ -662,7 +662,7 @@ class Scanner {
     if (auto ea = expect_after_.find(k); ea != expect_after_.end()) {
       for (const auto& [t, d] : ea->second) {
         if (after.count(t) || d.at > nc.start) continue;
-        Add(Make("marker", k, d.at, &t,
+        Add(Make(Check::kMarker, k, d.at, &t,
                  fmt::format("node {}: transaction {} committed at {} before CUT_START({}) with marker {} >= {} but "
                              "is not in after({}): the WAL puts it in the cut, the marker does not",
                              opt_.node, t.ToString(), d.at.ToString(), k, d.marker, k, k)));
@@ -737,7 +737,7 @@ class Scanner {
         why = fmt::format("has no TX_COMMIT or TX_ROLLBACK on node {} before CUT_FINISH({}) at {}", opt_.node, k,
                           finish_at.ToString());
       }
-      Add(Make("shape", k, finish_at, &t, fmt::format("node {}: tracked transaction {} in {}({}) {}", opt_.node,
+      Add(Make(Check::kShape, k, finish_at, &t, fmt::format("node {}: tracked transaction {} in {}({}) {}", opt_.node,
                                                       t.ToString(), set, k, why)));
       return out;
     }
@@ -747,7 +747,7 @@ class Scanner {
     out.recovered = d->recovered;
     if (d->rolled_back) {
       out.rolled_back = true;
-      Add(Make("rollback", k, d->at, &t,
+      Add(Make(Check::kRollback, k, d->at, &t,
                fmt::format("node {}: transaction {} rolled back at {} but listed in {}({}) of CUT_FINISH at {}",
                            opt_.node, t.ToString(), d->at.ToString(), set, k, finish_at.ToString())));
       return out;
@@ -756,7 +756,7 @@ class Scanner {
     out.marker = d->marker;
     const bool marker_in = d->marker < k;
     if (marker_in != is_before) {
-      Finding f = Make("marker", k, d->at, &t,
+      Finding f = Make(Check::kMarker, k, d->at, &t,
                        fmt::format("node {}: transaction {} is in {}({}) but its marker is {} ({} {}): the sets and "
                                    "the markers disagree",
                                    opt_.node, t.ToString(), set, k, d->marker, marker_in ? "<" : ">=", k));
@@ -766,7 +766,7 @@ class Scanner {
     }
     const bool after_start = d->at > nc.start;
     if (!is_before && d->f < k) {
-      Add(Make("monotonicity", k, d->at, &t,
+      Add(Make(Check::kMonotonicity, k, d->at, &t,
                fmt::format("node {}: transaction {} (committed at {}) is in cut {} but in after({}): cut {} does not "
                            "contain cut {}",
                            opt_.node, t.ToString(), d->at.ToString(), d->f, k, k, d->f)));
@@ -968,7 +968,7 @@ walfmt::Result<std::unique_ptr<NodeScan>> NodeScan::Open(const std::string& wal_
     s.damage_at = p.lsn();
     s.damage = p.ToString();
     Finding f;
-    f.check = "wal";
+    f.check = Check::kWal;
     f.node = node;
     f.has_position = true;
     f.position = p.lsn();

@@ -13,8 +13,12 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
+
+#include <fmt/format.h>
 
 #include "walfmt/lsn.h"
 #include "walfmt/record.h"
@@ -27,12 +31,24 @@ using walfmt::TxId;
 // Summary format version (written by `walcut scan --out`).
 inline constexpr int kSummaryVersion = 1;
 
-// One finding with its minimal evidence. `check` is one of: "wal" (the WAL
-// itself is damaged or unreadable), "shape" (check 3), "marker" (the marker
-// cross-check), "rollback" (check 4), "atomicity" (check 1), "monotonicity"
-// (check 2), "completeness" (check 5).
+// What a finding is about: the WAL itself, or one of the checks of a cut.
+// The names (CheckName) are what reports and summary files carry.
+enum class Check : uint8_t {
+  kWal = 1,           // "wal": the WAL itself is damaged or unreadable
+  kShape = 2,         // "shape": check 3
+  kMarker = 3,        // "marker": the marker cross-check
+  kRollback = 4,      // "rollback": check 4
+  kAtomicity = 5,     // "atomicity": check 1
+  kMonotonicity = 6,  // "monotonicity": check 2
+  kCompleteness = 7,  // "completeness": check 5
+};
+const char* CheckName(Check c);
+// nullopt for a name that is not one of CheckName's.
+std::optional<Check> ParseCheck(std::string_view name);
+
+// One finding with its minimal evidence.
 struct Finding {
-  std::string check;
+  Check check = Check::kWal;
   uint32_t node = 0;
   uint64_t cut = 0;           // 0: not about one cut
   bool has_position = false;
@@ -196,3 +212,11 @@ struct NodeSummary {
 };
 
 }  // namespace walcut::cut
+
+// Checks print by their names: fmt::format("{}", f.check) == CheckName(f.check).
+template <>
+struct fmt::formatter<walcut::cut::Check> : fmt::formatter<std::string_view> {
+  auto format(walcut::cut::Check c, fmt::format_context& ctx) const {
+    return fmt::formatter<std::string_view>::format(walcut::cut::CheckName(c), ctx);
+  }
+};

@@ -437,23 +437,23 @@ void RunFiles(const CheckOptions& opt, const cut::ClusterLayout& layout, CheckRe
 
 // The checks reported per cut and node, and the cut::Finding::check that
 // belongs to each.
-struct CheckName {
+struct CutCheckItem {
   const char* name;
-  const char* finding;
+  cut::Check finding;
   bool cut::CutChecks::*flag;
 };
-constexpr CheckName kCutChecks[] = {
-    {"atomicity", "atomicity", &cut::CutChecks::atomicity},
-    {"monotonicity", "monotonicity", &cut::CutChecks::monotonicity},
-    {"shape", "shape", &cut::CutChecks::shape},
-    {"rollback", "rollback", &cut::CutChecks::rollback},
-    {"completeness", "completeness", &cut::CutChecks::completeness},
-    {"markers", "marker", &cut::CutChecks::markers},
+constexpr CutCheckItem kCutChecks[] = {
+    {"atomicity", cut::Check::kAtomicity, &cut::CutChecks::atomicity},
+    {"monotonicity", cut::Check::kMonotonicity, &cut::CutChecks::monotonicity},
+    {"shape", cut::Check::kShape, &cut::CutChecks::shape},
+    {"rollback", cut::Check::kRollback, &cut::CutChecks::rollback},
+    {"completeness", cut::Check::kCompleteness, &cut::CutChecks::completeness},
+    {"markers", cut::Check::kMarker, &cut::CutChecks::markers},
 };
 
 CheckFinding FromCutFinding(const cut::Finding& f) {
   CheckFinding c;
-  c.check = f.check;
+  c.check = cut::CheckName(f.check);
   c.node = f.node;
   if (f.cut) c.cut = f.cut;
   if (f.has_position) c.position = f.position;
@@ -476,7 +476,7 @@ void CutItems(const cut::ClusterCuts& cc, const cut::GlobalCut& g, bool selected
     damaged = damaged || (!finished && cc.nodes[i].damaged);
   }
   const bool excused = g.status == cut::CutStatus::kIncomplete && last && !selected && !damaged;
-  for (const CheckName& cn : kCutChecks) {
+  for (const CutCheckItem& cn : kCutChecks) {
     for (size_t i = 0; i < cc.nodes.size(); ++i) {
       CheckItem it;
       it.level = CheckLevel::kCuts;
@@ -532,7 +532,7 @@ void CutItems(const cut::ClusterCuts& cc, const cut::GlobalCut& g, bool selected
                             g.consistent_after ? std::to_string(*g.consistent_after) : "none");
     st.findings.insert(st.findings.begin(), std::move(c));
   }
-  for (const CheckName& cn : kCutChecks) {
+  for (const CutCheckItem& cn : kCutChecks) {
     bool named = false;
     for (const auto& f : g.findings) named = named || f.check == cn.finding;
     if (!(g.checks.*cn.flag) && !named) {
@@ -560,7 +560,7 @@ void ClusterWalItems(const cut::ClusterCuts& cc, CheckReport& rep) {
     for (const auto& f : cc.findings) {
       if (f.node != s.node) continue;
       it.findings.push_back(FromCutFinding(f));
-      has_wal_finding = has_wal_finding || f.check == "wal";
+      has_wal_finding = has_wal_finding || f.check == cut::Check::kWal;
     }
     if (s.damaged && !has_wal_finding) {
       CheckFinding c;

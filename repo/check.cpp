@@ -182,14 +182,22 @@ void CheckCut(const Artifact& a, const RepoListing& l, RepoCheckReport& r, unsig
     x.found = cut::CutStatusName(g->status);
     Fail(st, std::move(x));
   }
-  const std::pair<const char*, bool> checks[] = {{"atomicity", g->checks.atomicity},     {"monotonicity", g->checks.monotonicity},
-                                                 {"shape", g->checks.shape},             {"rollback", g->checks.rollback},
-                                                 {"completeness", g->checks.completeness}, {"markers", g->checks.markers}};
-  for (const auto& [name, ok] : checks) {
+  struct CutCheck {
+    const char* name;
+    cut::Check finding;
+    bool ok;
+  };
+  const CutCheck checks[] = {{"atomicity", cut::Check::kAtomicity, g->checks.atomicity},
+                             {"monotonicity", cut::Check::kMonotonicity, g->checks.monotonicity},
+                             {"shape", cut::Check::kShape, g->checks.shape},
+                             {"rollback", cut::Check::kRollback, g->checks.rollback},
+                             {"completeness", cut::Check::kCompleteness, g->checks.completeness},
+                             {"markers", cut::Check::kMarker, g->checks.markers}};
+  for (const auto& [name, finding, ok] : checks) {
     RepoCheckItem& it = Add(r, "cuts", group, fmt::format("cut {}: {}", k, name));
     if (ok) continue;
     for (const auto& f : g->findings) {
-      if (f.check != name && !(std::string(name) == "markers" && f.check == "marker")) continue;
+      if (f.check != finding) continue;
       RepoFinding x = Finding(name, f.message);
       x.node = f.node;
       x.expected = f.expected;

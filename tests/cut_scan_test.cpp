@@ -110,14 +110,14 @@ void Rewrite(const std::string& dir, uint32_t n, const std::function<void(std::v
 
 bool HasFinding(const GlobalCut& g, const std::string& check, uint32_t node, const std::string& text) {
   for (const auto& f : g.findings) {
-    if (f.check == check && f.node == node && f.message.find(text) != std::string::npos) return true;
+    if (walcut::cut::CheckName(f.check) == check && f.node == node && f.message.find(text) != std::string::npos) return true;
   }
   return false;
 }
 
 std::string Findings(const GlobalCut& g) {
   std::string s;
-  for (const auto& f : g.findings) s += f.check + ": " + f.message + "\n";
+  for (const auto& f : g.findings) s += std::string(walcut::cut::CheckName(f.check)) + ": " + f.message + "\n";
   return s;
 }
 
@@ -332,7 +332,7 @@ TEST_CASE("an after transaction with 9 participants committed just before CUT_ST
   CHECK(lc->end == walcut::cut::CutEnd::kFinished);
   for (const auto& f : late->findings) {
     INFO(f.message);
-    CHECK(f.check != "shape");
+    CHECK(walcut::cut::CheckName(f.check) != std::string("shape"));
   }
   auto lt = std::find_if(lc->after.begin(), lc->after.end(), [&](const auto& t) { return t.tx == wide; });
   REQUIRE(lt != lc->after.end());
@@ -424,12 +424,12 @@ TEST_CASE("a transaction that finishes twice on a node is named, with both posit
   const auto& s1 = sums->at(1);
   auto has = [&](const std::string& check, const std::string& text) {
     for (const auto& f : s1.findings) {
-      if (f.check == check && f.message.find(text) != std::string::npos) return true;
+      if (walcut::cut::CheckName(f.check) == check && f.message.find(text) != std::string::npos) return true;
     }
     return false;
   };
   std::string all;
-  for (const auto& f : s1.findings) all += f.check + ": " + f.message + "\n";
+  for (const auto& f : s1.findings) all += std::string(walcut::cut::CheckName(f.check)) + ": " + f.message + "\n";
   INFO(all);
   CHECK(has("shape", fmt::format("transaction {} committed twice, at ", twice.ToString())));
   CHECK(has("rollback", fmt::format("transaction {} rolled back at ", undone.ToString())));
