@@ -97,6 +97,17 @@ walfmt::Result<CreateResult> Create(const std::string& cluster, const std::strin
     REQUIRE(_r.ok());                           \
   } while (0)
 
+// A full artifact of the cluster's first runtime full snapshot, then an
+// increment of its latest consistent cut on top; the increment.
+CreateResult FullAndLatestIncrement(const std::string& cluster, const std::string& repo) {
+  auto info = recovery::LoadClusterInfo(cluster);
+  REQUIRE(info.ok());
+  REQUIRE_OK(Create(cluster, repo, true, info->full_snapshots[0].name, std::nullopt));
+  auto inc = Create(cluster, repo, false, "", std::nullopt, "", true);
+  REQUIRE_OK(inc);
+  return std::move(inc.value());
+}
+
 RepoCheckReport Check(const std::string& repo, bool restore = false, std::string name = "") {
   RepoCheckOptions o;
   o.repo = repo;
@@ -276,12 +287,8 @@ TEST_CASE("repo: runtime full plus an increment restores byte-identically to the
   TempDir t("repo-rtfull");
   const std::string cluster = MakeCluster(t.str(), 31);
   const std::string repo = t.str() + "/repo";
-  auto info = recovery::LoadClusterInfo(cluster);
-  REQUIRE(info.ok());
-  REQUIRE_OK(Create(cluster, repo, true, info->full_snapshots[0].name, std::nullopt));
-  auto inc = Create(cluster, repo, false, "", std::nullopt, "", true);
-  REQUIRE_OK(inc);
-  const uint64_t k = *inc->m.cut;
+  auto inc = FullAndLatestIncrement(cluster, repo);
+  const uint64_t k = *inc.m.cut;
   const std::string live = t.str() + "/live";
   const std::string chained = t.str() + "/chained";
   LiveRestore(cluster, k, live);
@@ -292,7 +299,7 @@ TEST_CASE("repo: runtime full plus an increment restores byte-identically to the
   auto rr = RestoreFromRepository(rq);
   INFO(rr.status().message());
   REQUIRE(rr.ok());
-  CHECK(rr->target == inc->m.name);
+  CHECK(rr->target == inc.m.name);
   for (int i = 0; i < 3; ++i) {
     CHECK(ReadAll(fmt::format("{}/node-{}.snap", live, i)) == ReadAll(fmt::format("{}/node-{}.snap", chained, i)));
   }
@@ -305,25 +312,21 @@ TEST_CASE("repo: an increment's restore plans are read instead of its WAL twice;
   TempDir t("repo-plan");
   const std::string cluster = MakeCluster(t.str(), 33);
   const std::string repo = t.str() + "/repo";
-  auto info = recovery::LoadClusterInfo(cluster);
-  REQUIRE(info.ok());
-  REQUIRE_OK(Create(cluster, repo, true, info->full_snapshots[0].name, std::nullopt));
-  auto inc = Create(cluster, repo, false, "", std::nullopt, "", true);
-  REQUIRE_OK(inc);
-  const std::string dir = repo + "/" + inc->m.name;
+  auto inc = FullAndLatestIncrement(cluster, repo);
+  const std::string dir = repo + "/" + inc.m.name;
   // One plan per node, listed in the manifest; each a summary of the node
   // with the parent's SNAPSHOT record and cut K only.
   for (int i = 0; i < 3; ++i) {
     const std::string rel = fmt::format("node-{}/restore-plan.json", i);
-    CHECK(std::any_of(inc->m.files.begin(), inc->m.files.end(), [&](const auto& f) { return f.path == rel; }));
+    CHECK(std::any_of(inc.m.files.begin(), inc.m.files.end(), [&](const auto& f) { return f.path == rel; }));
     auto plan = cut::SummaryFromJson(ReadAll(dir + "/" + rel), rel);
     REQUIRE(plan.ok());
     REQUIRE(plan->cuts.size() == 1);
-    CHECK(plan->cuts[0].cut_id == *inc->m.cut);
+    CHECK(plan->cuts[0].cut_id == *inc.m.cut);
     CHECK(plan->snapshots.size() == 1);
   }
   const std::string live = t.str() + "/live";
-  LiveRestore(cluster, *inc->m.cut, live);
+  LiveRestore(cluster, *inc.m.cut, live);
   auto restore = [&](const std::string& out) {
     RepoRestoreRequest rq;
     rq.repo = repo;
@@ -344,7 +347,7 @@ TEST_CASE("repo: an increment's restore plans are read instead of its WAL twice;
   // Without plans (an artifact of an earlier walcut) the WAL is analysed.
   WriteAll(plan0, saved);
   for (int i = 0; i < 3; ++i) fs::remove(fmt::format("{}/node-{}/restore-plan.json", dir, i));
-  Manifest m = inc->m;
+  Manifest m = inc.m;
   m.files.erase(std::remove_if(m.files.begin(), m.files.end(),
                                [](const auto& f) { return f.path.find("restore-plan") != std::string::npos; }),
                 m.files.end());
