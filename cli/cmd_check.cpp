@@ -122,7 +122,7 @@ void RegisterCheck(CLI::App& root, Registry& reg) {
   CLI::App* cmd = root.add_subcommand(
       "check",
       "Check a cluster for CI: files (every segment: checksums, continuity, torn tails), cuts (every cut:\n"
-      "checks 1-5 of DESIGN.md and the marker cross-check, per cut and node) and restore (restore the cut\n"
+      "checks 1-5 of docs/cut-rule.md and the marker cross-check, per cut and node) and restore (restore the cut\n"
       "into a temporary directory, read it back, compare fingerprints, run the workload invariants).\n"
       "--cut K checks one cut up to restore; --all (the default) every cut up to cuts. With --all --level\n"
       "restore, each consistent cut is restored from the previous cut's restore once that one passed its\n"

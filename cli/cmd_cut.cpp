@@ -160,7 +160,7 @@ void RegisterCut(CLI::App& root, Registry& reg) {
       "show",
       "The global snapshot of cut K, node by node: LocalState (the WAL prefix up to CUT_START), ChannelState\n"
       "(the before and after sets with commit positions), the marker cross-check (T is in cut K iff m(T) < K)\n"
-      "and checks 1-5 of DESIGN.md section 2.\n"
+      "and checks 1-5 of docs/cut-rule.md.\n"
       "With --svg FILE, also writes the space-time diagram of the cut to FILE (SVG 1.1): one line per node,\n"
       "CUT_START and CUT_FINISH marks, the cut line, tracked transactions as arrows coloured before / after /\n"
       "unresolved, and a legend. FILE is replaced if it exists; it may not lie inside an input.\n"

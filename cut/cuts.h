@@ -1,5 +1,5 @@
 // Global reconstruction: from the NodeSummary of every node (cut/summary.h),
-// every cut of the cluster with its status, the checks of DESIGN.md section 2
+// every cut of the cluster with its status, the checks of docs/cut-rule.md section 2
 // and the restore window. Works from the summaries only.
 #pragma once
 

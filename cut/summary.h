@@ -5,7 +5,7 @@
 //
 // Positions are WAL positions (LSNs). "First cut" f(T) of a committed
 // transaction T on a node is the smallest cut id k such that T belongs to cut
-// k there by DESIGN.md section 2 (with the genesis base):
+// k there by docs/cut-rule.md section 2 (with the genesis base):
 //   p(T) < CUT_START(k) and T not in after(k), or p(T) > CUT_START(k) and T in before(k).
 // Cuts are monotone, so T is in every cut >= f(T); the summary keeps counts
 // and digests bucketed by f(T) and a cut's membership is a prefix sum.

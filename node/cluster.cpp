@@ -5,7 +5,7 @@
 //                   roles, locks, its WAL, and its side of the cut protocol
 //   Cluster         the driver: topology, client load, cut initiation, oracle
 //
-// Why transactions are correct with respect to the cut (DESIGN.md section 1,
+// Why transactions are correct with respect to the cut (docs/cut-rule.md section 1,
 // rule 5), in terms of this code — for node i, cut k and a committed T:
 //  * TX_COMMIT(T) before CUT_START(k) with m(T) >= k: the decider had cut id
 //    >= k, so the message that brought the decision to i carried >= k and i
@@ -94,7 +94,7 @@ enum class MsgType : uint8_t {
   kHelloResp,      // initiator -> restarted node: current cut id (marker), running (ok)
 };
 
-// Recovery answers (DESIGN.md section 1, "resolves its undecided transactions
+// Recovery answers (docs/cut-rule.md section 1, "resolves its undecided transactions
 // with the other participants").
 enum class PState : uint8_t {
   kNone = 0,     // not a participant

@@ -1,5 +1,5 @@
 // The node runtime: a simulated cluster that runs two-phase-commit
-// transactions and takes consistent cuts (DESIGN.md section 1) while writing
+// transactions and takes consistent cuts (docs/cut-rule.md section 1) while writing
 // real WAL files through walfmt.
 //
 // Everything runs in one process as a deterministic discrete-event simulation:

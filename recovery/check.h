@@ -8,7 +8,7 @@
 //            finds every problem). With a state file, segments verified clean
 //            before and unchanged since (same name, size and mtime) are skipped.
 //   cuts     every cut reconstructed from one scan per node: checks 1-5 of
-//            DESIGN.md section 2 and the marker cross-check, per cut and node.
+//            docs/cut-rule.md section 2 and the marker cross-check, per cut and node.
 //   restore  the selected cut(s) restored into a temporary directory, the
 //            written node-<i>.snap files read back (checksums and fingerprints
 //            compared with the restore), the workload invariants run on the

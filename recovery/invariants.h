@@ -1,5 +1,5 @@
 // Workload invariants on the states of all nodes at one point (a full
-// snapshot, a restored cut): DESIGN.md section 2, check 6. The checks return
+// snapshot, a restored cut): docs/cut-rule.md section 2, check 6. The checks return
 // structured findings and never print.
 //
 // Keys live where the topology says (walfmt/topology.h): a key's primary node

@@ -41,7 +41,7 @@ walfmt::Result<std::string> ReadText(const std::string& path) {
   return walfmt::ReadWholeFile(path, walfmt::kMaxJsonFileBytes);
 }
 
-// Membership of one cut on one node, as DESIGN.md section 2 states it. The
+// Membership of one cut on one node, as docs/cut-rule.md section 2 states it. The
 // sets are small (the transactions in flight when the cut started) and asked
 // once per commit: sorted vectors.
 struct CutRule {

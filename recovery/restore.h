@@ -1,4 +1,4 @@
-// Restoring every node of a cluster to cut K (DESIGN.md section 2):
+// Restoring every node of a cluster to cut K (docs/cut-rule.md section 2):
 //   state_i(K) = base state of node i + the writes of exactly the transactions
 //   T committed on node i with P_B < p(T) and T in cut K, applied in WAL order,
 // where T is in cut K iff p(T) < CUT_START_i(K) and T not in after_i(K), or

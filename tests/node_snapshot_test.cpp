@@ -1,5 +1,5 @@
 // Full snapshots: the file codec, and restoring a cut from a snapshot base
-// (DESIGN.md section 2 with P_B = the SNAPSHOT record) equals restoring it
+// (docs/cut-rule.md section 2 with P_B = the SNAPSHOT record) equals restoring it
 // from the genesis base.
 #include <filesystem>
 #include <fstream>

@@ -1,5 +1,5 @@
 // The WAL side of the node tests: reads what a simulated cluster wrote and
-// computes, per node and cut, the membership of DESIGN.md section 2 — with
+// computes, per node and cut, the membership of docs/cut-rule.md section 2 — with
 // nothing from the simulator but the directory. The checks compare it with the
 // simulator's in-memory history (the oracle). Until cut/ provides the real
 // reconstruction, this small model is what the runtime is held to.
@@ -104,7 +104,7 @@ inline NodeView IndexLog(const NodeLog& log) {
   return v;
 }
 
-// DESIGN.md section 2 with the genesis base: T is in cut k on this node iff
+// docs/cut-rule.md section 2 with the genesis base: T is in cut k on this node iff
 // p(T) < CUT_START(k) and T not in after, or p(T) > CUT_START(k) and T in before.
 inline std::set<TxId> Members(const NodeView& v, uint64_t k) {
   std::set<TxId> out;
@@ -159,7 +159,7 @@ struct ClusterCheck {
   uint64_t naive_invariant_breaks = 0;     // cuts where the naive rule breaks atomicity or a workload invariant
 };
 
-// Checks a finished run against DESIGN.md section 2, invariants 1-4 and 6, and
+// Checks a finished run against docs/cut-rule.md section 2, invariants 1-4 and 6, and
 // against the oracle. Failures are collected, not thrown, so the caller can
 // print them with the seed.
 inline ClusterCheck CheckCluster(const RunResult& run) {

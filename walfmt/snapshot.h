@@ -1,5 +1,5 @@
 // Full snapshot files: one node's whole state, written with transactions
-// quiesced (DESIGN.md section 1, "Full snapshot"), next to a SNAPSHOT record
+// quiesced (docs/cut-rule.md section 1, "Full snapshot"), next to a SNAPSHOT record
 // in that node's WAL. Increments are the cuts after it.
 //
 // Byte layout (all integers little-endian; the CRCs are masked CRC32C, as in
