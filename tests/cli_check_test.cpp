@@ -52,32 +52,7 @@ std::map<std::string, std::string> Files(const std::string& dir) {
   return out;
 }
 
-// Compares with the golden file, or rewrites it under WALCUT_UPDATE_GOLDEN=1.
-void Golden(const std::string& name, const std::string& got) {
-  const std::string path = GoldenPath(name);
-  const char* update = std::getenv("WALCUT_UPDATE_GOLDEN");
-  if (update != nullptr && std::string(update) == "1") {
-    fs::create_directories(fs::path(path).parent_path());
-    Spit(path, got);
-    return;
-  }
-  INFO("golden file " << path << " (WALCUT_UPDATE_GOLDEN=1 rewrites it)");
-  REQUIRE(fs::exists(path));
-  const std::string want = Slurp(path);
-  if (want != got) {
-    const auto a = Lines(want), b = Lines(got);
-    for (size_t i = 0; i < std::max(a.size(), b.size()); ++i) {
-      const std::string wa = i < a.size() ? a[i] : "<end>";
-      const std::string gb = i < b.size() ? b[i] : "<end>";
-      if (wa != gb) {
-        INFO("first difference at line " << i + 1 << "\n  want: " << wa << "\n  got:  " << gb);
-        CHECK(want == got);
-        return;
-      }
-    }
-  }
-  CHECK(want == got);
-}
+void Golden(const std::string& name, const std::string& got) { walcut::test::CompareGolden(GoldenPath(name), got); }
 
 // ---- a validator for the subset of JSON Schema docs/check.schema.json uses:
 // type (a name or a list), properties, required, items, enum,

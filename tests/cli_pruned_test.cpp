@@ -15,6 +15,7 @@
 #include "cli_support.h"
 #include "walfmt/source.h"
 
+using walcut::test::Decompress;
 using walcut::test::Lines;
 using walcut::test::Slurp;
 using walcut::test::TempDir;
@@ -54,22 +55,6 @@ std::vector<uint64_t> SegmentIndexes(const std::string& wal_dir) {
   std::vector<uint64_t> out;
   for (const auto& f : Files(wal_dir)) {
     out.push_back(std::stoull(f.substr(1, 16), nullptr, 16));
-  }
-  return out;
-}
-
-std::string Decompress(const std::string& path) {
-  auto src = walfmt::OpenSegmentSource(path, true);
-  REQUIRE(src.ok());
-  std::string out;
-  for (uint64_t at = 0;;) {
-    const uint8_t* p = nullptr;
-    size_t got = 0;
-    REQUIRE((*src)->Get(at, 4096, p, got).ok());
-    if (got == 0) break;
-    out.append(reinterpret_cast<const char*>(p), got);
-    at += got;
-    (*src)->Release(at);
   }
   return out;
 }

@@ -27,18 +27,7 @@ std::string Normalize(std::string s, const std::string& repo) {
   return s;
 }
 
-void Golden(const std::string& name, const std::string& got) {
-  const std::string path = GoldenPath(name);
-  const char* update = std::getenv("WALCUT_UPDATE_GOLDEN");
-  if (update != nullptr && std::string(update) == "1") {
-    fs::create_directories(fs::path(path).parent_path());
-    Spit(path, got);
-    return;
-  }
-  INFO("golden file " << path << " (WALCUT_UPDATE_GOLDEN=1 rewrites it)");
-  REQUIRE(fs::exists(path));
-  CHECK(Slurp(path) == got);
-}
+void Golden(const std::string& name, const std::string& got) { walcut::test::CompareGolden(GoldenPath(name), got); }
 
 // A cluster whose nodes each write one segment (16 MiB segments): same seed,
 // same bytes, so the goldens hold.

@@ -15,6 +15,7 @@
 #include "walfmt/snapshot.h"
 #include "walfmt/source.h"
 
+using walcut::test::Decompress;
 using walcut::test::Lines;
 using walcut::test::Slurp;
 using walcut::test::TempDir;
@@ -52,23 +53,6 @@ nlohmann::json Json(const std::string& args, int want_code) {
   INFO(args << "\n" << r.out << r.err);
   REQUIRE(r.code == want_code);
   return nlohmann::json::parse(r.out);
-}
-
-// Decompressed bytes of an archived segment, read with walfmt's own decoder.
-std::string Decompress(const std::string& path) {
-  auto src = walfmt::OpenSegmentSource(path, true);
-  REQUIRE(src.ok());
-  std::string out;
-  for (uint64_t at = 0;;) {
-    const uint8_t* p = nullptr;
-    size_t got = 0;
-    REQUIRE((*src)->Get(at, 4096, p, got).ok());
-    if (got == 0) break;
-    out.append(reinterpret_cast<const char*>(p), got);
-    at += got;
-    (*src)->Release(at);
-  }
-  return out;
 }
 
 // dump --format json of the cut records: {node, type, cut} per line.

@@ -5,8 +5,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <string>
@@ -14,6 +16,7 @@
 
 #include <fmt/format.h>
 
+#include "walfmt/source.h"
 #include "walfmt/writer.h"
 
 namespace walcut::test {
@@ -65,6 +68,50 @@ inline std::vector<std::string> Lines(const std::string& s) {
   std::stringstream ss(s);
   for (std::string l; std::getline(ss, l);) v.push_back(l);
   return v;
+}
+
+// Compares `got` with the golden file at `path`, naming the first line that
+// differs; under WALCUT_UPDATE_GOLDEN=1 rewrites the file instead.
+inline void CompareGolden(const std::string& path, const std::string& got) {
+  const char* update = std::getenv("WALCUT_UPDATE_GOLDEN");
+  if (update != nullptr && std::string(update) == "1") {
+    std::filesystem::create_directories(std::filesystem::path(path).parent_path());
+    Spit(path, got);
+    return;
+  }
+  INFO("golden file " << path << " (WALCUT_UPDATE_GOLDEN=1 rewrites it)");
+  REQUIRE(std::filesystem::exists(path));
+  const std::string want = Slurp(path);
+  if (want != got) {
+    const auto a = Lines(want), b = Lines(got);
+    for (size_t i = 0; i < std::max(a.size(), b.size()); ++i) {
+      const std::string wa = i < a.size() ? a[i] : "<end>";
+      const std::string gb = i < b.size() ? b[i] : "<end>";
+      if (wa != gb) {
+        INFO("first difference at line " << i + 1 << "\n  want: " << wa << "\n  got:  " << gb);
+        CHECK(want == got);
+        return;
+      }
+    }
+  }
+  CHECK(want == got);
+}
+
+// Decompressed bytes of an archived segment, read with walfmt's own decoder.
+inline std::string Decompress(const std::string& path) {
+  auto src = walfmt::OpenSegmentSource(path, true);
+  REQUIRE(src.ok());
+  std::string out;
+  for (uint64_t at = 0;;) {
+    const uint8_t* p = nullptr;
+    size_t got = 0;
+    REQUIRE((*src)->Get(at, 4096, p, got).ok());
+    if (got == 0) break;
+    out.append(reinterpret_cast<const char*>(p), got);
+    at += got;
+    (*src)->Release(at);
+  }
+  return out;
 }
 
 // Writes a cluster: `nodes` nodes, each `txs` transactions (TX_DATA + TX_PREPARE
