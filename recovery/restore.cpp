@@ -353,11 +353,7 @@ walfmt::Result<BaseInfo> ResolveBase(const cut::ClusterCuts& cc, const cut::Clus
   } else if (fs::is_directory(req.base, ec) && fs::exists(fs::path(req.base) / "node-0.snap", ec)) {
     // A snapshot directory given by its path: the name comes from the files.
     b.kind = BaseKind::kFull;
-    b.dir = req.base;
-    auto head = walfmt::ReadSnapshotFile((fs::path(req.base) / "node-0.snap").string(),
-                                         [](std::string_view, std::string_view) {});
-    if (!head.ok()) return Status::Corruption(head.status().message());
-    b.name = head->name;
+    b.dir = req.base;  // the name comes from node 0's file, read below
   } else {
     return Status::NotFound(fmt::format(
         "base '{}': no snapshot {} and no restore output (manifest.json) at that path", req.base, named.string()));
@@ -374,6 +370,7 @@ walfmt::Result<BaseInfo> ResolveBase(const cut::ClusterCuts& cc, const cut::Clus
       return Status::Corruption(fmt::format("{}: from cluster {:016x}, the WAL is from {:016x}", file,
                                             snap->cluster_id, cc.nodes[i].cluster_id));
     }
+    if (b.kind == BaseKind::kFull && b.name.empty()) b.name = snap->name;
     if (b.kind == BaseKind::kFull) {
       // The snapshot must be the one the WAL recorded: same position, same fingerprint.
       const cut::SnapshotMark* mark = nullptr;

@@ -160,6 +160,13 @@ TEST_CASE("run --wal-retention: json summary, the default adds nothing, bad valu
   CHECK(far.code == 2);
 }
 
+TEST_CASE("run --segment-size above the 1 GiB a segment may hold is a usage error", "[cli]") {
+  TempDir t;
+  const auto r = Walcut("run " + t.path + "/c --segment-size 2048MiB");
+  CHECK(r.code == 2);
+  CHECK(r.err == "walcut: --segment-size 2048MiB: at most 1GiB (1073741824 bytes)\n");
+}
+
 TEST_CASE("pruned: cuts, check, cut show and restore read the WAL as starting after genesis", "[cli][samples]") {
   // cuts: cut 5 (node 2's CUT_START(5) was deleted) unavailable, cut 6
   // consistent against full-2400; full-1200 listed as not usable.

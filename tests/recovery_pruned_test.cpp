@@ -129,7 +129,11 @@ void CheckSeed(uint64_t seed, Counts& counts) {
     // The chosen base, and the restore from it.
     auto choice = walcut::recovery::ChooseBase(cc, *layout, g.cut_id);
     if (!after_snapshot) {
-      CHECK_FALSE(choice.ok());  // consistent, but only a restore of an earlier cut can serve it
+      REQUIRE_FALSE(choice.ok());  // consistent, but only a restore of an earlier cut can serve it
+      CHECK(choice.status().code() == walfmt::ErrorCode::kInvalidArgument);
+      CHECK(choice.status().message().find(fmt::format("cut {} cannot be restored from this WAL alone: node ",
+                                                       g.cut_id)) == 0);
+      CHECK(choice.status().message().find("give --base with an earlier restore output") != std::string::npos);
       continue;
     }
     REQUIRE(choice.ok());
