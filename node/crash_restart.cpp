@@ -1,0 +1,355 @@
+// Failures: a node's power loss (Crash), its restart from its WAL (Restart,
+// LoadSnapshot, then asking the initiator for the current cut), and what the
+// other nodes do when they learn of a crash (OnNodeFailed).
+
+#include "node/node.h"
+
+#include <algorithm>
+#include <map>
+#include <memory>
+#include <string>
+#include <type_traits>
+#include <utility>
+#include <variant>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "node/cluster_driver.h"
+#include "walfmt/reader.h"
+#include "walfmt/segment.h"
+#include "walfmt/snapshot.h"
+
+namespace walcut::node::sim {
+
+std::pair<uint32_t, uint32_t> Node::Crash() {
+  Rng& rng = c_.rng();
+  const walfmt::Lsn end = wal_->end();
+  const uint64_t unsynced = wal_->unsynced_bytes();
+  const uint64_t flushed = end.offset - unsynced;  // of the current segment, already in the file
+  uint64_t keep = 0;
+  if (synced_.segment == end.segment && synced_.offset > flushed) keep = synced_.offset - flushed;
+  const uint64_t rest = unsynced - keep;
+  // Half the time the unsynced tail is lost entirely; otherwise a random part
+  // of it reached the disk, often ending inside a record (a torn tail).
+  if (rest > 0 && rng.Below(2) == 0) keep += rng.Below(rest + 1);
+  if (Status st = wal_->SimulateCrash(keep); !st.ok()) c_.Fail(st);
+  wal_.reset();
+  uint32_t lost_load = 0, lost = 0;
+  for (const auto& [id, t] : near_) ++(t.load ? lost_load : lost);
+  // Whatever this node prepared and may yet commit from a rebuilt plan after
+  // the restart: TX_PREPARE is written while the transaction is in local_,
+  // and it leaves local_ only committed (recorded) or rolled back.
+  for (const auto& [id, lt] : local_) {
+    if (lt.plan && !lt.plan->rebuilt && !lt.plan->recorded) c_.KeepUndecided(lt.plan);
+  }
+  kv_.clear();
+  locks_.clear();
+  held_.clear();
+  near_.clear();
+  local_.clear();
+  outcomes_.clear();
+  near_outcomes_.clear();
+  in_doubt_.clear();
+  cut_ = CutState{};
+  initiating_ = false;
+  init_k_ = 0;
+  expected_.clear();
+  remaining_ = 0;
+  alive_ = false;
+  ready_ = false;
+  ++incarnation_;
+  return {lost_load, lost};
+}
+
+Status Node::Restart(const walfmt::WriterOptions& wo) {
+  alive_ = true;
+  ready_ = false;
+  auto w = walfmt::WalWriter::Open(wo, c_.now());  // cuts the torn tail off
+  if (!w.ok()) return w.status();
+  wal_ = std::move(w.value());
+  synced_ = wal_->end();
+
+  // Rebuild the state from the WAL: committed data applied in WAL order,
+  // outcomes remembered, prepared-but-undecided transactions kept aside.
+  // With WAL retention the segments before the latest full snapshot may be
+  // gone: at each SNAPSHOT record the state is replaced by that snapshot's
+  // file, so what counts is the latest snapshot plus the WAL after it.
+  auto segs = walfmt::ListSegments(wo.wal_dir, nullptr);
+  if (!segs.ok()) return segs.status();
+  std::map<TxId, std::vector<Write>> data;
+  std::map<TxId, std::vector<uint32_t>> prepared;
+  uint64_t max_cut = 0;
+  bool from_snapshot = false;
+  Status bad;
+  walfmt::NodeReadOptions ro;
+  ro.mode = walfmt::RecoveryMode::kTolerateTornTail;
+  auto read = walfmt::ReadNodeWal(
+      *segs, ro,
+      [&](const walfmt::RecordView& v) {
+        auto rec = walfmt::DecodePayload(v.type, v.payload);
+        if (!rec.ok()) {
+          bad = rec.status();
+          return false;
+        }
+        if (auto* sn = std::get_if<walfmt::Snapshot>(&rec.value());
+            sn != nullptr && c_.opt().wal_retention != WalRetention::kKeep) {
+          bad = LoadSnapshot(*sn, v.lsn, data, prepared);
+          from_snapshot = bad.ok();
+          return bad.ok();
+        }
+        std::visit(
+            [&](auto& r) {
+              using T = std::decay_t<decltype(r)>;
+              if constexpr (std::is_same_v<T, walfmt::TxData>) {
+                auto& d = data[r.tx];
+                d.insert(d.end(), r.writes.begin(), r.writes.end());
+              } else if constexpr (std::is_same_v<T, walfmt::TxPrepare>) {
+                prepared[r.tx] = r.participants;
+              } else if constexpr (std::is_same_v<T, walfmt::TxCommit>) {
+                for (const Write& w : data[r.tx]) {
+                  if (w.op == walfmt::WriteOp::kDelete) kv_.erase(w.key);
+                  else kv_[w.key] = w.value;
+                }
+                outcomes_[r.tx] = Outcome{true, r.marker};
+                data.erase(r.tx);
+                prepared.erase(r.tx);
+              } else if constexpr (std::is_same_v<T, walfmt::TxRollback>) {
+                outcomes_[r.tx] = Outcome{false, 0};
+                data.erase(r.tx);
+                prepared.erase(r.tx);
+              } else if constexpr (std::is_same_v<T, walfmt::CutStart>) {
+                max_cut = std::max(max_cut, r.cut_id);
+                open_cut_ = r.cut_id;
+              } else if constexpr (std::is_same_v<T, walfmt::CutFinish> || std::is_same_v<T, walfmt::CutAbort>) {
+                max_cut = std::max(max_cut, r.cut_id);
+                if (open_cut_ == r.cut_id) open_cut_ = 0;
+                last_finished_cut_ = std::max(last_finished_cut_, r.cut_id);
+              }
+            },
+            rec.value());
+        return true;
+      },
+      nullptr);
+  if (!bad.ok()) return bad;
+  if (read.failed) return Status::Corruption(fmt::format("node {}: cannot recover: its WAL is damaged", id_));
+  if (from_snapshot) ++c_.sum().snapshot_recoveries;
+
+  // Transaction ids stay unique across restarts: the incarnation is in the
+  // high bits of the sequence.
+  next_seq_ = (static_cast<uint64_t>(incarnation_) << 40) + 1;
+  cut_id_ = max_cut;
+  // A report made before the crash counts for nothing now: the crash made
+  // that cut inconsistent if it was still running.
+  reported_k_ = last_finished_cut_;
+  reported_ok_ = false;
+  Log(walfmt::NodeStart{incarnation_, c_.now()});
+  // Data without a prepare: this node never voted (or, as a 1PC decider,
+  // never committed), so nobody can have committed it: roll it back here.
+  for (const auto& [id, writes] : data) {
+    if (prepared.count(id)) continue;
+    Log(walfmt::TxRollback{id, c_.now(), walfmt::kTxFlagRecovered, {}});
+    outcomes_[id] = Outcome{false, 0};
+    ++c_.sum().recovered_rollbacks;
+  }
+  Sync();
+  // Prepared and undecided: keep the keys this node is primary of locked and
+  // ask the others.
+  for (const auto& [id, parts] : prepared) {
+    auto plan = std::make_shared<TxPlan>();
+    plan->id = id;
+    plan->participants = parts;
+    plan->writes.resize(c_.topo().nodes());
+    plan->forward.resize(c_.topo().nodes());
+    plan->forwarder.assign(c_.topo().nodes(), kNoNode);
+    plan->writes[id_] = data[id];
+    plan->rebuilt = true;
+    LocalTx& lt = local_[id];
+    lt.plan = plan;
+    lt.role = Role::kRecovered;
+    lt.st = TxState::kPrepared;
+    auto& held = held_[id];
+    for (const Write& w : plan->writes[id_]) {
+      if (c_.topo().PrimaryOf(w.key) == id_ && locks_.emplace(w.key, id).second) held.push_back(w.key);
+    }
+  }
+  for (const auto& [id, parts] : prepared) StartRecovery(id);
+  SendHello();
+  return Status::Ok();
+}
+
+// A SNAPSHOT record met while replaying the WAL (retention on): the state up
+// to it is the snapshot file's. The snapshot was taken quiesced, so nothing
+// can be undecided at that point; outcomes of earlier transactions are
+// forgotten (nobody asks about them: every participant had finished them).
+// Cut ids below the snapshot's are not needed before the initiator tells the
+// current cut (OnHelloResp): every cut up to then had completed, and rule 4,
+// the only use of the node's own cut id while it recovers, waits for that.
+Status Node::LoadSnapshot(const walfmt::Snapshot& rec, const walfmt::Lsn& at,
+                          std::map<TxId, std::vector<Write>>& data, std::map<TxId, std::vector<uint32_t>>& prepared) {
+  if (!data.empty() || !prepared.empty()) {
+    return Status::Corruption(fmt::format("node {}: cannot recover: {} undecided transactions before SNAPSHOT({}) at {}",
+                                          id_, data.size() + prepared.size(), rec.name, at.ToString()));
+  }
+  const std::string path = fmt::format("{}/snapshots/{}/node-{}.snap", c_.opt().dir, rec.name, id_);
+  kv_.clear();
+  outcomes_.clear();
+  auto f = walfmt::ReadSnapshotFile(path, [&](std::string_view k, std::string_view v) { kv_[k] = std::string(v); });
+  if (!f.ok()) return Status::Corruption(fmt::format("node {}: cannot recover: {}", id_, f.status().message()));
+  if (f->node_id != id_ || f->wal_position != at || f->fingerprint != rec.fingerprint || f->name != rec.name) {
+    return Status::Corruption(fmt::format(
+        "node {}: cannot recover: {} does not match SNAPSHOT({}) at {} (node {}, position {}, fingerprint {:016x} "
+        "instead of {:016x})",
+        id_, path, rec.name, at.ToString(), f->node_id, f->wal_position.ToString(), f->fingerprint, rec.fingerprint));
+  }
+  return Status::Ok();
+}
+
+// The initiator may be down or changing: ask again until one answers.
+void Node::SendHello() {
+  if (ready_) return;
+  Msg h;
+  h.type = MsgType::kHello;
+  h.to = c_.Initiator();
+  Send(std::move(h));
+  PostAfter(c_.opt().recovery_retry_us, [this] { SendHello(); });
+}
+
+void Node::OnHelloResp(const Msg& m) {
+  if (ready_) return;
+  const uint64_t current = m.marker;
+  const bool running = m.ok;
+  // The cut this node was in when it crashed cannot be consistent: its
+  // capture and tracked set were lost with its memory.
+  if (open_cut_ != 0 && !(running && open_cut_ == current)) {
+    Log(walfmt::CutAbort{open_cut_, c_.now(), walfmt::CutAbortReason::kNodeRestart,
+                         fmt::format("node {} restarted (incarnation {})", id_, incarnation_)});
+    ++c_.sum().cut_aborts;
+  }
+  if (running && last_finished_cut_ < current) {
+    Log(walfmt::CutAbort{current, c_.now(), walfmt::CutAbortReason::kNodeRestart,
+                         fmt::format("node {} restarted (incarnation {}) while the cut ran", id_, incarnation_)});
+    ++c_.sum().cut_aborts;
+    // Its report on the running cut, should a new initiator ask for it.
+    reported_k_ = current;
+    reported_ok_ = false;
+  }
+  Sync();
+  open_cut_ = 0;
+  cut_id_ = std::max(cut_id_, current);
+  ready_ = true;
+  c_.NodeReady(id_);
+}
+
+void Node::OnNodeFailed(uint32_t x) {
+  // Near side, in id order (deterministic).
+  std::vector<TxId> ids;
+  for (const auto& [id, t] : near_) ids.push_back(id);
+  std::sort(ids.begin(), ids.end());
+  for (const TxId& id : ids) {
+    auto it = near_.find(id);
+    if (it == near_.end()) continue;
+    NearTx& t = it->second;
+    if (!t.plan) {
+      if (std::binary_search(t.contacted.begin(), t.contacted.end(), x)) AbortTx(id, AbortReason::kParticipantLost);
+      continue;
+    }
+    const auto& parts = t.plan->participants;
+    if (!std::binary_search(parts.begin(), parts.end(), x)) continue;
+    if (t.plan->one_phase) {
+      if (x == t.plan->primaries[0]) {
+        // The primary decides what happens now (via its decider); this near
+        // node cannot learn it. The client sees the transaction as lost.
+        const bool load = t.load;
+        near_.erase(it);
+        ++c_.sum().lost_at_near;
+        c_.TxEnded(load, false, AbortReason::kParticipantLost, true);
+      }
+      continue;
+    }
+    if (!t.decided) {
+      t.failed = true;
+      if (t.voting) {
+        t.voting = false;
+        PostStep(StepKind::kDecide, id);
+      }
+      continue;
+    }
+    if (t.finish_sent) {
+      t.ack_from.erase(std::remove(t.ack_from.begin(), t.ack_from.end(), x), t.ack_from.end());
+      if (t.ack_from.empty()) CompleteCommit(id);
+    }
+  }
+
+  // Participant side.
+  ids.clear();
+  for (const auto& [id, lt] : local_) ids.push_back(id);
+  std::sort(ids.begin(), ids.end());
+  for (const TxId& id : ids) {
+    auto it = local_.find(id);
+    if (it == local_.end() || in_doubt_.count(id)) continue;
+    LocalTx& lt = it->second;
+    const TxPlan& plan = *lt.plan;
+    auto& pf = lt.pending_from;
+    const bool was_pending = std::find(pf.begin(), pf.end(), x) != pf.end();
+    pf.erase(std::remove(pf.begin(), pf.end(), x), pf.end());
+    switch (lt.role) {
+      case Role::kPrimary2pc:
+        if (lt.st == TxState::kPrepared) {
+          if (x == plan.id.node) {
+            StartRecovery(id);
+          } else if (was_pending) {
+            lt.all_yes = false;
+            MaybeVote(id);
+          }
+        } else if (lt.st == TxState::kCommitted) {
+          MaybeAck(id);
+        }
+        break;
+      case Role::kBackup:
+        if (lt.st == TxState::kPrepared &&
+            (x == plan.forwarder[id_] || (!plan.one_phase && x == plan.id.node) ||
+             (plan.one_phase && x == plan.decider))) {
+          StartRecovery(id);
+        }
+        break;
+      case Role::kPrimary1pc:
+        if (lt.st == TxState::kPreparing1pc) {
+          if (was_pending) lt.all_yes = false;
+          MaybeVote(id);
+        } else if (lt.st == TxState::kCommitting && !lt.outcome_known && x == plan.decider) {
+          StartRecovery(id);
+        } else if (lt.st == TxState::kCommitted) {
+          MaybeAck(id);
+        }
+        break;
+      case Role::kDecider:
+      case Role::kRecovered:
+        break;
+    }
+  }
+
+  // Locks taken for a near node that is gone, by transactions that never
+  // prepared here, are dropped.
+  std::vector<TxId> orphans;
+  for (const auto& [id, keys] : held_) {
+    if (id.node == x && !local_.count(id)) orphans.push_back(id);
+  }
+  std::sort(orphans.begin(), orphans.end());
+  for (const TxId& id : orphans) ReleaseLocks(id);
+
+  // The oldest live node takes over when the initiator is gone.
+  if (!initiating_ && c_.Initiator() == id_) TakeOver();
+
+  // The initiator: a cut running across a crash cannot be consistent.
+  if (initiating_ && init_k_ != 0 && x < expected_.size() && expected_[x]) {
+    expected_[x] = false;
+    --remaining_;
+    init_inconsistent_ = true;
+    init_lost_node_ = true;
+    init_why_ = fmt::format("node {} crashed while cut {} ran", x, init_k_);
+    MaybeCompleteCut();
+  }
+}
+
+}  // namespace walcut::node::sim

@@ -1,0 +1,220 @@
+// A node's side of the cut protocol (docs/cut-rule.md section 1): step A
+// (cut id and capture), step B (CUT_START and the tracked set), CUT_FINISH or
+// CUT_ABORT, the report to the initiator; and the initiator's side: starting a
+// cut, collecting the reports, taking over from a crashed initiator.
+
+#include "node/node.h"
+
+#include <algorithm>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "node/cluster_driver.h"
+
+namespace walcut::node::sim {
+
+// Step A (rule 3): the cut id changes and capturing starts in the same step.
+// CUT_START is written by a later event (step B), so commits can land in
+// between, as they would between two threads.
+void Node::StartCut(uint64_t k) {
+  cut_id_ = k;
+  cut_ = CutState{};
+  cut_.active = true;
+  cut_.k = k;
+  cut_.capturing = true;
+  PostStep(StepKind::kCutStartStep, TxId{}, k);
+}
+
+// Step B: CUT_START, then the tracked set — everything prepared or committing
+// here, plus everything captured since step A; capturing stops.
+void Node::CutStartStep(uint64_t k) {
+  if (!cut_.active || cut_.k != k) return;
+  Log(walfmt::CutStart{k, c_.now()});
+  for (const auto& [id, lt] : local_) {
+    if (lt.st == TxState::kPrepared || lt.st == TxState::kCommitting) cut_.tracked.insert(id);
+  }
+  for (const auto& [id, marker] : cut_.captured) {
+    if (marker >= k) {
+      cut_.after.push_back(id);
+      ++cut_.after_early;
+    } else {
+      cut_.before.push_back(id);
+    }
+  }
+  cut_.captured.clear();
+  cut_.capturing = false;
+  MaybeFinishCut();
+}
+
+void Node::CutTxFinished(const TxId& id, bool committed, uint64_t marker, bool recovered) {
+  if (!cut_.active) return;
+  if (cut_.capturing) {
+    if (recovered) {
+      return AbortCut(walfmt::CutAbortReason::kRecoveredTx,
+                      fmt::format("{} was finished by the recovery protocol while the cut started", id.ToString()));
+    }
+    if (committed) cut_.captured.emplace_back(id, marker);
+    return;
+  }
+  auto it = cut_.tracked.find(id);
+  if (it == cut_.tracked.end()) return;
+  if (recovered) {
+    return AbortCut(walfmt::CutAbortReason::kRecoveredTx,
+                    fmt::format("tracked {} was finished by the recovery protocol", id.ToString()));
+  }
+  cut_.tracked.erase(it);
+  if (committed) {
+    if (marker >= cut_.k) {
+      cut_.after.push_back(id);
+    } else {
+      cut_.before.push_back(id);
+      ++cut_.before_late;
+    }
+  }
+  MaybeFinishCut();
+}
+
+void Node::MaybeFinishCut() {
+  if (!cut_.active || cut_.capturing || !cut_.tracked.empty()) return;
+  std::sort(cut_.before.begin(), cut_.before.end());
+  std::sort(cut_.after.begin(), cut_.after.end());
+  RunSummary& s = c_.sum();
+  s.before += cut_.before.size();
+  s.after += cut_.after.size();
+  s.after_commit_before_start += cut_.after_early;
+  s.before_commit_after_start += cut_.before_late;
+  Log(walfmt::CutFinish{cut_.k, c_.now(), std::move(cut_.before), std::move(cut_.after)});
+  Sync();  // durable before reporting
+  const uint64_t k = cut_.k;
+  cut_ = CutState{};
+  Report(k, true);
+}
+
+// Tells the initiator how this node ended cut k, and remembers it: a new
+// initiator that took over asks again (the first report may have gone to the
+// one that crashed).
+void Node::Report(uint64_t k, bool ok) {
+  reported_k_ = k;
+  reported_ok_ = ok;
+  Msg r;
+  r.type = MsgType::kCutDone;
+  r.to = c_.Initiator();
+  r.ok = ok;
+  r.marker = k;
+  Send(std::move(r));
+}
+
+void Node::OnCutStart(const Msg& m) {
+  // Deliver has already joined the cut if it was new here (rule 2); that was
+  // all an initiator's first request asks for. A request from an initiator
+  // that took over (marker = the cut) also asks a node that already ended the
+  // cut to report again: its first report may have gone to the crashed one.
+  if (m.marker == 0 || m.marker != cut_id_ || cut_.active) return;
+  Report(m.marker, reported_k_ == m.marker && reported_ok_);
+}
+
+void Node::AbortCut(walfmt::CutAbortReason why, std::string detail) {
+  const uint64_t k = cut_.k;
+  Log(walfmt::CutAbort{k, c_.now(), why, std::move(detail)});
+  Sync();
+  ++c_.sum().cut_aborts;
+  cut_ = CutState{};
+  Report(k, false);
+}
+
+// The initiator crashed; this node is now the oldest live one. It takes over
+// the cut the scheduler is waiting for, if any: that cut ran across the
+// crash of a participant (the old initiator), so it is inconsistent, but
+// every live node must still end it before the next one starts (rule 1).
+// Nodes that never heard of it join it now; nodes that already ended it
+// report again.
+void Node::TakeOver() {
+  initiating_ = true;
+  ++c_.sum().initiator_failovers;
+  const uint64_t k = c_.RunningCut();
+  if (k == 0) return;
+  ++c_.sum().cuts_taken_over;
+  init_k_ = k;
+  init_inconsistent_ = true;
+  init_lost_node_ = true;
+  init_why_ = fmt::format("initiator node {} crashed while cut {} ran; node {} took over", c_.FailedInitiator(), k, id_);
+  expected_.assign(c_.topo().nodes(), false);
+  remaining_ = 0;
+  for (uint32_t n = 0; n < c_.topo().nodes(); ++n) {
+    if (n == id_ || c_.IsReady(n)) {
+      expected_[n] = true;
+      ++remaining_;
+    }
+  }
+  if (cut_id_ < k) StartCut(k);
+  if (!cut_.active) {
+    // Already ended here (whatever the report said, the cut is inconsistent).
+    expected_[id_] = false;
+    --remaining_;
+  }
+  for (uint32_t n = 0; n < c_.topo().nodes(); ++n) {
+    if (n == id_ || !expected_[n]) continue;
+    Msg m;
+    m.type = MsgType::kCutStart;
+    m.to = n;
+    m.marker = k;  // a takeover: report again if the cut already ended there
+    Send(std::move(m));
+  }
+  MaybeCompleteCut();
+}
+
+void Node::InitiateCut(uint64_t k) {
+  init_k_ = k;
+  init_inconsistent_ = false;
+  init_lost_node_ = false;
+  init_why_.clear();
+  expected_.assign(c_.topo().nodes(), false);
+  remaining_ = 0;
+  for (uint32_t n = 0; n < c_.topo().nodes(); ++n) {
+    if (!c_.IsAlive(n)) {
+      // MaybeStartCut saw every node up, but this event runs later: a node
+      // that crashed in between never joins, so the cut cannot be consistent.
+      init_inconsistent_ = true;
+      init_lost_node_ = true;
+      init_why_ = fmt::format("node {} was down when cut {} started", n, k);
+      continue;
+    }
+    expected_[n] = true;
+    ++remaining_;
+  }
+  if (cut_id_ < k) StartCut(k);
+  for (uint32_t n = 0; n < c_.topo().nodes(); ++n) {
+    if (n == id_) continue;
+    Msg m;
+    m.type = MsgType::kCutStart;
+    m.to = n;
+    Send(std::move(m));
+  }
+}
+
+void Node::OnCutDone(const Msg& m) {
+  if (m.marker != init_k_ || init_k_ == 0 || m.from >= expected_.size() || !expected_[m.from]) return;
+  expected_[m.from] = false;
+  --remaining_;
+  if (!m.ok) init_inconsistent_ = true;
+  MaybeCompleteCut();
+}
+
+void Node::MaybeCompleteCut() {
+  if (init_k_ == 0 || remaining_ > 0) return;
+  const uint64_t k = init_k_;
+  if (init_lost_node_) {
+    // The crashed node may never write anything for this cut: the initiator
+    // records why the cut is inconsistent.
+    Log(walfmt::CutAbort{k, c_.now(), walfmt::CutAbortReason::kParticipantLost, init_why_});
+    Sync();
+    ++c_.sum().cut_aborts;
+  }
+  init_k_ = 0;
+  c_.CutCompleted(k, !init_inconsistent_);
+}
+
+}  // namespace walcut::node::sim
