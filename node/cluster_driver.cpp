@@ -100,6 +100,7 @@ void Cluster::KeepUndecided(const std::shared_ptr<const TxPlan>& plan) {
 }
 
 void Cluster::TxEnded(bool load, bool committed, AbortReason why, bool one_phase) {
+  WALCUT_ASSERT(inflight_ > 0, "TxEnded: more transactions ended than started");
   --inflight_;
   if (load) {
     ++loads_done_;
@@ -214,6 +215,7 @@ void Cluster::CrashNode(uint32_t n, uint64_t restart_delay_us) {
   }
   ++sum_.crashes;
   const auto [lost_load, lost] = node.Crash();
+  WALCUT_ASSERT(inflight_ >= lost_load + lost, "CrashNode: the node lost more transactions than are in flight");
   inflight_ -= lost_load + lost;
   loads_done_ += lost_load;
   sum_.lost_at_near += lost;

@@ -223,6 +223,7 @@ void Node::OnFinishAck(const Msg& m) {
 
 void Node::CompleteCommit(const TxId& id) {
   auto it = near_.find(id);
+  WALCUT_ASSERT(it != near_.end() && it->second.decided, "CompleteCommit: not a decided transaction of this near node");
   // Every participant committed: now the primaries may let the next
   // transaction take these keys (see the comment in node/node.h).
   for (uint32_t p : it->second.plan->primaries) {

@@ -117,6 +117,7 @@ void Node::OnCutStart(const Msg& m) {
 }
 
 void Node::AbortCut(walfmt::CutAbortReason why, std::string detail) {
+  WALCUT_ASSERT(cut_.active, "AbortCut: no cut is running here");
   const uint64_t k = cut_.k;
   Log(walfmt::CutAbort{k, c_.now(), why, std::move(detail)});
   Sync();

@@ -41,6 +41,7 @@
 #include "node/scheduler.h"
 #include "node/string_map.h"
 #include "node/workload.h"
+#include "walfmt/assert.h"
 #include "walfmt/lsn.h"
 #include "walfmt/record.h"
 #include "walfmt/writer.h"
@@ -156,6 +157,8 @@ class Node {
   void MaybeAck(const TxId& id);
   void WriteRollback(const TxId& id, const TxPlan& plan, uint16_t extra_flags);
   void ReleaseLocks(const TxId& id);
+  // Moves lt to state `to`, asserting the move is one a participant makes.
+  void EnterState(LocalTx& lt, TxState to);
   // The four finish forwards (a primary to its backups, after a Finish, a
   // decided 1PC or a failed one): kFinishFwd for tx to each of `backups`.
   void ForwardFinish(const std::vector<uint32_t>& backups, const TxId& id, bool commit, uint64_t marker);

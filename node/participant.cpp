@@ -131,6 +131,17 @@ void Node::OnVoteFwd(const Msg& m) {
   MaybeVote(m.tx);
 }
 
+// The only moves of a participant's copy: prepared (or, at a 1PC primary,
+// preparing) -> committing -> committed. A rollback or a resolution by the
+// recovery protocol erases the entry instead.
+void Node::EnterState(LocalTx& lt, TxState to) {
+  const bool from_prepared = lt.st == TxState::kPrepared || lt.st == TxState::kPreparing1pc;
+  WALCUT_ASSERT((to == TxState::kCommitting && from_prepared) ||
+                    (to == TxState::kCommitted && lt.st == TxState::kCommitting),
+                "participant state: not prepared -> committing -> committed");
+  lt.st = to;
+}
+
 void Node::ForwardFinish(const std::vector<uint32_t>& backups, const TxId& id, bool commit, uint64_t marker) {
   for (uint32_t b : backups) {
     Msg f;
@@ -186,7 +197,7 @@ void Node::OnFinish(const Msg& m) {
   }
   if (it == local_.end()) return;
   LocalTx& lt = it->second;
-  lt.st = TxState::kCommitting;
+  EnterState(lt, TxState::kCommitting);
   lt.outcome_known = true;
   lt.marker = m.marker;
   lt.pending_from = LiveOnly(lt.plan->forward[id_]);
@@ -207,7 +218,7 @@ void Node::OnFinishFwd(const Msg& m) {
     local_.erase(it);
     return;
   }
-  it->second.st = TxState::kCommitting;
+  EnterState(it->second, TxState::kCommitting);
   it->second.outcome_known = true;
   it->second.marker = m.marker;
   const TxId id = m.tx;
@@ -230,7 +241,7 @@ void Node::CommitStep(const TxId& id) {
   }
   Remember(outcomes_, id, Outcome{true, lt.marker});
   c_.RecordCommit(plan, lt.marker, false);
-  lt.st = TxState::kCommitted;
+  EnterState(lt, TxState::kCommitted);
   CutTxFinished(id, true, lt.marker, false);
   MaybeAck(id);
 }
@@ -310,12 +321,13 @@ void Node::OnCommit1pc(const Msg& m) {
 void Node::Enter1pcCommit(const TxId& id) {
   LocalTx& lt = local_.at(id);
   const TxPlan& plan = *lt.plan;
+  WALCUT_ASSERT(lt.role == Role::kPrimary1pc, "Enter1pcCommit: not the 1PC primary");
   if (plan.decider == id_) return DeciderBegin(id);
   if (!c_.IsAlive(plan.decider)) return Abort1pc(id, false);  // lost while the others prepared
   LogData(id, plan.writes[id_]);
   LogPrepare(id, plan.participants);
   Sync();
-  lt.st = TxState::kCommitting;
+  EnterState(lt, TxState::kCommitting);
   WatchStuck(id);
   Msg d;
   d.type = MsgType::kDecide1pc;
@@ -329,6 +341,7 @@ void Node::Enter1pcCommit(const TxId& id) {
 // the decider was asked, or the decider refused.
 void Node::Abort1pc(const TxId& id, bool wrote_prepare) {
   auto it = local_.find(id);
+  WALCUT_ASSERT(it != local_.end() && it->second.role == Role::kPrimary1pc, "Abort1pc: not a 1PC primary's transaction");
   const auto plan = it->second.plan;
   if (wrote_prepare) WriteRollback(id, *plan, 0);
   else Remember(outcomes_, id, Outcome{false, 0});
@@ -348,8 +361,10 @@ void Node::Abort1pc(const TxId& id, bool wrote_prepare) {
 void Node::DeciderBegin(const TxId& id) {
   LocalTx& lt = local_.at(id);
   const TxPlan& plan = *lt.plan;
+  WALCUT_ASSERT(plan.decider == id_ && (lt.role == Role::kDecider || lt.role == Role::kPrimary1pc),
+                "DeciderBegin: this node is not the transaction's 1PC decider");
   lt.marker = cut_id_;
-  lt.st = TxState::kCommitting;
+  EnterState(lt, TxState::kCommitting);
   LogData(id, plan.writes[id_]);
   PostStep(StepKind::kCommitStep, id);
 }

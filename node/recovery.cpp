@@ -198,6 +198,7 @@ void Node::Evaluate(const TxId& id) {
 
 void Node::Resolve(const TxId& id, bool commit, uint64_t marker) {
   auto it = local_.find(id);
+  WALCUT_ASSERT(it != local_.end() && in_doubt_.count(id), "Resolve: not a transaction in doubt here");
   const auto plan = it->second.plan;
   const Role role = it->second.role;
   if (commit) {
