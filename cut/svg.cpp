@@ -132,6 +132,560 @@ class Svg {
   std::string out_;
 };
 
+// ---- The model: what the picture shows, before any coordinate.
+
+struct Model {
+  const ClusterCuts* cc = nullptr;
+  const GlobalCut* g = nullptr;
+  uint64_t cut_id = 0;
+  uint32_t n_nodes = 0;
+  // Rows: every node, or the head and the tail of a large cluster.
+  std::vector<Row> rows;
+  std::vector<int> row_of;  // node -> row, -1 when omitted
+  uint32_t head = 0, tail = 0;
+  uint32_t omitted_nodes = 0;
+  // Tracked transactions, by id, from every node.
+  std::map<walfmt::TxId, TxDraw> txs;
+  uint64_t cut_ref_us = 0;  // the earliest CUT_START
+  uint64_t total_txs = 0;
+  uint64_t drawn_txs = 0;
+  // By node: the NODE_START of a later incarnation during the cut.
+  std::vector<std::vector<const StartMark*>> restarts;
+  // The time window.
+  uint64_t t0 = 0, t1 = 0;
+  uint64_t untimed_us = 0;  // where a tracked transaction that never finished is drawn
+  bool any_untimed = false;
+
+  const NodeCut* node_cut(uint32_t i) const { return i < g->nodes.size() ? g->nodes[i] : nullptr; }
+};
+
+void PlanRows(Model& m, const SvgOptions& opt) {
+  const uint32_t n_nodes = m.n_nodes;
+  m.row_of.assign(n_nodes, -1);
+  const uint32_t head = opt.head_nodes, tail = opt.tail_nodes;
+  m.head = head;
+  m.tail = tail;
+  const bool summarize = n_nodes > opt.max_nodes && head + tail < n_nodes && head + tail > 0;
+  for (uint32_t i = 0; i < n_nodes; ++i) {
+    if (summarize && i == head) m.rows.push_back(Row{true, 0, head, n_nodes - tail - 1});
+    if (summarize && i >= head && i < n_nodes - tail) continue;
+    m.row_of[i] = static_cast<int>(m.rows.size());
+    m.rows.push_back(Row{false, i, 0, 0});
+  }
+  m.omitted_nodes = summarize ? n_nodes - head - tail : 0;
+}
+
+// Every node's before and after sets, by transaction (the class needs all of
+// them), with each transaction's points in time order.
+void CollectTracked(Model& m) {
+  uint64_t cut_ref_us = std::numeric_limits<uint64_t>::max();
+  for (uint32_t i = 0; i < m.n_nodes; ++i) {
+    const NodeCut* nc = m.node_cut(i);
+    if (!nc) continue;
+    if (nc->started) cut_ref_us = std::min(cut_ref_us, nc->start_time_us);
+    for (int side = 0; side < 2; ++side) {
+      const bool before = side == 0;
+      for (const TrackedTx& t : before ? nc->before : nc->after) {
+        TxDraw& d = m.txs[t.tx];
+        Point p;
+        p.node = i;
+        p.timed = t.committed || t.rolled_back;
+        p.time_us = t.time_us;
+        p.before = before;
+        p.rolled_back = t.rolled_back;
+        p.recovered = t.recovered;
+        p.rule5 = t.committed && nc->started && (before ? t.commit > nc->start : t.commit < nc->start);
+        d.points.push_back(p);
+        (before ? d.any_before : d.any_after) = true;
+        d.unresolved |= !t.committed;
+        d.rule5 |= p.rule5;
+        if (p.timed) d.first_time_us = std::min(d.first_time_us, p.time_us);
+      }
+    }
+  }
+  if (cut_ref_us == std::numeric_limits<uint64_t>::max()) cut_ref_us = m.g->start_time_us;
+  m.cut_ref_us = cut_ref_us;
+  for (auto& [id, d] : m.txs) {
+    d.cls = d.any_before && d.any_after ? TxClass::kDisagree
+            : d.unresolved             ? TxClass::kUnresolved
+            : d.any_before             ? TxClass::kBefore
+                                       : TxClass::kAfter;
+    // Timed points in time order (node id breaks ties), then the untimed ones.
+    std::sort(d.points.begin(), d.points.end(), [](const Point& a, const Point& b) {
+      if (a.timed != b.timed) return a.timed;
+      return std::tie(a.time_us, a.node, a.before) < std::tie(b.time_us, b.node, b.before);
+    });
+  }
+}
+
+// Which transactions to draw: all, or the most telling max_transactions.
+void SelectTransactions(Model& m, const SvgOptions& opt) {
+  m.total_txs = m.txs.size();
+  if (m.total_txs <= opt.max_transactions) {
+    for (auto& [id, d] : m.txs) d.selected = true;
+  } else {
+    using Key = std::tuple<int, uint64_t, walfmt::TxId>;
+    std::vector<std::pair<Key, TxDraw*>> ranked;
+    ranked.reserve(m.txs.size());
+    for (auto& [id, d] : m.txs) {
+      const int prio = d.cls == TxClass::kDisagree ? 0 : d.rule5 ? 1 : d.cls == TxClass::kUnresolved ? 2 : 3;
+      const uint64_t dist = d.first_time_us == std::numeric_limits<uint64_t>::max() ? d.first_time_us
+                            : d.first_time_us > m.cut_ref_us ? d.first_time_us - m.cut_ref_us
+                                                             : m.cut_ref_us - d.first_time_us;
+      ranked.push_back({Key{prio, dist, id}, &d});
+    }
+    std::sort(ranked.begin(), ranked.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+    for (size_t r = 0; r < ranked.size() && r < opt.max_transactions; ++r) ranked[r].second->selected = true;
+  }
+  m.drawn_txs = 0;
+  for (const auto& [id, d] : m.txs) m.drawn_txs += d.selected ? 1 : 0;
+}
+
+// Restart marks: a NODE_START of a later incarnation during the cut.
+void FindRestarts(Model& m) {
+  m.restarts.assign(m.n_nodes, {});
+  for (uint32_t i = 0; i < m.n_nodes && i < m.cc->nodes.size(); ++i) {
+    const NodeCut* nc = m.node_cut(i);
+    if (!nc || !nc->restarted) continue;
+    for (const StartMark& s : m.cc->nodes[i].starts) {
+      if (s.incarnation > 0 && (!nc->started || s.time_us >= nc->start_time_us)) {
+        m.restarts[i].push_back(&s);
+        break;
+      }
+    }
+  }
+}
+
+// The time window: every mark and drawn commit point on a drawn node, padded.
+void TimeWindow(Model& m) {
+  uint64_t tmin = std::numeric_limits<uint64_t>::max(), tmax = 0;
+  const auto see = [&](uint64_t t) {
+    tmin = std::min(tmin, t);
+    tmax = std::max(tmax, t);
+  };
+  for (const Row& r : m.rows) {
+    if (r.omitted) continue;
+    const NodeCut* nc = m.node_cut(r.node);
+    if (!nc) continue;
+    if (nc->started) see(nc->start_time_us);
+    if (nc->finished) see(nc->finish_time_us);
+    for (const auto& a : nc->aborts) see(a.time_us);
+    for (const StartMark* s : m.restarts[r.node]) see(s->time_us);
+  }
+  for (const auto& [id, d] : m.txs) {
+    if (!d.selected) continue;
+    for (const Point& p : d.points) {
+      if (m.row_of[p.node] < 0) continue;
+      if (p.timed) {
+        see(p.time_us);
+      } else {
+        m.any_untimed = true;
+      }
+    }
+  }
+  if (tmin > tmax) tmin = tmax = 0;
+  const uint64_t span = std::max<uint64_t>(tmax - tmin, 100);
+  const uint64_t pad = span / 20 + 10;
+  m.untimed_us = tmax + pad / 2;
+  m.t0 = tmin > pad ? tmin - pad : 0;
+  m.t1 = tmax + pad;
+}
+
+Model BuildModel(const ClusterCuts& cc, const GlobalCut& g, uint64_t cut_id, const SvgOptions& opt) {
+  Model m;
+  m.cc = &cc;
+  m.g = &g;
+  m.cut_id = cut_id;
+  m.n_nodes = static_cast<uint32_t>(g.nodes.size());
+  PlanRows(m, opt);
+  CollectTracked(m);
+  SelectTransactions(m, opt);
+  FindRestarts(m);
+  TimeWindow(m);
+  return m;
+}
+
+// The footnotes: what was left out, each CUT_ABORT's detail, the nodes that
+// did not finish the cut, and how transactions are placed.
+std::vector<std::string> Footnotes(const Model& m) {
+  std::vector<std::string> notes;
+  if (m.drawn_txs < m.total_txs) {
+    notes.push_back(fmt::format("{} of {} tracked transactions drawn, {} omitted (drawn first: before on one node and "
+                                "after on another, then rule-5 cases, then unresolved, then those closest to the cut)",
+                                m.drawn_txs, m.total_txs, m.total_txs - m.drawn_txs));
+  }
+  if (m.omitted_nodes > 0) {
+    notes.push_back(fmt::format("{} of {} nodes omitted (nodes {} to {}); commit points on them are not drawn",
+                                m.omitted_nodes, m.n_nodes, m.head, m.n_nodes - m.tail - 1));
+  }
+  if (m.any_untimed) {
+    notes.push_back("a hollow circle at the right end of a node: tracked there, but no TX_COMMIT or TX_ROLLBACK found");
+  }
+  // Each CUT_ABORT with its detail, numbered as on the lines (at most 8).
+  {
+    constexpr uint64_t kMaxAbortNotes = 8;
+    uint64_t no = 0;
+    for (const Row& r : m.rows) {
+      const NodeCut* nc = r.omitted ? nullptr : m.node_cut(r.node);
+      if (!nc) continue;
+      for (const CutAbortMark& a : nc->aborts) {
+        if (++no > kMaxAbortNotes) continue;
+        notes.push_back(fmt::format("CUT_ABORT #{}: node {} at {} ({}): {}{}{}", no, r.node, Ms(a.time_us),
+                                    a.at.ToString(), walfmt::CutAbortReasonName(a.reason),
+                                    a.detail.empty() ? "" : ": ", a.detail));
+      }
+    }
+    if (no > kMaxAbortNotes) notes.push_back(fmt::format("... and {} more CUT_ABORT records", no - kMaxAbortNotes));
+  }
+  std::string unfinished;
+  uint32_t unfinished_n = 0;
+  for (uint32_t i = 0; i < m.n_nodes; ++i) {
+    const NodeCut* nc = m.node_cut(i);
+    if (nc && nc->finished) continue;
+    if (++unfinished_n <= 10) unfinished += fmt::format("{}{}", unfinished.empty() ? "" : ", ", i);
+  }
+  if (unfinished_n > 0) {
+    notes.push_back(fmt::format("no CUT_FINISH({}) on {} {}{}: the transactions tracked there (its before and after "
+                                "sets) are unknown and not drawn",
+                                m.cut_id, unfinished_n == 1 ? "node" : "nodes", unfinished,
+                                unfinished_n > 10 ? fmt::format(" and {} more", unfinished_n - 10) : ""));
+  }
+  notes.push_back("a transaction is drawn on the nodes where it is tracked (in before(K) or after(K)), at the time of "
+                  "its commit record there");
+  return notes;
+}
+
+// ---- The layout: coordinates from the model.
+
+constexpr int kLegendItems = 10;
+
+struct Layout {
+  double width = 0;
+  double plot_x0 = 150, plot_x1 = 0;
+  double row_h = 52, rows_y0 = 124;
+  uint64_t t0 = 0, t1 = 0;
+  double axis_y = 0;
+  int legend_cols = 1;
+  double legend_y0 = 0;
+  double notes_y0 = 0;
+  double height = 0;
+
+  double X(uint64_t t) const {
+    return plot_x0 + (plot_x1 - plot_x0) * static_cast<double>(t - t0) / static_cast<double>(t1 - t0);
+  }
+  double Y(int row) const { return rows_y0 + row_h * row; }
+};
+
+Layout MakeLayout(const Model& m, const SvgOptions& opt, size_t notes) {
+  Layout l;
+  l.width = std::clamp<uint32_t>(opt.width_px, 480, 8000);
+  l.plot_x1 = l.width - 40;
+  l.t0 = m.t0;
+  l.t1 = m.t1;
+  l.axis_y = l.Y(static_cast<int>(m.rows.size()) - 1) + 40;
+  l.legend_cols = std::max(1, static_cast<int>((l.width - 40) / 290));
+  const int legend_rows = (kLegendItems + l.legend_cols - 1) / l.legend_cols;
+  l.legend_y0 = l.axis_y + 58;
+  l.notes_y0 = l.legend_y0 + legend_rows * 22 + 16;
+  l.height = l.notes_y0 + 16.0 * static_cast<double>(notes) + 8;
+  return l;
+}
+
+// ---- The document, part by part, in drawing order.
+
+// The XML declaration, the root element, the arrow markers, the background,
+// the title and the three lines under it.
+void DrawHeader(Svg& s, const Model& m, const Layout& l) {
+  const GlobalCut* g = m.g;
+  const double width = l.width;
+  s.str() += "<?xml version=\"1.0\" encoding=\"UTF-8\" standalone=\"no\"?>\n";
+  s.Open("svg", fmt::format("xmlns=\"http://www.w3.org/2000/svg\" version=\"1.1\" width=\"{0}\" height=\"{1}\" "
+                            "viewBox=\"0 0 {0} {1}\" font-family=\"DejaVu Sans, Verdana, sans-serif\" font-size=\"11\"",
+                            F(width), F(l.height)));
+  s.Title(fmt::format("walcut: cut {}, {}", m.cut_id, CutStatusName(g->status)));
+  s.Open("defs", "");
+  for (TxClass c : {TxClass::kBefore, TxClass::kAfter, TxClass::kUnresolved, TxClass::kDisagree}) {
+    s.Open("marker", fmt::format("id=\"arrow-{}\" viewBox=\"0 0 10 10\" refX=\"10\" refY=\"5\" markerWidth=\"6\" "
+                                 "markerHeight=\"6\" orient=\"auto\"",
+                                 ClassName(c)));
+    s.Empty("path", fmt::format("d=\"M0,0 L10,5 L0,10 z\" fill=\"{}\"", ClassColor(c)));
+    s.Close("marker");
+  }
+  s.Close("defs");
+  s.Empty("rect", fmt::format("x=\"0\" y=\"0\" width=\"{}\" height=\"{}\" fill=\"#ffffff\"", F(width), F(l.height)));
+
+  const size_t max_chars = static_cast<size_t>((width - 20) / 6.5);
+  s.Text(10, 26, fmt::format("cut {}: {}", m.cut_id, CutStatusName(g->status)),
+         "class=\"title\" font-size=\"16\" font-weight=\"bold\"");
+  s.Text(10, 46,
+         Shorten(g->reason.empty() ? "CUT_START and CUT_FINISH on every node, no abort, no restart, checks 1-5 pass"
+                                   : "reason: " + g->reason,
+                 max_chars),
+         "class=\"reason\"");
+  s.Text(10, 64,
+         Shorten(fmt::format("{} nodes; {} transactions in the cut; {} tracked (before {} / after {} summed over "
+                             "nodes); rule 5: {} before committed after CUT_START, {} after committed before it",
+                             m.n_nodes, g->transactions, m.total_txs, g->before, g->after, g->before_after_start,
+                             g->after_before_start),
+                 max_chars),
+         "class=\"summary\"");
+  s.Text(10, 82, fmt::format("cluster time {} to {}", Ms(l.t0), Ms(l.t1)), "class=\"window\" fill=\"#555555\"");
+}
+
+// Node lines and their labels; the omitted row.
+void DrawNodeLines(Svg& s, const Model& m, const Layout& l) {
+  s.Open("g", "class=\"nodes\"");
+  for (size_t r = 0; r < m.rows.size(); ++r) {
+    const double y = l.Y(static_cast<int>(r));
+    if (m.rows[r].omitted) {
+      s.Empty("line", fmt::format("x1=\"{}\" y1=\"{}\" x2=\"{}\" y2=\"{}\" stroke=\"#bbbbbb\" stroke-width=\"1\" "
+                                  "stroke-dasharray=\"1,6\"",
+                                  F(l.plot_x0), F(y), F(l.plot_x1), F(y)));
+      s.Text((l.plot_x0 + l.plot_x1) / 2, y + 4,
+             fmt::format("... {} nodes omitted (nodes {} to {})", m.omitted_nodes, m.rows[r].omitted_from,
+                         m.rows[r].omitted_to),
+             "class=\"omitted\" text-anchor=\"middle\" font-style=\"italic\" fill=\"#555555\"");
+      continue;
+    }
+    const uint32_t i = m.rows[r].node;
+    const NodeCut* nc = m.node_cut(i);
+    s.Text(10, y - 2, fmt::format("node {}", i), "font-size=\"13\" font-weight=\"bold\"");
+    s.Text(10, y + 13, nc ? CutEndName(nc->end) : "no record of this cut", "font-size=\"10\" fill=\"#555555\"");
+    s.Empty("line", fmt::format("class=\"node-line\" x1=\"{}\" y1=\"{}\" x2=\"{}\" y2=\"{}\" stroke=\"{}\" "
+                                "stroke-width=\"1.5\"{}",
+                                F(l.plot_x0), F(y), F(l.plot_x1), F(y), nc ? kColorNode : "#aaaaaa",
+                                nc ? "" : " stroke-dasharray=\"2,4\""));
+  }
+  s.Close("g");
+}
+
+// The cut line through the CUT_START points, labelled at its first point.
+void DrawCutLine(Svg& s, const Model& m, const Layout& l) {
+  std::string cut_points;
+  double first_x = 0, first_y = 0;
+  for (size_t r = 0; r < m.rows.size(); ++r) {
+    if (m.rows[r].omitted) continue;
+    const NodeCut* nc = m.node_cut(m.rows[r].node);
+    if (!nc || !nc->started) continue;
+    const double x = l.X(nc->start_time_us), y = l.Y(static_cast<int>(r));
+    if (cut_points.empty()) {
+      first_x = x;
+      first_y = y;
+    }
+    cut_points += (cut_points.empty() ? "" : " ") + F(x) + "," + F(y);
+  }
+  if (!cut_points.empty()) {
+    s.Empty("polyline", fmt::format("class=\"cut-line\" points=\"{}\" fill=\"none\" stroke=\"{}\" "
+                                    "stroke-width=\"2\" stroke-dasharray=\"6,3\" stroke-opacity=\"0.8\"",
+                                    cut_points, kColorCut));
+    s.Text(first_x, first_y - 32, fmt::format("cut {}", m.cut_id),
+           fmt::format("class=\"cut-label\" text-anchor=\"middle\" font-weight=\"bold\" fill=\"{}\"", kColorCut));
+  }
+}
+
+// One drawn transaction: its tooltip, arrows between consecutive commit
+// points, then the points.
+void DrawTransaction(Svg& s, const Model& m, const Layout& l, const walfmt::TxId& id, const TxDraw& d) {
+  const char* color = ClassColor(d.cls);
+  s.Open("g", fmt::format("class=\"tx {}\"", ClassName(d.cls)));
+  std::string where;
+  for (const Point& p : d.points) {
+    where += fmt::format("; node {} {} {}{}{}", p.node, p.before ? "before" : "after",
+                         p.timed ? (p.rolled_back ? "rolled back at " : "committed at ") + Ms(p.time_us)
+                                 : std::string("never finished"),
+                         p.rule5 ? " (rule 5)" : "", p.recovered ? " (recovered)" : "");
+  }
+  s.Title(fmt::format("transaction {}: {}{}", id.ToString(), ClassText(d.cls), where));
+  const char* dash = d.cls == TxClass::kUnresolved ? " stroke-dasharray=\"4,3\"" : "";
+  const Point* prev = nullptr;
+  for (const Point& p : d.points) {
+    if (!p.timed || m.row_of[p.node] < 0) continue;
+    if (prev) {
+      const double x1 = l.X(prev->time_us), y1 = l.Y(m.row_of[prev->node]);
+      const double x2 = l.X(p.time_us), y2 = l.Y(m.row_of[p.node]);
+      const double len = std::hypot(x2 - x1, y2 - y1);
+      if (len >= 1) {
+        // The tip stops at the edge of the target's dot.
+        const double k = len > 8 ? (len - 3.5) / len : 1;
+        s.Empty("line", fmt::format("class=\"arrow\" x1=\"{}\" y1=\"{}\" x2=\"{}\" y2=\"{}\" stroke=\"{}\" "
+                                    "stroke-width=\"1.3\"{}{}",
+                                    F(x1), F(y1), F(x1 + (x2 - x1) * k), F(y1 + (y2 - y1) * k), color, dash,
+                                    len > 8 ? fmt::format(" marker-end=\"url(#arrow-{})\"", ClassName(d.cls)) : ""));
+      }
+    }
+    prev = &p;
+  }
+  for (const Point& p : d.points) {
+    if (m.row_of[p.node] < 0) continue;
+    const double x = l.X(p.timed ? p.time_us : m.untimed_us), y = l.Y(m.row_of[p.node]);
+    if (!p.timed) {
+      s.Empty("circle", fmt::format("class=\"point untimed\" cx=\"{}\" cy=\"{}\" r=\"3.5\" fill=\"#ffffff\" "
+                                    "stroke=\"{}\" stroke-width=\"1.5\"",
+                                    F(x), F(y), color));
+      continue;
+    }
+    s.Empty("circle", fmt::format("class=\"point{}\" cx=\"{}\" cy=\"{}\" r=\"3\" fill=\"{}\"{}",
+                                  p.rule5 ? " rule5" : "", F(x), F(y), color,
+                                  p.rule5 ? " stroke=\"#000000\" stroke-width=\"1.5\"" : ""));
+  }
+  s.Close("g");
+}
+
+void DrawTransactions(Svg& s, const Model& m, const Layout& l) {
+  s.Open("g", "class=\"transactions\"");
+  for (const auto& [id, d] : m.txs) {
+    if (d.selected) DrawTransaction(s, m, l, id, d);
+  }
+  s.Close("g");
+}
+
+// Marks on each node: CUT_START, CUT_FINISH, CUT_ABORT, restart. A label
+// right of its mark, or left of it when it would leave the picture (9 px text
+// is about 5.5 px a character).
+void DrawMarks(Svg& s, const Model& m, const Layout& l) {
+  const double width = l.width;
+  const auto label_fits_right = [&](double x, const std::string& text) {
+    return x + 9 + 5.5 * static_cast<double>(text.size()) <= width - 4;
+  };
+  const auto LabelX = [&](double x, const std::string& text) { return label_fits_right(x, text) ? x + 9 : x - 9; };
+  const auto LabelAnchor = [&](double x, const std::string& text) {
+    return std::string(label_fits_right(x, text) ? "text-anchor=\"start\"" : "text-anchor=\"end\"");
+  };
+  uint64_t abort_no = 0;  // numbered in row order, as in the footnotes
+  s.Open("g", "class=\"marks\"");
+  for (size_t r = 0; r < m.rows.size(); ++r) {
+    if (m.rows[r].omitted) continue;
+    const uint32_t i = m.rows[r].node;
+    const NodeCut* nc = m.node_cut(i);
+    if (!nc) continue;
+    const double y = l.Y(static_cast<int>(r));
+    if (nc->started) {
+      const double x = l.X(nc->start_time_us);
+      s.Empty("line", fmt::format("class=\"cut-start\" x1=\"{0}\" y1=\"{1}\" x2=\"{0}\" y2=\"{2}\" stroke=\"{3}\" "
+                                  "stroke-width=\"3\"",
+                                  F(x), F(y - 12), F(y + 12), kColorCut));
+      s.Text(x, y - 15, "CUT_START", fmt::format("text-anchor=\"middle\" font-size=\"9\" fill=\"{}\"", kColorCut));
+    }
+    if (nc->finished) {
+      const double x = l.X(nc->finish_time_us);
+      s.Empty("rect", fmt::format("class=\"cut-finish\" x=\"{}\" y=\"{}\" width=\"10\" height=\"10\" "
+                                  "fill=\"#ffffff\" stroke=\"{}\" stroke-width=\"2\"",
+                                  F(x - 5), F(y - 5), kColorFinish));
+      s.Text(x, y + 20, "CUT_FINISH", fmt::format("text-anchor=\"middle\" font-size=\"9\" fill=\"{}\"", kColorFinish));
+    }
+    for (size_t k = 0; k < nc->aborts.size(); ++k) {
+      const CutAbortMark& a = nc->aborts[k];
+      const double x = l.X(a.time_us);
+      ++abort_no;
+      s.Empty("path", fmt::format("class=\"cut-abort\" d=\"M{},{} L{},{} M{},{} L{},{}\" stroke=\"{}\" "
+                                  "stroke-width=\"2.5\" fill=\"none\"",
+                                  F(x - 6), F(y - 6), F(x + 6), F(y + 6), F(x - 6), F(y + 6), F(x + 6), F(y - 6),
+                                  kColorAbort));
+      // Short on the line (alternately above and below, so that two aborts
+      // close together stay legible); the detail goes to a footnote.
+      const std::string label = fmt::format("CUT_ABORT #{}: {}", abort_no, walfmt::CutAbortReasonName(a.reason));
+      s.Text(LabelX(x, label), k % 2 == 0 ? y - 8 : y + 17, label,
+             fmt::format("{} font-size=\"9\" fill=\"{}\"", LabelAnchor(x, label), kColorAbort));
+    }
+    for (const StartMark* st : m.restarts[i]) {
+      if (st->time_us < l.t0 || st->time_us > l.t1) continue;
+      const double x = l.X(st->time_us);
+      s.Empty("polygon", fmt::format("class=\"restart\" points=\"{},{} {},{} {},{} {},{}\" fill=\"#000000\"", F(x),
+                                     F(y - 7), F(x + 7), F(y), F(x), F(y + 7), F(x - 7), F(y)));
+      const std::string label = fmt::format("restart (incarnation {})", st->incarnation);
+      s.Text(LabelX(x, label), y + 17, label, LabelAnchor(x, label) + " font-size=\"9\"");
+    }
+  }
+  s.Close("g");
+}
+
+// The time axis in milliseconds, ticks at a 1-2-5 step.
+void DrawAxis(Svg& s, const Layout& l) {
+  const double axis_y = l.axis_y;
+  s.Open("g", "class=\"axis\"");
+  s.Empty("line", fmt::format("x1=\"{}\" y1=\"{}\" x2=\"{}\" y2=\"{}\" stroke=\"#000000\" stroke-width=\"1\"",
+                              F(l.plot_x0), F(axis_y), F(l.plot_x1), F(axis_y)));
+  const uint64_t step = NiceStep(l.t1 - l.t0, static_cast<uint64_t>(std::max(2.0, (l.plot_x1 - l.plot_x0) / 110)));
+  const int decimals = step >= 1000 ? 0 : step >= 100 ? 1 : step >= 10 ? 2 : 3;
+  // NiceStep bounds the ticks to about max_ticks; the counter also bounds the loop.
+  for (uint64_t t = (l.t0 + step - 1) / step * step, n = 0; t <= l.t1 && n < 1000; t += step, ++n) {
+    const double x = l.X(t);
+    s.Empty("line", fmt::format("x1=\"{0}\" y1=\"{1}\" x2=\"{0}\" y2=\"{2}\" stroke=\"#000000\"", F(x), F(axis_y),
+                                F(axis_y + 5)));
+    const double ms = static_cast<double>(t) / 1000.0;
+    s.Text(x, axis_y + 17, fmt::format("{:.{}f}", ms, decimals), "text-anchor=\"middle\" font-size=\"10\"");
+  }
+  s.Text(l.plot_x1, axis_y + 32, "cluster time (ms)", "text-anchor=\"end\" font-size=\"10\" fill=\"#555555\"");
+  s.Close("g");
+}
+
+// One legend item's symbol at (x, y); returns its label.
+std::string DrawLegendSymbol(Svg& s, int item, double x, double y) {
+  const double sx = x + 14;
+  if (item < 4) {
+    const auto c = static_cast<TxClass>(item);
+    s.Empty("line", fmt::format("x1=\"{}\" y1=\"{}\" x2=\"{}\" y2=\"{}\" stroke=\"{}\" stroke-width=\"1.3\"{} "
+                                "marker-end=\"url(#arrow-{})\"",
+                                F(x), F(y), F(x + 26), F(y), ClassColor(c),
+                                c == TxClass::kUnresolved ? " stroke-dasharray=\"4,3\"" : "", ClassName(c)));
+    return ClassText(c);
+  }
+  if (item == 4) {
+    s.Empty("circle", fmt::format("cx=\"{}\" cy=\"{}\" r=\"3\" fill=\"{}\" stroke=\"#000000\" stroke-width=\"1.5\"",
+                                  F(sx), F(y), kColorBefore));
+    return "rule 5: committed across CUT_START";
+  }
+  if (item == 5) {
+    s.Empty("line", fmt::format("x1=\"{0}\" y1=\"{1}\" x2=\"{0}\" y2=\"{2}\" stroke=\"{3}\" stroke-width=\"3\"",
+                                F(sx), F(y - 8), F(y + 8), kColorCut));
+    return "CUT_START";
+  }
+  if (item == 6) {
+    s.Empty("rect", fmt::format("x=\"{}\" y=\"{}\" width=\"10\" height=\"10\" fill=\"#ffffff\" stroke=\"{}\" "
+                                "stroke-width=\"2\"",
+                                F(sx - 5), F(y - 5), kColorFinish));
+    return "CUT_FINISH";
+  }
+  if (item == 7) {
+    s.Empty("path", fmt::format("d=\"M{},{} L{},{} M{},{} L{},{}\" stroke=\"{}\" stroke-width=\"2.5\"", F(sx - 6),
+                                F(y - 6), F(sx + 6), F(y + 6), F(sx - 6), F(y + 6), F(sx + 6), F(y - 6),
+                                kColorAbort));
+    return "CUT_ABORT";
+  }
+  if (item == 8) {
+    s.Empty("polygon", fmt::format("points=\"{},{} {},{} {},{} {},{}\" fill=\"#000000\"", F(sx), F(y - 7),
+                                   F(sx + 7), F(y), F(sx), F(y + 7), F(sx - 7), F(y)));
+    return "node restart";
+  }
+  s.Empty("line", fmt::format("x1=\"{}\" y1=\"{}\" x2=\"{}\" y2=\"{}\" stroke=\"{}\" stroke-width=\"2\" "
+                              "stroke-dasharray=\"6,3\"",
+                              F(x), F(y), F(x + 26), F(y), kColorCut));
+  return "cut line (through CUT_START)";
+}
+
+// The legend: kLegendItems symbols with their labels, legend_cols per row.
+void DrawLegend(Svg& s, const Layout& l) {
+  s.Open("g", "class=\"legend\"");
+  const double col_w = (l.width - 40) / l.legend_cols;
+  for (int item = 0; item < kLegendItems; ++item) {
+    const double x = 20 + col_w * (item % l.legend_cols);
+    const double y = l.legend_y0 + 22.0 * (item / l.legend_cols);
+    const double tx = x + 36;
+    const std::string label = DrawLegendSymbol(s, item, x, y);
+    s.Text(tx, y + 4, label, "");
+  }
+  s.Close("g");
+}
+
+void DrawFootnotes(Svg& s, const Layout& l, const std::vector<std::string>& notes) {
+  s.Open("g", "class=\"notes\" font-size=\"10\" fill=\"#555555\"");
+  for (size_t k = 0; k < notes.size(); ++k) {
+    s.Text(10, l.notes_y0 + 16.0 * static_cast<double>(k), Shorten(notes[k], static_cast<size_t>((l.width - 20) / 5.6)),
+           "class=\"note\"");
+  }
+  s.Close("g");
+}
+
 }  // namespace
 
 std::string XmlEscape(std::string_view text) {
@@ -185,450 +739,18 @@ std::string XmlEscape(std::string_view text) {
 std::string RenderCutSvg(const ClusterCuts& cc, uint64_t cut_id, const SvgOptions& opt) {
   const GlobalCut* g = cc.Find(cut_id);
   if (!g) return {};
-  const uint32_t n_nodes = static_cast<uint32_t>(g->nodes.size());
-  const auto node_cut = [&](uint32_t i) -> const NodeCut* { return i < g->nodes.size() ? g->nodes[i] : nullptr; };
-
-  // ---- Rows: every node, or the head and the tail of a large cluster.
-  std::vector<Row> rows;
-  std::vector<int> row_of(n_nodes, -1);  // node -> row, -1 when omitted
-  const uint32_t head = opt.head_nodes, tail = opt.tail_nodes;
-  const bool summarize = n_nodes > opt.max_nodes && head + tail < n_nodes && head + tail > 0;
-  for (uint32_t i = 0; i < n_nodes; ++i) {
-    if (summarize && i == head) rows.push_back(Row{true, 0, head, n_nodes - tail - 1});
-    if (summarize && i >= head && i < n_nodes - tail) continue;
-    row_of[i] = static_cast<int>(rows.size());
-    rows.push_back(Row{false, i, 0, 0});
-  }
-  const uint32_t omitted_nodes = summarize ? n_nodes - head - tail : 0;
-
-  // ---- Tracked transactions, by id, from every node (the class needs all of them).
-  std::map<walfmt::TxId, TxDraw> txs;
-  uint64_t cut_ref_us = std::numeric_limits<uint64_t>::max();  // earliest CUT_START
-  for (uint32_t i = 0; i < n_nodes; ++i) {
-    const NodeCut* nc = node_cut(i);
-    if (!nc) continue;
-    if (nc->started) cut_ref_us = std::min(cut_ref_us, nc->start_time_us);
-    for (int side = 0; side < 2; ++side) {
-      const bool before = side == 0;
-      for (const TrackedTx& t : before ? nc->before : nc->after) {
-        TxDraw& d = txs[t.tx];
-        Point p;
-        p.node = i;
-        p.timed = t.committed || t.rolled_back;
-        p.time_us = t.time_us;
-        p.before = before;
-        p.rolled_back = t.rolled_back;
-        p.recovered = t.recovered;
-        p.rule5 = t.committed && nc->started && (before ? t.commit > nc->start : t.commit < nc->start);
-        d.points.push_back(p);
-        (before ? d.any_before : d.any_after) = true;
-        d.unresolved |= !t.committed;
-        d.rule5 |= p.rule5;
-        if (p.timed) d.first_time_us = std::min(d.first_time_us, p.time_us);
-      }
-    }
-  }
-  if (cut_ref_us == std::numeric_limits<uint64_t>::max()) cut_ref_us = g->start_time_us;
-  for (auto& [id, d] : txs) {
-    d.cls = d.any_before && d.any_after ? TxClass::kDisagree
-            : d.unresolved             ? TxClass::kUnresolved
-            : d.any_before             ? TxClass::kBefore
-                                       : TxClass::kAfter;
-    // Timed points in time order (node id breaks ties), then the untimed ones.
-    std::sort(d.points.begin(), d.points.end(), [](const Point& a, const Point& b) {
-      if (a.timed != b.timed) return a.timed;
-      return std::tie(a.time_us, a.node, a.before) < std::tie(b.time_us, b.node, b.before);
-    });
-  }
-
-  // ---- Which transactions to draw: all, or the most telling max_transactions.
-  const uint64_t total_txs = txs.size();
-  if (total_txs <= opt.max_transactions) {
-    for (auto& [id, d] : txs) d.selected = true;
-  } else {
-    using Key = std::tuple<int, uint64_t, walfmt::TxId>;
-    std::vector<std::pair<Key, TxDraw*>> ranked;
-    ranked.reserve(txs.size());
-    for (auto& [id, d] : txs) {
-      const int prio = d.cls == TxClass::kDisagree ? 0 : d.rule5 ? 1 : d.cls == TxClass::kUnresolved ? 2 : 3;
-      const uint64_t dist = d.first_time_us == std::numeric_limits<uint64_t>::max() ? d.first_time_us
-                            : d.first_time_us > cut_ref_us ? d.first_time_us - cut_ref_us
-                                                           : cut_ref_us - d.first_time_us;
-      ranked.push_back({Key{prio, dist, id}, &d});
-    }
-    std::sort(ranked.begin(), ranked.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
-    for (size_t r = 0; r < ranked.size() && r < opt.max_transactions; ++r) ranked[r].second->selected = true;
-  }
-  uint64_t drawn_txs = 0;
-  for (const auto& [id, d] : txs) drawn_txs += d.selected ? 1 : 0;
-
-  // ---- Restart marks: a NODE_START of a later incarnation during the cut.
-  std::vector<std::vector<const StartMark*>> restarts(n_nodes);
-  for (uint32_t i = 0; i < n_nodes && i < cc.nodes.size(); ++i) {
-    const NodeCut* nc = node_cut(i);
-    if (!nc || !nc->restarted) continue;
-    for (const StartMark& s : cc.nodes[i].starts) {
-      if (s.incarnation > 0 && (!nc->started || s.time_us >= nc->start_time_us)) {
-        restarts[i].push_back(&s);
-        break;
-      }
-    }
-  }
-
-  // ---- The time window: every mark and drawn commit point on a drawn node.
-  uint64_t tmin = std::numeric_limits<uint64_t>::max(), tmax = 0;
-  const auto see = [&](uint64_t t) {
-    tmin = std::min(tmin, t);
-    tmax = std::max(tmax, t);
-  };
-  bool any_untimed = false;
-  for (const Row& r : rows) {
-    if (r.omitted) continue;
-    const NodeCut* nc = node_cut(r.node);
-    if (!nc) continue;
-    if (nc->started) see(nc->start_time_us);
-    if (nc->finished) see(nc->finish_time_us);
-    for (const auto& a : nc->aborts) see(a.time_us);
-    for (const StartMark* s : restarts[r.node]) see(s->time_us);
-  }
-  for (const auto& [id, d] : txs) {
-    if (!d.selected) continue;
-    for (const Point& p : d.points) {
-      if (row_of[p.node] < 0) continue;
-      if (p.timed) {
-        see(p.time_us);
-      } else {
-        any_untimed = true;
-      }
-    }
-  }
-  if (tmin > tmax) tmin = tmax = 0;
-  const uint64_t span = std::max<uint64_t>(tmax - tmin, 100);
-  const uint64_t pad = span / 20 + 10;
-  const uint64_t untimed_us = tmax + pad / 2;  // where a tracked transaction that never finished is drawn
-  const uint64_t t0 = tmin > pad ? tmin - pad : 0;
-  const uint64_t t1 = tmax + pad;
-
-  // ---- Geometry.
-  const double width = std::clamp<uint32_t>(opt.width_px, 480, 8000);
-  const double plot_x0 = 150, plot_x1 = width - 40;
-  const double row_h = 52, rows_y0 = 124;
-  const auto X = [&](uint64_t t) {
-    return plot_x0 + (plot_x1 - plot_x0) * static_cast<double>(t - t0) / static_cast<double>(t1 - t0);
-  };
-  const auto Y = [&](int row) { return rows_y0 + row_h * row; };
-  const double axis_y = Y(static_cast<int>(rows.size()) - 1) + 40;
-  const int legend_cols = std::max(1, static_cast<int>((width - 40) / 290));
-  constexpr int kLegendItems = 10;
-  const int legend_rows = (kLegendItems + legend_cols - 1) / legend_cols;
-  const double legend_y0 = axis_y + 58;
-  std::vector<std::string> notes;
-  if (drawn_txs < total_txs) {
-    notes.push_back(fmt::format("{} of {} tracked transactions drawn, {} omitted (drawn first: before on one node and "
-                                "after on another, then rule-5 cases, then unresolved, then those closest to the cut)",
-                                drawn_txs, total_txs, total_txs - drawn_txs));
-  }
-  if (omitted_nodes > 0) {
-    notes.push_back(fmt::format("{} of {} nodes omitted (nodes {} to {}); commit points on them are not drawn",
-                                omitted_nodes, n_nodes, head, n_nodes - tail - 1));
-  }
-  if (any_untimed) {
-    notes.push_back("a hollow circle at the right end of a node: tracked there, but no TX_COMMIT or TX_ROLLBACK found");
-  }
-  // Each CUT_ABORT with its detail, numbered as on the lines (at most 8).
-  {
-    constexpr uint64_t kMaxAbortNotes = 8;
-    uint64_t no = 0;
-    for (const Row& r : rows) {
-      const NodeCut* nc = r.omitted ? nullptr : node_cut(r.node);
-      if (!nc) continue;
-      for (const CutAbortMark& a : nc->aborts) {
-        if (++no > kMaxAbortNotes) continue;
-        notes.push_back(fmt::format("CUT_ABORT #{}: node {} at {} ({}): {}{}{}", no, r.node, Ms(a.time_us),
-                                    a.at.ToString(), walfmt::CutAbortReasonName(a.reason),
-                                    a.detail.empty() ? "" : ": ", a.detail));
-      }
-    }
-    if (no > kMaxAbortNotes) notes.push_back(fmt::format("... and {} more CUT_ABORT records", no - kMaxAbortNotes));
-  }
-  std::string unfinished;
-  uint32_t unfinished_n = 0;
-  for (uint32_t i = 0; i < n_nodes; ++i) {
-    const NodeCut* nc = node_cut(i);
-    if (nc && nc->finished) continue;
-    if (++unfinished_n <= 10) unfinished += fmt::format("{}{}", unfinished.empty() ? "" : ", ", i);
-  }
-  if (unfinished_n > 0) {
-    notes.push_back(fmt::format("no CUT_FINISH({}) on {} {}{}: the transactions tracked there (its before and after "
-                                "sets) are unknown and not drawn",
-                                cut_id, unfinished_n == 1 ? "node" : "nodes", unfinished,
-                                unfinished_n > 10 ? fmt::format(" and {} more", unfinished_n - 10) : ""));
-  }
-  notes.push_back("a transaction is drawn on the nodes where it is tracked (in before(K) or after(K)), at the time of "
-                  "its commit record there");
-  const double notes_y0 = legend_y0 + legend_rows * 22 + 16;
-  const double height = notes_y0 + 16.0 * static_cast<double>(notes.size()) + 8;
-
+  const Model m = BuildModel(cc, *g, cut_id, opt);
+  const std::vector<std::string> notes = Footnotes(m);
+  const Layout l = MakeLayout(m, opt, notes.size());
   Svg s;
-  // ---- Header.
-  s.str() += "<?xml version=\"1.0\" encoding=\"UTF-8\" standalone=\"no\"?>\n";
-  s.Open("svg", fmt::format("xmlns=\"http://www.w3.org/2000/svg\" version=\"1.1\" width=\"{0}\" height=\"{1}\" "
-                            "viewBox=\"0 0 {0} {1}\" font-family=\"DejaVu Sans, Verdana, sans-serif\" font-size=\"11\"",
-                            F(width), F(height)));
-  s.Title(fmt::format("walcut: cut {}, {}", cut_id, CutStatusName(g->status)));
-  s.Open("defs", "");
-  for (TxClass c : {TxClass::kBefore, TxClass::kAfter, TxClass::kUnresolved, TxClass::kDisagree}) {
-    s.Open("marker", fmt::format("id=\"arrow-{}\" viewBox=\"0 0 10 10\" refX=\"10\" refY=\"5\" markerWidth=\"6\" "
-                                 "markerHeight=\"6\" orient=\"auto\"",
-                                 ClassName(c)));
-    s.Empty("path", fmt::format("d=\"M0,0 L10,5 L0,10 z\" fill=\"{}\"", ClassColor(c)));
-    s.Close("marker");
-  }
-  s.Close("defs");
-  s.Empty("rect", fmt::format("x=\"0\" y=\"0\" width=\"{}\" height=\"{}\" fill=\"#ffffff\"", F(width), F(height)));
-
-  const size_t max_chars = static_cast<size_t>((width - 20) / 6.5);
-  s.Text(10, 26, fmt::format("cut {}: {}", cut_id, CutStatusName(g->status)),
-         "class=\"title\" font-size=\"16\" font-weight=\"bold\"");
-  s.Text(10, 46,
-         Shorten(g->reason.empty() ? "CUT_START and CUT_FINISH on every node, no abort, no restart, checks 1-5 pass"
-                                   : "reason: " + g->reason,
-                 max_chars),
-         "class=\"reason\"");
-  s.Text(10, 64,
-         Shorten(fmt::format("{} nodes; {} transactions in the cut; {} tracked (before {} / after {} summed over "
-                             "nodes); rule 5: {} before committed after CUT_START, {} after committed before it",
-                             n_nodes, g->transactions, total_txs, g->before, g->after, g->before_after_start,
-                             g->after_before_start),
-                 max_chars),
-         "class=\"summary\"");
-  s.Text(10, 82, fmt::format("cluster time {} to {}", Ms(t0), Ms(t1)), "class=\"window\" fill=\"#555555\"");
-
-  // ---- Node lines and their labels; the omitted row.
-  s.Open("g", "class=\"nodes\"");
-  for (size_t r = 0; r < rows.size(); ++r) {
-    const double y = Y(static_cast<int>(r));
-    if (rows[r].omitted) {
-      s.Empty("line", fmt::format("x1=\"{}\" y1=\"{}\" x2=\"{}\" y2=\"{}\" stroke=\"#bbbbbb\" stroke-width=\"1\" "
-                                  "stroke-dasharray=\"1,6\"",
-                                  F(plot_x0), F(y), F(plot_x1), F(y)));
-      s.Text((plot_x0 + plot_x1) / 2, y + 4,
-             fmt::format("... {} nodes omitted (nodes {} to {})", omitted_nodes, rows[r].omitted_from,
-                         rows[r].omitted_to),
-             "class=\"omitted\" text-anchor=\"middle\" font-style=\"italic\" fill=\"#555555\"");
-      continue;
-    }
-    const uint32_t i = rows[r].node;
-    const NodeCut* nc = node_cut(i);
-    s.Text(10, y - 2, fmt::format("node {}", i), "font-size=\"13\" font-weight=\"bold\"");
-    s.Text(10, y + 13, nc ? CutEndName(nc->end) : "no record of this cut", "font-size=\"10\" fill=\"#555555\"");
-    s.Empty("line", fmt::format("class=\"node-line\" x1=\"{}\" y1=\"{}\" x2=\"{}\" y2=\"{}\" stroke=\"{}\" "
-                                "stroke-width=\"1.5\"{}",
-                                F(plot_x0), F(y), F(plot_x1), F(y), nc ? kColorNode : "#aaaaaa",
-                                nc ? "" : " stroke-dasharray=\"2,4\""));
-  }
-  s.Close("g");
-
-  // ---- The cut line through the CUT_START points.
-  std::string cut_points;
-  double first_x = 0, first_y = 0;
-  for (size_t r = 0; r < rows.size(); ++r) {
-    if (rows[r].omitted) continue;
-    const NodeCut* nc = node_cut(rows[r].node);
-    if (!nc || !nc->started) continue;
-    const double x = X(nc->start_time_us), y = Y(static_cast<int>(r));
-    if (cut_points.empty()) {
-      first_x = x;
-      first_y = y;
-    }
-    cut_points += (cut_points.empty() ? "" : " ") + F(x) + "," + F(y);
-  }
-  if (!cut_points.empty()) {
-    s.Empty("polyline", fmt::format("class=\"cut-line\" points=\"{}\" fill=\"none\" stroke=\"{}\" "
-                                    "stroke-width=\"2\" stroke-dasharray=\"6,3\" stroke-opacity=\"0.8\"",
-                                    cut_points, kColorCut));
-    s.Text(first_x, first_y - 32, fmt::format("cut {}", cut_id),
-           fmt::format("class=\"cut-label\" text-anchor=\"middle\" font-weight=\"bold\" fill=\"{}\"", kColorCut));
-  }
-
-  // ---- Transactions: arrows between consecutive commit points, then the points.
-  s.Open("g", "class=\"transactions\"");
-  for (const auto& [id, d] : txs) {
-    if (!d.selected) continue;
-    const char* color = ClassColor(d.cls);
-    s.Open("g", fmt::format("class=\"tx {}\"", ClassName(d.cls)));
-    std::string where;
-    for (const Point& p : d.points) {
-      where += fmt::format("; node {} {} {}{}{}", p.node, p.before ? "before" : "after",
-                           p.timed ? (p.rolled_back ? "rolled back at " : "committed at ") + Ms(p.time_us)
-                                   : std::string("never finished"),
-                           p.rule5 ? " (rule 5)" : "", p.recovered ? " (recovered)" : "");
-    }
-    s.Title(fmt::format("transaction {}: {}{}", id.ToString(), ClassText(d.cls), where));
-    const char* dash = d.cls == TxClass::kUnresolved ? " stroke-dasharray=\"4,3\"" : "";
-    const Point* prev = nullptr;
-    for (const Point& p : d.points) {
-      if (!p.timed || row_of[p.node] < 0) continue;
-      if (prev) {
-        const double x1 = X(prev->time_us), y1 = Y(row_of[prev->node]);
-        const double x2 = X(p.time_us), y2 = Y(row_of[p.node]);
-        const double len = std::hypot(x2 - x1, y2 - y1);
-        if (len >= 1) {
-          // The tip stops at the edge of the target's dot.
-          const double k = len > 8 ? (len - 3.5) / len : 1;
-          s.Empty("line", fmt::format("class=\"arrow\" x1=\"{}\" y1=\"{}\" x2=\"{}\" y2=\"{}\" stroke=\"{}\" "
-                                      "stroke-width=\"1.3\"{}{}",
-                                      F(x1), F(y1), F(x1 + (x2 - x1) * k), F(y1 + (y2 - y1) * k), color, dash,
-                                      len > 8 ? fmt::format(" marker-end=\"url(#arrow-{})\"", ClassName(d.cls)) : ""));
-        }
-      }
-      prev = &p;
-    }
-    for (const Point& p : d.points) {
-      if (row_of[p.node] < 0) continue;
-      const double x = X(p.timed ? p.time_us : untimed_us), y = Y(row_of[p.node]);
-      if (!p.timed) {
-        s.Empty("circle", fmt::format("class=\"point untimed\" cx=\"{}\" cy=\"{}\" r=\"3.5\" fill=\"#ffffff\" "
-                                      "stroke=\"{}\" stroke-width=\"1.5\"",
-                                      F(x), F(y), color));
-        continue;
-      }
-      s.Empty("circle", fmt::format("class=\"point{}\" cx=\"{}\" cy=\"{}\" r=\"3\" fill=\"{}\"{}",
-                                    p.rule5 ? " rule5" : "", F(x), F(y), color,
-                                    p.rule5 ? " stroke=\"#000000\" stroke-width=\"1.5\"" : ""));
-    }
-    s.Close("g");
-  }
-  s.Close("g");
-
-  // ---- Marks on each node: CUT_START, CUT_FINISH, CUT_ABORT, restart.
-  // A label right of its mark, or left of it when it would leave the picture
-  // (9 px text is about 5.5 px a character).
-  const auto label_fits_right = [&](double x, const std::string& text) {
-    return x + 9 + 5.5 * static_cast<double>(text.size()) <= width - 4;
-  };
-  const auto LabelX = [&](double x, const std::string& text) { return label_fits_right(x, text) ? x + 9 : x - 9; };
-  const auto LabelAnchor = [&](double x, const std::string& text) {
-    return std::string(label_fits_right(x, text) ? "text-anchor=\"start\"" : "text-anchor=\"end\"");
-  };
-  uint64_t abort_no = 0;  // numbered in row order, as in the footnotes
-  s.Open("g", "class=\"marks\"");
-  for (size_t r = 0; r < rows.size(); ++r) {
-    if (rows[r].omitted) continue;
-    const uint32_t i = rows[r].node;
-    const NodeCut* nc = node_cut(i);
-    if (!nc) continue;
-    const double y = Y(static_cast<int>(r));
-    if (nc->started) {
-      const double x = X(nc->start_time_us);
-      s.Empty("line", fmt::format("class=\"cut-start\" x1=\"{0}\" y1=\"{1}\" x2=\"{0}\" y2=\"{2}\" stroke=\"{3}\" "
-                                  "stroke-width=\"3\"",
-                                  F(x), F(y - 12), F(y + 12), kColorCut));
-      s.Text(x, y - 15, "CUT_START", fmt::format("text-anchor=\"middle\" font-size=\"9\" fill=\"{}\"", kColorCut));
-    }
-    if (nc->finished) {
-      const double x = X(nc->finish_time_us);
-      s.Empty("rect", fmt::format("class=\"cut-finish\" x=\"{}\" y=\"{}\" width=\"10\" height=\"10\" "
-                                  "fill=\"#ffffff\" stroke=\"{}\" stroke-width=\"2\"",
-                                  F(x - 5), F(y - 5), kColorFinish));
-      s.Text(x, y + 20, "CUT_FINISH", fmt::format("text-anchor=\"middle\" font-size=\"9\" fill=\"{}\"", kColorFinish));
-    }
-    for (size_t k = 0; k < nc->aborts.size(); ++k) {
-      const CutAbortMark& a = nc->aborts[k];
-      const double x = X(a.time_us);
-      ++abort_no;
-      s.Empty("path", fmt::format("class=\"cut-abort\" d=\"M{},{} L{},{} M{},{} L{},{}\" stroke=\"{}\" "
-                                  "stroke-width=\"2.5\" fill=\"none\"",
-                                  F(x - 6), F(y - 6), F(x + 6), F(y + 6), F(x - 6), F(y + 6), F(x + 6), F(y - 6),
-                                  kColorAbort));
-      // Short on the line (alternately above and below, so that two aborts
-      // close together stay legible); the detail goes to a footnote.
-      const std::string label = fmt::format("CUT_ABORT #{}: {}", abort_no, walfmt::CutAbortReasonName(a.reason));
-      s.Text(LabelX(x, label), k % 2 == 0 ? y - 8 : y + 17, label,
-             fmt::format("{} font-size=\"9\" fill=\"{}\"", LabelAnchor(x, label), kColorAbort));
-    }
-    for (const StartMark* st : restarts[i]) {
-      if (st->time_us < t0 || st->time_us > t1) continue;
-      const double x = X(st->time_us);
-      s.Empty("polygon", fmt::format("class=\"restart\" points=\"{},{} {},{} {},{} {},{}\" fill=\"#000000\"", F(x),
-                                     F(y - 7), F(x + 7), F(y), F(x), F(y + 7), F(x - 7), F(y)));
-      const std::string label = fmt::format("restart (incarnation {})", st->incarnation);
-      s.Text(LabelX(x, label), y + 17, label, LabelAnchor(x, label) + " font-size=\"9\"");
-    }
-  }
-  s.Close("g");
-
-  // ---- Time axis.
-  s.Open("g", "class=\"axis\"");
-  s.Empty("line", fmt::format("x1=\"{}\" y1=\"{}\" x2=\"{}\" y2=\"{}\" stroke=\"#000000\" stroke-width=\"1\"",
-                              F(plot_x0), F(axis_y), F(plot_x1), F(axis_y)));
-  const uint64_t step = NiceStep(t1 - t0, static_cast<uint64_t>(std::max(2.0, (plot_x1 - plot_x0) / 110)));
-  const int decimals = step >= 1000 ? 0 : step >= 100 ? 1 : step >= 10 ? 2 : 3;
-  // NiceStep bounds the ticks to about max_ticks; the counter also bounds the loop.
-  for (uint64_t t = (t0 + step - 1) / step * step, n = 0; t <= t1 && n < 1000; t += step, ++n) {
-    const double x = X(t);
-    s.Empty("line", fmt::format("x1=\"{0}\" y1=\"{1}\" x2=\"{0}\" y2=\"{2}\" stroke=\"#000000\"", F(x), F(axis_y),
-                                F(axis_y + 5)));
-    const double ms = static_cast<double>(t) / 1000.0;
-    s.Text(x, axis_y + 17, fmt::format("{:.{}f}", ms, decimals), "text-anchor=\"middle\" font-size=\"10\"");
-  }
-  s.Text(plot_x1, axis_y + 32, "cluster time (ms)", "text-anchor=\"end\" font-size=\"10\" fill=\"#555555\"");
-  s.Close("g");
-
-  // ---- Legend.
-  s.Open("g", "class=\"legend\"");
-  const double col_w = (width - 40) / legend_cols;
-  for (int item = 0; item < kLegendItems; ++item) {
-    const double x = 20 + col_w * (item % legend_cols);
-    const double y = legend_y0 + 22.0 * (item / legend_cols);
-    const double sx = x + 14, tx = x + 36;
-    std::string label;
-    if (item < 4) {
-      const auto c = static_cast<TxClass>(item);
-      s.Empty("line", fmt::format("x1=\"{}\" y1=\"{}\" x2=\"{}\" y2=\"{}\" stroke=\"{}\" stroke-width=\"1.3\"{} "
-                                  "marker-end=\"url(#arrow-{})\"",
-                                  F(x), F(y), F(x + 26), F(y), ClassColor(c),
-                                  c == TxClass::kUnresolved ? " stroke-dasharray=\"4,3\"" : "", ClassName(c)));
-      label = ClassText(c);
-    } else if (item == 4) {
-      s.Empty("circle", fmt::format("cx=\"{}\" cy=\"{}\" r=\"3\" fill=\"{}\" stroke=\"#000000\" stroke-width=\"1.5\"",
-                                    F(sx), F(y), kColorBefore));
-      label = "rule 5: committed across CUT_START";
-    } else if (item == 5) {
-      s.Empty("line", fmt::format("x1=\"{0}\" y1=\"{1}\" x2=\"{0}\" y2=\"{2}\" stroke=\"{3}\" stroke-width=\"3\"",
-                                  F(sx), F(y - 8), F(y + 8), kColorCut));
-      label = "CUT_START";
-    } else if (item == 6) {
-      s.Empty("rect", fmt::format("x=\"{}\" y=\"{}\" width=\"10\" height=\"10\" fill=\"#ffffff\" stroke=\"{}\" "
-                                  "stroke-width=\"2\"",
-                                  F(sx - 5), F(y - 5), kColorFinish));
-      label = "CUT_FINISH";
-    } else if (item == 7) {
-      s.Empty("path", fmt::format("d=\"M{},{} L{},{} M{},{} L{},{}\" stroke=\"{}\" stroke-width=\"2.5\"", F(sx - 6),
-                                  F(y - 6), F(sx + 6), F(y + 6), F(sx - 6), F(y + 6), F(sx + 6), F(y - 6),
-                                  kColorAbort));
-      label = "CUT_ABORT";
-    } else if (item == 8) {
-      s.Empty("polygon", fmt::format("points=\"{},{} {},{} {},{} {},{}\" fill=\"#000000\"", F(sx), F(y - 7),
-                                     F(sx + 7), F(y), F(sx), F(y + 7), F(sx - 7), F(y)));
-      label = "node restart";
-    } else {
-      s.Empty("line", fmt::format("x1=\"{}\" y1=\"{}\" x2=\"{}\" y2=\"{}\" stroke=\"{}\" stroke-width=\"2\" "
-                                  "stroke-dasharray=\"6,3\"",
-                                  F(x), F(y), F(x + 26), F(y), kColorCut));
-      label = "cut line (through CUT_START)";
-    }
-    s.Text(tx, y + 4, label, "");
-  }
-  s.Close("g");
-
-  // ---- Footnotes.
-  s.Open("g", "class=\"notes\" font-size=\"10\" fill=\"#555555\"");
-  for (size_t k = 0; k < notes.size(); ++k) {
-    s.Text(10, notes_y0 + 16.0 * static_cast<double>(k), Shorten(notes[k], static_cast<size_t>((width - 20) / 5.6)),
-           "class=\"note\"");
-  }
-  s.Close("g");
+  DrawHeader(s, m, l);
+  DrawNodeLines(s, m, l);
+  DrawCutLine(s, m, l);
+  DrawTransactions(s, m, l);
+  DrawMarks(s, m, l);
+  DrawAxis(s, l);
+  DrawLegend(s, l);
+  DrawFootnotes(s, l, notes);
   s.Close("svg");
   return std::move(s.str());
 }
