@@ -64,13 +64,7 @@ void Node::OnLockReadResp(const Msg& m) {
 
 void Node::AbortTx(const TxId& id, AbortReason why) {
   NearTx& t = near_.at(id);
-  for (uint32_t p : t.contacted) {
-    Msg m;
-    m.type = MsgType::kRelease;
-    m.to = p;
-    m.tx = id;
-    Send(std::move(m));
-  }
+  SendToEach(t.contacted, MsgType::kRelease, id);
   const bool load = t.load;
   near_.erase(id);
   Remember(near_outcomes_, id, Outcome{false, 0});
@@ -175,14 +169,7 @@ void Node::OnVote(const Msg& m) {
 void Node::Decide(const TxId& id) {
   NearTx& t = near_.at(id);
   if (t.failed) {
-    for (uint32_t p : t.plan->primaries) {
-      Msg m;
-      m.type = MsgType::kFinish;
-      m.to = p;
-      m.tx = id;
-      m.commit = false;
-      Send(std::move(m));
-    }
+    SendToEach(t.plan->primaries, MsgType::kFinish, id);  // commit = false: roll back
     const bool load = t.load;
     near_.erase(id);
     Remember(near_outcomes_, id, Outcome{false, 0});
@@ -226,13 +213,7 @@ void Node::CompleteCommit(const TxId& id) {
   WALCUT_ASSERT(it != near_.end() && it->second.decided, "CompleteCommit: not a decided transaction of this near node");
   // Every participant committed: now the primaries may let the next
   // transaction take these keys (see the comment in node/node.h).
-  for (uint32_t p : it->second.plan->primaries) {
-    Msg r;
-    r.type = MsgType::kRelease;
-    r.to = p;
-    r.tx = id;
-    Send(std::move(r));
-  }
+  SendToEach(it->second.plan->primaries, MsgType::kRelease, id);
   const bool load = it->second.load;
   near_.erase(it);
   c_.TxEnded(load, true, AbortReason::kNone, false);

@@ -69,17 +69,37 @@ Status Node::Restart(const walfmt::WriterOptions& wo) {
   if (!w.ok()) return w.status();
   wal_ = std::move(w.value());
   synced_ = wal_->end();
+  Replayed r;
+  if (Status st = ReplayWal(wo.wal_dir, r); !st.ok()) return st;
 
-  // Rebuild the state from the WAL: committed data applied in WAL order,
-  // outcomes remembered, prepared-but-undecided transactions kept aside.
-  // With WAL retention the segments before the latest full snapshot may be
-  // gone: at each SNAPSHOT record the state is replaced by that snapshot's
-  // file, so what counts is the latest snapshot plus the WAL after it.
-  auto segs = walfmt::ListSegments(wo.wal_dir, nullptr);
+  // Transaction ids stay unique across restarts: the incarnation is in the
+  // high bits of the sequence.
+  next_seq_ = (static_cast<uint64_t>(incarnation_) << 40) + 1;
+  cut_id_ = r.max_cut;
+  // A report made before the crash counts for nothing now: the crash made
+  // that cut inconsistent if it was still running.
+  reported_k_ = last_finished_cut_;
+  reported_ok_ = false;
+  Log(walfmt::NodeStart{incarnation_, c_.now()});
+  RollBackUnprepared(r);
+  Sync();
+  RelockPrepared(r);
+  for (const auto& [id, parts] : r.prepared) StartRecovery(id);
+  SendHello();
+  return Status::Ok();
+}
+
+// Rebuilds the state from the WAL: committed data applied in WAL order,
+// outcomes remembered, prepared-but-undecided transactions kept aside in `out`.
+// With WAL retention the segments before the latest full snapshot may be
+// gone: at each SNAPSHOT record the state is replaced by that snapshot's
+// file, so what counts is the latest snapshot plus the WAL after it.
+Status Node::ReplayWal(const std::string& wal_dir, Replayed& out) {
+  auto segs = walfmt::ListSegments(wal_dir, nullptr);
   if (!segs.ok()) return segs.status();
-  std::map<TxId, std::vector<Write>> data;
-  std::map<TxId, std::vector<uint32_t>> prepared;
-  uint64_t max_cut = 0;
+  std::map<TxId, std::vector<Write>>& data = out.data;
+  std::map<TxId, std::vector<uint32_t>>& prepared = out.prepared;
+  uint64_t& max_cut = out.max_cut;
   bool from_snapshot = false;
   Status bad;
   walfmt::NodeReadOptions ro;
@@ -134,48 +154,38 @@ Status Node::Restart(const walfmt::WriterOptions& wo) {
   if (!bad.ok()) return bad;
   if (read.failed) return Status::Corruption(fmt::format("node {}: cannot recover: its WAL is damaged", id_));
   if (from_snapshot) ++c_.sum().snapshot_recoveries;
+  return Status::Ok();
+}
 
-  // Transaction ids stay unique across restarts: the incarnation is in the
-  // high bits of the sequence.
-  next_seq_ = (static_cast<uint64_t>(incarnation_) << 40) + 1;
-  cut_id_ = max_cut;
-  // A report made before the crash counts for nothing now: the crash made
-  // that cut inconsistent if it was still running.
-  reported_k_ = last_finished_cut_;
-  reported_ok_ = false;
-  Log(walfmt::NodeStart{incarnation_, c_.now()});
-  // Data without a prepare: this node never voted (or, as a 1PC decider,
-  // never committed), so nobody can have committed it: roll it back here.
-  for (const auto& [id, writes] : data) {
-    if (prepared.count(id)) continue;
+// Data without a prepare: this node never voted (or, as a 1PC decider, never
+// committed), so nobody can have committed it: roll it back here.
+void Node::RollBackUnprepared(const Replayed& r) {
+  for (const auto& [id, writes] : r.data) {
+    if (r.prepared.count(id)) continue;
     Log(walfmt::TxRollback{id, c_.now(), walfmt::kTxFlagRecovered, {}});
     outcomes_[id] = Outcome{false, 0};
     ++c_.sum().recovered_rollbacks;
   }
-  Sync();
-  // Prepared and undecided: keep the keys this node is primary of locked and
-  // ask the others.
-  for (const auto& [id, parts] : prepared) {
+}
+
+// Prepared and undecided: a rebuilt plan (this node's share only), the keys
+// this node is primary of locked again; the recovery protocol asks the others.
+void Node::RelockPrepared(Replayed& r) {
+  for (const auto& [id, parts] : r.prepared) {
     auto plan = std::make_shared<TxPlan>();
     plan->id = id;
     plan->participants = parts;
     plan->writes.resize(c_.topo().nodes());
     plan->forward.resize(c_.topo().nodes());
     plan->forwarder.assign(c_.topo().nodes(), kNoNode);
-    plan->writes[id_] = data[id];
+    plan->writes[id_] = r.data[id];
     plan->rebuilt = true;
-    LocalTx& lt = local_[id];
-    lt.plan = plan;
-    lt.role = Role::kRecovered;
-    lt.st = TxState::kPrepared;
+    Join(id, plan, Role::kRecovered, TxState::kPrepared);
     auto& held = held_[id];
     for (const Write& w : plan->writes[id_]) {
       if (c_.topo().PrimaryOf(w.key) == id_ && locks_.emplace(w.key, id).second) held.push_back(w.key);
     }
   }
-  for (const auto& [id, parts] : prepared) StartRecovery(id);
-  SendHello();
-  return Status::Ok();
 }
 
 // A SNAPSHOT record met while replaying the WAL (retention on): the state up
@@ -242,11 +252,48 @@ void Node::OnHelloResp(const Msg& m) {
 }
 
 void Node::OnNodeFailed(uint32_t x) {
-  // Near side, in id order (deterministic).
+  NearLostNode(x);
+  ParticipantLostNode(x);
+
+  // Locks taken for a near node that is gone, by transactions that never
+  // prepared here, are dropped.
+  std::vector<TxId> orphans;
+  for (const auto& [id, keys] : held_) {
+    if (id.node == x && !local_.count(id)) orphans.push_back(id);
+  }
+  std::sort(orphans.begin(), orphans.end());
+  for (const TxId& id : orphans) ReleaseLocks(id);
+
+  // The oldest live node takes over when the initiator is gone.
+  if (!initiating_ && c_.Initiator() == id_) TakeOver();
+
+  // The initiator: a cut running across a crash cannot be consistent.
+  if (initiating_ && init_k_ != 0 && x < expected_.size() && expected_[x]) {
+    NoLongerExpected(x);
+    init_inconsistent_ = true;
+    init_lost_node_ = true;
+    init_why_ = fmt::format("node {} crashed while cut {} ran", x, init_k_);
+    MaybeCompleteCut();
+  }
+}
+
+// The keys of an unordered map of transactions, sorted: the order in which
+// they are handled must not depend on the hash table.
+namespace {
+template <typename Map>
+std::vector<TxId> SortedIds(const Map& m) {
   std::vector<TxId> ids;
-  for (const auto& [id, t] : near_) ids.push_back(id);
+  ids.reserve(m.size());
+  for (const auto& [id, v] : m) ids.push_back(id);
   std::sort(ids.begin(), ids.end());
-  for (const TxId& id : ids) {
+  return ids;
+}
+}  // namespace
+
+// The near side of OnNodeFailed: this node's own transactions that node x
+// took part in, in id order (deterministic).
+void Node::NearLostNode(uint32_t x) {
+  for (const TxId& id : SortedIds(near_)) {
     auto it = near_.find(id);
     if (it == near_.end()) continue;
     NearTx& t = it->second;
@@ -280,12 +327,12 @@ void Node::OnNodeFailed(uint32_t x) {
       if (t.ack_from.empty()) CompleteCommit(id);
     }
   }
+}
 
-  // Participant side.
-  ids.clear();
-  for (const auto& [id, lt] : local_) ids.push_back(id);
-  std::sort(ids.begin(), ids.end());
-  for (const TxId& id : ids) {
+// The participant side of OnNodeFailed: transactions this node takes part in
+// that waited for node x, in id order.
+void Node::ParticipantLostNode(uint32_t x) {
+  for (const TxId& id : SortedIds(local_)) {
     auto it = local_.find(id);
     if (it == local_.end() || in_doubt_.count(id)) continue;
     LocalTx& lt = it->second;
@@ -327,28 +374,6 @@ void Node::OnNodeFailed(uint32_t x) {
       case Role::kRecovered:
         break;
     }
-  }
-
-  // Locks taken for a near node that is gone, by transactions that never
-  // prepared here, are dropped.
-  std::vector<TxId> orphans;
-  for (const auto& [id, keys] : held_) {
-    if (id.node == x && !local_.count(id)) orphans.push_back(id);
-  }
-  std::sort(orphans.begin(), orphans.end());
-  for (const TxId& id : orphans) ReleaseLocks(id);
-
-  // The oldest live node takes over when the initiator is gone.
-  if (!initiating_ && c_.Initiator() == id_) TakeOver();
-
-  // The initiator: a cut running across a crash cannot be consistent.
-  if (initiating_ && init_k_ != 0 && x < expected_.size() && expected_[x]) {
-    expected_[x] = false;
-    --remaining_;
-    init_inconsistent_ = true;
-    init_lost_node_ = true;
-    init_why_ = fmt::format("node {} crashed while cut {} ran", x, init_k_);
-    MaybeCompleteCut();
   }
 }
 

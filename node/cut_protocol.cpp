@@ -153,8 +153,7 @@ void Node::TakeOver() {
   if (cut_id_ < k) StartCut(k);
   if (!cut_.active) {
     // Already ended here (whatever the report said, the cut is inconsistent).
-    expected_[id_] = false;
-    --remaining_;
+    NoLongerExpected(id_);
   }
   for (uint32_t n = 0; n < c_.topo().nodes(); ++n) {
     if (n == id_ || !expected_[n]) continue;
@@ -196,10 +195,17 @@ void Node::InitiateCut(uint64_t k) {
   }
 }
 
+// The initiator's count of the reports it awaits: node n is off the list.
+void Node::NoLongerExpected(uint32_t n) {
+  WALCUT_ASSERT(n < expected_.size() && expected_[n] && remaining_ > 0,
+                "initiator: a node taken off the list of expected reports twice");
+  expected_[n] = false;
+  --remaining_;
+}
+
 void Node::OnCutDone(const Msg& m) {
   if (m.marker != init_k_ || init_k_ == 0 || m.from >= expected_.size() || !expected_[m.from]) return;
-  expected_[m.from] = false;
-  --remaining_;
+  NoLongerExpected(m.from);
   if (!m.ok) init_inconsistent_ = true;
   MaybeCompleteCut();
 }

@@ -114,6 +114,25 @@ void Node::Reply(const Msg& to, MsgType type, bool ok) {
   Send(std::move(r));
 }
 
+void Node::SendToEach(const std::vector<uint32_t>& nodes, MsgType type, const TxId& id) {
+  for (uint32_t n : nodes) {
+    Msg m;
+    m.type = type;
+    m.to = n;
+    m.tx = id;
+    Send(std::move(m));
+  }
+}
+
+void Node::AnswerNear1pc(const TxPlan& plan, const TxId& id, bool committed) {
+  Msg r;
+  r.type = MsgType::kCommit1pcResp;
+  r.to = plan.id.node;
+  r.tx = id;
+  r.ok = committed;
+  Send(std::move(r));
+}
+
 void Node::PostStep(StepKind kind, const TxId& id, uint64_t k) {
   c_.PostStep(id_, incarnation_, c_.StepDelay(), kind, id, k);
 }

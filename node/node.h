@@ -157,6 +157,8 @@ class Node {
   void MaybeAck(const TxId& id);
   void WriteRollback(const TxId& id, const TxPlan& plan, uint16_t extra_flags);
   void ReleaseLocks(const TxId& id);
+  // A new participant entry for transaction id (asserting it is new).
+  LocalTx& Join(const TxId& id, std::shared_ptr<const TxPlan> plan, Role role, TxState st);
   // Moves lt to state `to`, asserting the move is one a participant makes.
   void EnterState(LocalTx& lt, TxState to);
   // The four finish forwards (a primary to its backups, after a Finish, a
@@ -193,8 +195,20 @@ class Node {
   Answer NearAnswer(const TxId& id) const;  // this node's decision as the near node of id
   void Evaluate(const TxId& id);
   void Resolve(const TxId& id, bool commit, uint64_t marker);
+  // OnNodeFailed's two sides: the near node's transactions, the participant's.
+  void NearLostNode(uint32_t x);
+  void ParticipantLostNode(uint32_t x);
   void SendHello();
   void OnHelloResp(const Msg& m);
+  // Restart's steps: the WAL replayed into the state, what it leaves undecided.
+  struct Replayed {
+    std::map<TxId, std::vector<Write>> data;         // TX_DATA of transactions without an outcome
+    std::map<TxId, std::vector<uint32_t>> prepared;  // TX_PREPARE of transactions without an outcome
+    uint64_t max_cut = 0;                            // the highest cut id in the WAL
+  };
+  Status ReplayWal(const std::string& wal_dir, Replayed& out);
+  void RollBackUnprepared(const Replayed& r);
+  void RelockPrepared(Replayed& r);
   Status LoadSnapshot(const walfmt::Snapshot& rec, const walfmt::Lsn& at, std::map<TxId, std::vector<Write>>& data,
                       std::map<TxId, std::vector<uint32_t>>& prepared);
 
@@ -209,10 +223,15 @@ class Node {
   void OnCutDone(const Msg& m);
   void TakeOver();
   void MaybeCompleteCut();
+  void NoLongerExpected(uint32_t n);
 
   // ---- plumbing: node.cpp
   void Send(Msg m);
   void Reply(const Msg& to, MsgType type, bool ok = true);
+  // A message of `type` about tx `id` (no other field set) to each of `nodes`.
+  void SendToEach(const std::vector<uint32_t>& nodes, MsgType type, const TxId& id);
+  // The 1PC primary's answer to the near node: committed, or not.
+  void AnswerNear1pc(const TxPlan& plan, const TxId& id, bool committed);
   void PostStep(StepKind kind, const TxId& id, uint64_t k = 0);  // a local step after a small random delay
   void PostAfter(uint64_t delay_us, std::function<void()> fn);
   void Log(const walfmt::Record& r);

@@ -66,10 +66,7 @@ void Node::OnPrepare(const Msg& m) {
   LogData(plan.id, plan.writes[id_]);
   LogPrepare(plan.id, plan.participants);
   Sync();  // durable before voting
-  LocalTx& lt = local_[plan.id];
-  lt.plan = m.plan;
-  lt.role = Role::kPrimary2pc;
-  lt.st = TxState::kPrepared;
+  LocalTx& lt = Join(plan.id, m.plan, Role::kPrimary2pc, TxState::kPrepared);
   lt.pending_from = plan.forward[id_];
   WatchStuck(plan.id);
   ForwardPrepare(m.plan);
@@ -112,10 +109,7 @@ void Node::OnPrepareFwd(const Msg& m) {
   LogData(plan.id, plan.writes[id_]);
   LogPrepare(plan.id, plan.participants);
   Sync();
-  LocalTx& lt = local_[plan.id];
-  lt.plan = m.plan;
-  lt.role = Role::kBackup;
-  lt.st = TxState::kPrepared;
+  Join(plan.id, m.plan, Role::kBackup, TxState::kPrepared);
   WatchStuck(plan.id);
   Reply(m, MsgType::kVoteFwd, true);
 }
@@ -129,6 +123,16 @@ void Node::OnVoteFwd(const Msg& m) {
   pf.erase(std::remove(pf.begin(), pf.end(), m.from), pf.end());
   if (!m.ok) lt.all_yes = false;
   MaybeVote(m.tx);
+}
+
+Node::LocalTx& Node::Join(const TxId& id, std::shared_ptr<const TxPlan> plan, Role role, TxState st) {
+  auto [it, fresh] = local_.try_emplace(id);
+  WALCUT_ASSERT(fresh, "a transaction joined twice on one participant");
+  LocalTx& lt = it->second;
+  lt.plan = std::move(plan);
+  lt.role = role;
+  lt.st = st;
+  return lt;
 }
 
 // The only moves of a participant's copy: prepared (or, at a 1PC primary,
@@ -306,10 +310,7 @@ void Node::OnCommit1pc(const Msg& m) {
       return Refuse(m);
     }
   }
-  LocalTx& lt = local_[plan.id];
-  lt.plan = m.plan;
-  lt.role = Role::kPrimary1pc;
-  lt.st = TxState::kPreparing1pc;
+  LocalTx& lt = Join(plan.id, m.plan, Role::kPrimary1pc, TxState::kPreparing1pc);
   lt.pending_from = plan.forward[id_];
   ForwardPrepare(m.plan);
 }
@@ -348,12 +349,7 @@ void Node::Abort1pc(const TxId& id, bool wrote_prepare) {
   ForwardFinish(LiveOnly(plan->forward[id_]), id, false, 0);
   local_.erase(it);
   ReleaseLocks(id);
-  Msg r;
-  r.type = MsgType::kCommit1pcResp;
-  r.to = plan->id.node;
-  r.tx = id;
-  r.ok = false;
-  Send(std::move(r));
+  AnswerNear1pc(*plan, id, false);
 }
 
 // First step of the 1PC decider: read the cut id (the marker) and log the
@@ -371,9 +367,7 @@ void Node::DeciderBegin(const TxId& id) {
 
 void Node::OnDecide1pc(const Msg& m) {
   if (Refusing(m.tx) || local_.count(m.tx)) return Refuse(m);
-  LocalTx& lt = local_[m.tx];
-  lt.plan = m.plan;
-  lt.role = Role::kDecider;
+  Join(m.tx, m.plan, Role::kDecider, TxState::kPrepared);
   DeciderBegin(m.tx);
 }
 

@@ -222,14 +222,7 @@ void Node::Resolve(const TxId& id, bool commit, uint64_t marker) {
   in_doubt_.erase(id);
   local_.erase(id);
   ReleaseLocks(id);
-  if (role == Role::kPrimary1pc) {
-    Msg r;
-    r.type = MsgType::kCommit1pcResp;
-    r.to = plan->id.node;
-    r.tx = id;
-    r.ok = commit;
-    Send(std::move(r));
-  }
+  if (role == Role::kPrimary1pc) AnswerNear1pc(*plan, id, commit);
 }
 
 }  // namespace walcut::node::sim

@@ -54,6 +54,24 @@ ChildEnd RunInChild(const std::function<void()>& fn) {
   return end;
 }
 
+// Schedules one event, runs and releases it; returns its slot.
+uint32_t RunOne(Scheduler& s) {
+  s.Add(1);
+  uint32_t slot = 0;
+  s.Pop(slot);
+  s.Release(slot);
+  return slot;
+}
+
+// The child aborted and said `message`, naming the file of the assertion.
+void CheckAborted(const ChildEnd& end, const std::string& file, const std::string& message) {
+  INFO(end.err);
+  CHECK(end.aborted);
+  CHECK(end.err.find(file + ":") != std::string::npos);
+  CHECK(end.err.find("internal error") != std::string::npos);
+  CHECK(end.err.find(message) != std::string::npos);
+}
+
 }  // namespace
 
 TEST_CASE("scheduler: events run by time, ties in the order they were added") {
@@ -91,31 +109,19 @@ TEST_CASE("scheduler: a released slot is reused, cleared") {
 TEST_CASE("scheduler: releasing a slot twice aborts with file, line and message") {
   const ChildEnd end = RunInChild([] {
     Scheduler s;
-    s.Add(1);
-    uint32_t slot = 0;
-    s.Pop(slot);
-    s.Release(slot);
+    const uint32_t slot = RunOne(s);
     s.Release(slot);
   });
-  INFO(end.err);
-  CHECK(end.aborted);
-  CHECK(end.err.find("node/scheduler.h:") != std::string::npos);
-  CHECK(end.err.find("internal error") != std::string::npos);
-  CHECK(end.err.find("Scheduler::Release: slot released twice") != std::string::npos);
+  CheckAborted(end, "node/scheduler.h", "Scheduler::Release: slot released twice");
 }
 
 TEST_CASE("scheduler: a slot that holds no event cannot be read") {
   const ChildEnd end = RunInChild([] {
     Scheduler s;
-    s.Add(1);
-    uint32_t slot = 0;
-    s.Pop(slot);
-    s.Release(slot);
+    const uint32_t slot = RunOne(s);
     (void)s.at(slot);
   });
-  INFO(end.err);
-  CHECK(end.aborted);
-  CHECK(end.err.find("Scheduler::at: not an event's slot") != std::string::npos);
+  CheckAborted(end, "node/scheduler.h", "Scheduler::at: not an event's slot");
 }
 
 TEST_CASE("WALCUT_ASSERT: silent when the condition holds, aborts naming it when not") {
@@ -126,8 +132,5 @@ TEST_CASE("WALCUT_ASSERT: silent when the condition holds, aborts naming it when
     const int two = 2;
     WALCUT_ASSERT(two == 3, "two is not three");
   });
-  INFO(bad.err);
-  CHECK(bad.aborted);
-  CHECK(bad.err.find("node_scheduler_test.cpp:") != std::string::npos);
-  CHECK(bad.err.find("two == 3: two is not three") != std::string::npos);
+  CheckAborted(bad, "node_scheduler_test.cpp", "two == 3: two is not three");
 }
