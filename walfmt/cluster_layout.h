@@ -1,5 +1,5 @@
 // The one place that knows the layout of a cluster directory and its
-// cluster.json: `walcut run` (node/cluster.cpp) writes cluster.json through
+// cluster.json: `walcut run` (node/cluster_driver.cpp) writes cluster.json through
 // WriteClusterJson, and every reader (the cut scans in cut/load.cpp, recovery,
 // the CLI's input resolution in cli/inputs.cpp) reads it through
 // ParseClusterInfo / LoadClusterInfo / FindClusterLayout. A restore's
