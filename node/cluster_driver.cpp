@@ -388,10 +388,8 @@ void Cluster::Dispatch(Scheduler::Event& e) {
   }
 }
 
-Status Cluster::Run() {
-  const auto wall_start = std::chrono::steady_clock::now();
-  const std::clock_t cpu_start = std::clock();
-  cluster_id_ = ClusterIdForSeed(opt_.seed);
+// The nodes, each with its WAL open (writing its NODE_START).
+Status Cluster::OpenNodes() {
   const uint64_t cluster_id = cluster_id_;
   for (uint32_t i = 0; i < opt_.nodes; ++i) nodes_.push_back(std::make_unique<Node>(*this, i));
   cut_ready_.assign(opt_.nodes, true);
@@ -407,10 +405,13 @@ Status Cluster::Run() {
     writer_opts_.push_back(wo);
     if (Status st = nodes_[i]->Open(wo); !st.ok()) return st;
   }
-  if (failed()) return error_;
-  if (Status st = WriteClusterJson(false); !st.ok()) return st;
+  return Status::Ok();
+}
 
-  // The initial data, grouped by primary node so each load is one-phase.
+// The initial data as load transactions, grouped by primary node so each
+// load is one-phase; and the workload transaction counts at which a full
+// snapshot is due.
+void Cluster::PlanLoadAndSnapshots() {
   std::map<uint32_t, std::vector<Write>> by_primary;
   for (auto& w : InitialWrites(opt_.workload)) by_primary[topo_.PrimaryOf(w.key)].push_back(std::move(w));
   for (auto& [p, ws] : by_primary) {
@@ -428,9 +429,10 @@ Status Cluster::Run() {
     for (uint64_t at = opt_.full_snapshot_every_tx; at <= opt_.txs; at += opt_.full_snapshot_every_tx) due.insert(at);
   }
   snapshot_due_.assign(due.begin(), due.end());
-  ScheduleCrashes();
-  FillSlots();
+}
 
+// The main loop: events in (time, sequence) order until none is left.
+void Cluster::RunEvents() {
   uint64_t events = 0;
   uint32_t slot = 0;
   while (sched_.Pop(slot)) {
@@ -443,7 +445,10 @@ Status Cluster::Run() {
   }
   sum_.events = events;
   sum_.sim_time_us = sched_.now();
-  if (failed()) return error_;
+}
+
+// After the last event: every transaction ended, every crashed node back.
+Status Cluster::CheckQuiet() const {
   if (inflight_ != 0 || started_ != opt_.txs || cut_running_ || sum_.restarts != sum_.crashes) {
     std::string pending;
     for (const auto& n : nodes_) pending += fmt::format("; node {}:{}", n->id(), n->Pending());
@@ -451,6 +456,12 @@ Status Cluster::Run() {
         "simulation stalled: {} transactions in flight, {} of {} started, cut running: {} (seed {}){}", inflight_,
         started_, opt_.txs, cut_running_, opt_.seed, pending));
   }
+  return Status::Ok();
+}
+
+// The WALs closed, the final counts and history, cluster.json rewritten, the
+// bytes on disk counted.
+Status Cluster::Conclude() {
   for (auto& n : nodes_) {
     if (Status st = n->Close(); !st.ok()) return st;
   }
@@ -478,6 +489,23 @@ Status Cluster::Run() {
        !ec && it != std::filesystem::recursive_directory_iterator(); it.increment(ec)) {
     if (it->is_regular_file(ec)) sum_.wal_bytes += it->file_size(ec);
   }
+  return Status::Ok();
+}
+
+Status Cluster::Run() {
+  const auto wall_start = std::chrono::steady_clock::now();
+  const std::clock_t cpu_start = std::clock();
+  cluster_id_ = ClusterIdForSeed(opt_.seed);
+  if (Status st = OpenNodes(); !st.ok()) return st;
+  if (failed()) return error_;
+  if (Status st = WriteClusterJson(false); !st.ok()) return st;
+  PlanLoadAndSnapshots();
+  ScheduleCrashes();
+  FillSlots();
+  RunEvents();
+  if (failed()) return error_;
+  if (Status st = CheckQuiet(); !st.ok()) return st;
+  if (Status st = Conclude(); !st.ok()) return st;
   sum_.wall_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start).count();
   sum_.cpu_seconds = static_cast<double>(std::clock() - cpu_start) / CLOCKS_PER_SEC;
   return Status::Ok();

@@ -95,6 +95,12 @@ class Cluster {
   void ScheduleCrashes();
   void TrySnapshot();
   Status WriteClusterJson(bool complete) const;
+  // Run's steps.
+  Status OpenNodes();
+  void PlanLoadAndSnapshots();
+  void RunEvents();
+  Status CheckQuiet() const;
+  Status Conclude();
 
   ClusterOptions opt_;
   Topology topo_;
