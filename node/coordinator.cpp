@@ -168,6 +168,7 @@ void Node::OnVote(const Msg& m) {
 // and the Finish may carry a higher cut id than the marker.
 void Node::Decide(const TxId& id) {
   NearTx& t = near_.at(id);
+  WALCUT_ASSERT(t.plan && !t.voting && !t.decided, "Decide: a 2PC transaction decided twice, or while voting");
   if (t.failed) {
     SendToEach(t.plan->primaries, MsgType::kFinish, id);  // commit = false: roll back
     const bool load = t.load;
@@ -186,6 +187,7 @@ void Node::SendFinish(const TxId& id) {
   auto it = near_.find(id);
   if (it == near_.end()) return;
   NearTx& t = it->second;
+  WALCUT_ASSERT(t.decided && !t.finish_sent, "SendFinish: not decided, or Finish sent twice");
   t.finish_sent = true;
   t.ack_from = LiveOnly(t.plan->primaries);
   for (uint32_t p : t.ack_from) {
