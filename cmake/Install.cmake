@@ -11,6 +11,7 @@
 #   include/walfmt/*.h                               the installed API   component libwalfmt-dev
 #   lib/cmake/walcut/walcutConfig*.cmake, ...        find_package(walcut) component libwalfmt-dev
 #   lib/pkgconfig/walfmt.pc                          pkg-config walfmt   component libwalfmt-dev
+#   share/doc/walcut/FORMAT.md                       the bytes, which the headers cite  component libwalfmt-dev
 include(CMakePackageConfigHelpers)
 
 install(TARGETS walcut RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR} COMPONENT walcut)
@@ -64,6 +65,9 @@ write_basic_package_version_file(${PROJECT_BINARY_DIR}/walcutConfigVersion.cmake
   VERSION ${PROJECT_VERSION} COMPATIBILITY SameMinorVersion)
 install(FILES ${PROJECT_BINARY_DIR}/walcutConfig.cmake ${PROJECT_BINARY_DIR}/walcutConfigVersion.cmake
         DESTINATION ${WALCUT_CMAKE_DIR} COMPONENT libwalfmt-dev)
+
+# The format the headers implement (they cite it as FORMAT.md).
+install(FILES ${PROJECT_SOURCE_DIR}/walfmt/FORMAT.md DESTINATION ${CMAKE_INSTALL_DOCDIR} COMPONENT libwalfmt-dev)
 
 # walfmt.pc, relocatable: the prefix is found from the file's own place.
 file(RELATIVE_PATH WALFMT_PC_TO_PREFIX /P/${CMAKE_INSTALL_LIBDIR}/pkgconfig /P)

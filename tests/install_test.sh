@@ -27,6 +27,7 @@ version=$(sed -nE 's/^Version: //p' "$build/walfmt.pc")
   for p in "$src"/docs/man/*.1; do echo "share/man/man1/$(basename "$p").gz"; done
   echo share/bash-completion/completions/walcut
   echo share/zsh/site-functions/_walcut
+  echo share/doc/walcut/FORMAT.md
   echo "$libdir/libwalfmt.a"
   echo "$libdir/libwalfmt.so"
   echo "$libdir/libwalfmt.so.0"
@@ -51,9 +52,13 @@ for h in "$prefix"/include/walfmt/*.h; do
 done
 echo "ok: every installed header compiles on its own"
 
-# examples/ against the prefix, through find_package(walcut).
+# examples/ against the prefix, through find_package(walcut). A sanitizer
+# build's library needs the sanitizer runtime in the program as well.
 gen=(); command -v ninja >/dev/null && gen=(-G Ninja)
+san=""
+if grep -q '^WALCUT_SANITIZE:BOOL=ON' "$build/CMakeCache.txt"; then san="-fsanitize=address,undefined"; fi
 cmake -S "$src/examples" -B "$tmp/example" "${gen[@]}" -DCMAKE_PREFIX_PATH="$prefix" -DCMAKE_BUILD_TYPE=Release \
+  -DCMAKE_CXX_FLAGS="$san" \
   >"$tmp/example.log" 2>&1 || { cat "$tmp/example.log" >&2; fail "configuring examples/ against the prefix"; }
 cmake --build "$tmp/example" >>"$tmp/example.log" 2>&1 || { cat "$tmp/example.log" >&2; fail "building examples/"; }
 # The shared build finds libwalfmt.so.0 in the prefix (its run path), not elsewhere.
@@ -86,7 +91,7 @@ if command -v pkg-config >/dev/null; then
   incdir=$(PKG_CONFIG_PATH="$prefix/$libdir/pkgconfig" pkg-config --variable=includedir walfmt)
   [ "$(realpath "$incdir")" = "$(realpath "$prefix/include")" ] || fail "walfmt.pc: includedir $incdir is not $prefix/include"
   # shellcheck disable=SC2086
-  "$cxx" -std=c++20 -o "$tmp/pc_example" "$src/examples/wal_roundtrip.cpp" $flags || fail "building with pkg-config walfmt"
+  "$cxx" -std=c++20 $san -o "$tmp/pc_example" "$src/examples/wal_roundtrip.cpp" $flags || fail "building with pkg-config walfmt"
   LD_LIBRARY_PATH="$prefix/$libdir" "$tmp/pc_example" "$tmp/wal-pc" >/dev/null || fail "the pkg-config build failed"
   "$prefix/bin/walcut" verify "$tmp/wal-pc" >/dev/null || fail "walcut verify of the pkg-config build's WAL"
   echo "ok: built with pkg-config walfmt"

@@ -55,7 +55,7 @@ for deb in "${debs[@]}"; do dpkg -x "$deb" "$root"; done
 for f in usr/bin/walcut usr/share/man/man1/walcut.1.gz usr/share/man/man1/walcut-check.1.gz \
          usr/share/bash-completion/completions/walcut usr/share/zsh/vendor-completions/_walcut \
          usr/lib/libwalfmt.so.0 usr/lib/libwalfmt.so usr/lib/libwalfmt.a usr/include/walfmt/writer.h \
-         usr/lib/cmake/walcut/walcutConfig.cmake usr/lib/pkgconfig/walfmt.pc; do
+         usr/lib/cmake/walcut/walcutConfig.cmake usr/lib/pkgconfig/walfmt.pc usr/share/doc/walcut/FORMAT.md; do
   [ -e "$root/$f" ] || fail "/$f is not in the packages"
 done
 [ "$(find "$root/usr/share/man/man1" -name '*.1.gz' | wc -l)" = "$(ls "$src"/docs/man/*.1 | wc -l)" ] ||
