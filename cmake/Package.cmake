@@ -12,7 +12,10 @@
 set(CPACK_GENERATOR DEB)
 set(CPACK_PACKAGE_NAME walcut)
 set(CPACK_PACKAGE_VENDOR "walcut")
-set(CPACK_PACKAGE_CONTACT "walcut maintainers <walcut@localhost>")
+# The Maintainer field: give yours when the packages leave this machine.
+set(WALCUT_PACKAGE_CONTACT "walcut developers <walcut@localhost>" CACHE STRING
+    "Maintainer of the Debian packages (Name <address>)")
+set(CPACK_PACKAGE_CONTACT "${WALCUT_PACKAGE_CONTACT}")
 set(CPACK_PACKAGE_VERSION ${PROJECT_VERSION})
 set(CPACK_PACKAGING_INSTALL_PREFIX /usr)
 set(CPACK_STRIP_FILES ON)

@@ -63,12 +63,18 @@ _walcut_values() {  # COMMAND OPTION
 _walcut() {
   local cur prev words cword
   if declare -F _init_completion >/dev/null; then
-    _init_completion || return
+    _init_completion -s || return   # -s: --opt=value gives prev --opt, cur value
   else
     cur=${COMP_WORDS[COMP_CWORD]}
     prev=${COMP_WORDS[COMP_CWORD - 1]}
     words=("${COMP_WORDS[@]}")
     cword=$COMP_CWORD
+    # bash splits --opt=value into --opt, =, value
+    if [[ $cur == = ]]; then
+      cur=""
+    elif [[ $prev == = && $cword -ge 2 ]]; then
+      prev=${COMP_WORDS[COMP_CWORD - 2]}
+    fi
   fi
 
   # The command named so far: the first word that is a command, then, after

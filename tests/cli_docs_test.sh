@@ -125,6 +125,8 @@ expect_completion "check create " walcut snapshot c
 expect_completion "--max-findings " walcut snapshot check --max
 expect_completion "--svg " walcut cut show --s
 expect_completion "cuts files restore " walcut check --level ""
+expect_completion "json text " walcut stats --format =
+expect_completion "json " walcut stats --format = j
 
 # Both complete exactly the commands --help lists.
 for parent in "" cut snapshot; do

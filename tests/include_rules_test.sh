@@ -23,8 +23,8 @@ put recovery/restore.cpp '#include "walfmt/util.h"' '#include "cut/table.h"'  # 
 put recovery/bad.cpp '#include "walfmt/own.h"'         # internal to walfmt: refused
 put tests/cut_table_test.cpp '#include "cut/table.h"'  # cut's own tests: fine
 put tests/recovery_x_test.cpp '#include "cut/table.h"' # another module's tests: refused
-put bench/b.cpp '#include "cut/table.h"' '#include "walfmt/own.h"'  # benches: fine
-put examples/e.cpp '#include "walfmt/api.h"' '#include "walfmt/util.h"'  # examples: installed only (line 2 refused)
+put bench/b.cpp '#include "cut/table.h"' '#include "walfmt/own.h"' '#include <fmt/format.h>'  # benches: fine
+put examples/e.cpp '#include <walfmt/api.h>' '#include <walfmt/util.h>' '#include <vector>'  # examples: installed only (line 2 refused)
 put cut/missing.cpp '#include "walfmt/nothere.h"'      # no such header: refused
 cat >"$tmp/rules.txt" <<'RULES'
 walfmt/api.h INSTALLED
