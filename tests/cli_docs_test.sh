@@ -3,7 +3,8 @@
 # what `walcut --help` says: every command of `walcut --help` (and of `walcut
 # cut --help`, `walcut snapshot --help`) has its manual page and its place in
 # both completions, and each names exactly the options that command's --help
-# lists. Then the pages render without a groff warning, and the bash
+# lists, with exactly the values --help allows where it lists them
+# ({text,json}). Then the pages render without a groff warning, and the bash
 # completion completes commands, options and option values.
 #
 #   tests/cli_docs_test.sh WALCUT_BIN SOURCE_DIR
@@ -87,6 +88,28 @@ for p in "${paths[@]}"; do
   got=$(echo "$text" | awk 'prev == ".TP" { print } { prev = $0 }' | sed -E 's/\\f[BIR]//g; s/\\-/-/g' |
         grep -oE "(^|[ ,])--?[a-zA-Z][a-zA-Z-]*" | sed -E 's/^[ ,]//' | sort -u)
   same "$label in $page" "$want" "$got"
+done
+
+# Options with a fixed set of values ("--format text|json:{text,json}" in
+# --help): both completions offer exactly those values.
+help_choices() {  # COMMAND... : "OPTION v1 v2 ..." per option with choices
+  "$w" "$@" --help | sed -n '/^Options:/,/^Subcommands:/p' | sed -nE 's/^  (-[^ ]*) [^ ]*:\{([^}]*)\}.*/\1 \2/p' |
+    while read -r names values; do echo "${names##*,} $(echo "$values" | tr ',' '\n' | sort | tr '\n' ' ')"; done
+}
+for p in "${paths[@]}"; do
+  [ -n "$p" ] || continue
+  # shellcheck disable=SC2086
+  while read -r opt values; do
+    [ -n "$opt" ] || continue
+    want=$(echo $values)
+    got=$(bash -c 'source "$1"; _walcut_values "$2" "$3"' _ "$bash_file" "$p" "$opt")
+    got=$(echo $(echo "${got#words:}" | tr ' ' '\n' | grep -v '^$' | sort))
+    [ "$got" = "$want" ] || bad "walcut $p $opt: --help offers [$want], $bash_file offers [$got]"
+    fn="_walcut_${p// /_}"
+    spec=$(sed -n "/^$fn() {\$/,/^}\$/p" "$zsh_file" | grep -F -- "$opt=" | head -1)
+    got=$(echo $(echo "$spec" | sed -nE 's/.*:\(([^()]*)\).*/\1/p' | tr ' ' '\n' | grep -v '^$' | sort))
+    [ "$got" = "$want" ] || bad "walcut $p $opt: --help offers [$want], $zsh_file ($fn) offers [$got]"
+  done < <(help_choices $p)
 done
 
 # walcut.1 names every command; each has a page.
