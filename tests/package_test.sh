@@ -5,7 +5,10 @@
 # changed); extracted with dpkg -x into a temporary root, the files are where
 # README.md's "Install" says, the installed walcut runs and checks a sample,
 # its manual pages render, and the pkg-config file and the shared library
-# resolve inside that root.
+# resolve inside that root. Where the test may mount (root, unshare), the
+# packages are also installed for real with dpkg -i, and removed with
+# dpkg -r, in a throwaway root: an overlay over / in a private mount
+# namespace, all of whose writes are discarded.
 #
 #   tests/package_test.sh BUILD_DIR SOURCE_DIR
 set -euo pipefail
@@ -76,3 +79,34 @@ if grep -q "not found" "$tmp/ldd.lib"; then cat "$tmp/ldd.lib" >&2; fail "libwal
 inc=$(PKG_CONFIG_PATH="$root/usr/lib/pkgconfig" pkg-config --variable=includedir walfmt)
 [ "$(realpath "$inc")" = "$root/usr/include" ] || fail "walfmt.pc in the package: includedir $inc"
 echo "ok: dpkg -x into a temporary root; the packaged walcut verifies samples/healthy"
+
+# dpkg -i and dpkg -r for real, in a throwaway copy-on-write root.
+ov=$tmp/overlay
+mkdir -p "$ov/upper" "$ov/work" "$ov/root"
+if [ "$(id -u)" = 0 ] && command -v unshare >/dev/null &&
+   unshare -m --propagation private sh -c "mount -t overlay overlay -o lowerdir=/,upperdir=$ov/upper,workdir=$ov/work $ov/root" 2>/dev/null; then
+  mkdir -p "$ov/upper/root/walcut-test"
+  cp "${debs[@]}" "$ov/upper/root/walcut-test/"
+  cp -r "$src/samples/healthy" "$ov/upper/root/walcut-test/healthy"
+  unshare -m --propagation private sh -c '
+    set -e
+    ov=$1
+    mount -t overlay overlay -o lowerdir=/,upperdir="$ov/upper",workdir="$ov/work" "$ov/root"
+    mount -t proc proc "$ov/root/proc"
+    chroot "$ov/root" sh -c "
+      set -e
+      cd /root/walcut-test
+      dpkg -i ./*.deb
+      for p in walcut libwalfmt0 libwalfmt-dev; do dpkg -s \$p | grep -qx \"Status: install ok installed\"; done
+      walcut verify healthy
+      test -f /usr/share/man/man1/walcut-restore.1.gz
+      dpkg -r walcut libwalfmt-dev libwalfmt0
+      ! test -e /usr/bin/walcut
+      ! test -e /usr/lib/libwalfmt.so.0
+      ! test -e /usr/include/walfmt"' _ "$ov" >"$tmp/dpkg-i.log" 2>&1 ||
+    { cat "$tmp/dpkg-i.log" >&2; fail "dpkg -i / dpkg -r in a throwaway root"; }
+  grep -q "^verified 3 nodes, .* OK$" "$tmp/dpkg-i.log" || { cat "$tmp/dpkg-i.log" >&2; fail "the dpkg -i installed walcut did not verify samples/healthy"; }
+  echo "ok: dpkg -i, walcut verify, dpkg -r in a throwaway root"
+else
+  echo "note: no mount namespace here (needs root and unshare): dpkg -i not tried, dpkg -x above only"
+fi
