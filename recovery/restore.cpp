@@ -12,13 +12,13 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include "cut/tx_table.h"
 #include "recovery/state_table.h"
 #include "walfmt/bytes.h"
 #include "walfmt/cluster_layout.h"
 #include "walfmt/file_io.h"
 #include "walfmt/reader.h"
 #include "walfmt/snapshot.h"
+#include "walfmt/tx_map.h"
 #include "walfmt/workers.h"
 
 namespace walcut::recovery {
@@ -132,7 +132,7 @@ Status RunNode(NodeJob& job, bool dry_run, const std::function<void(uint64_t)>& 
   // pending maps the transaction to its buffer in `buffers`. The buffers of
   // finished transactions are reused for new ones (no malloc per
   // transaction), and so is the map's storage.
-  cut::FlatTxMap<uint32_t> pending;
+  walfmt::FlatTxMap<uint32_t> pending;
   std::vector<std::string> buffers;
   std::vector<uint32_t> free_buffers;
   auto release = [&](const TxId& t) {

@@ -35,6 +35,8 @@ enum class RecoveryMode : uint8_t {
   // across segments. For forensics (`walcut verify` uses it to find all damage).
   kSalvage = 4,
 };
+// "strict", "tolerate-torn-tail", "point-in-time", "salvage"; Parse accepts
+// those names and returns false for any other.
 std::string_view RecoveryModeName(RecoveryMode m);
 bool ParseRecoveryMode(std::string_view name, RecoveryMode& out);
 

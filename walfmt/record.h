@@ -132,6 +132,7 @@ struct NodeStart {
 using Record =
     std::variant<TxData, TxPrepare, TxCommit, TxRollback, CutStart, CutFinish, CutAbort, Snapshot, NodeStart>;
 
+// The on-disk type of a record value.
 RecordType TypeOf(const Record& r);
 
 // Limits enforced by the encoder and the decoder (FORMAT.md, "Limits").

@@ -74,6 +74,7 @@ struct SegmentHeader {
   bool operator==(const SegmentHeader&) const = default;
 };
 
+// Writes the 64 header bytes of `h`, header_crc included, to `out`.
 void EncodeSegmentHeader(const SegmentHeader& h, uint8_t out[kSegmentHeaderSize]);
 
 // Why a header was rejected, with the expected and the found value.
@@ -97,9 +98,12 @@ struct RecordHeader {
   uint16_t flags = 0;
   uint32_t payload_crc = 0;  // as stored (masked)
 };
+// The fields of the 16 record header bytes at `p`, unchecked: compare
+// header_crc with ComputeRecordHeaderCrc(p) before believing payload_len.
 inline RecordHeader LoadRecordHeader(const uint8_t* p);
 // Masked CRC32C of bytes 4..15 of a record header: what header_crc must be.
 uint32_t ComputeRecordHeaderCrc(const uint8_t* p);
+// Masked CRC32C of a payload: what payload_crc must be.
 uint32_t ComputePayloadCrc(std::span<const uint8_t> payload);
 
 // File names: 16 hex digits and ".wal", or ".wal.zst" when archived. The

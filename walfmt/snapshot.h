@@ -53,6 +53,7 @@ constexpr size_t kSnapshotTrailerSize = 16;
 // and it keeps a wrong or damaged path from exhausting memory.
 constexpr uint64_t kMaxSnapshotFileBytes = uint64_t{4} << 30;
 
+// One snapshot file as values: the header fields and the entries, key -> value.
 struct SnapshotFile {
   uint32_t node_id = 0;
   uint64_t cluster_id = 0;
@@ -102,6 +103,8 @@ class SnapshotStreamWriter {
   uint64_t written_ = 0;
   std::string last_key_;
 };
+// Reads a whole file (at most kMaxSnapshotFileBytes) and decodes it as
+// DecodeSnapshot does: kNotFound, kIo, or kCorruption when a check fails.
 Result<SnapshotFile> ReadSnapshotFile(const std::string& path);
 // Reads a snapshot without building its map: `each` gets every entry in key
 // order as it is parsed (the views live only during the call), and the result

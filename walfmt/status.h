@@ -39,6 +39,9 @@ class [[nodiscard]] Status {
   std::string message_;
 };
 
+// A T or the Status of the failure that kept it from being made. value(),
+// * and -> are only for a Result that is ok() (on an error they throw
+// std::bad_variant_access); status() is Ok for one that is.
 template <class T>
 class [[nodiscard]] Result {
  public:

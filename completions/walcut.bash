@@ -1,0 +1,115 @@
+# bash completion for walcut(1). Installed as
+# share/bash-completion/completions/walcut; or: source completions/walcut.bash
+#
+# One line per command below lists its options exactly as `walcut COMMAND
+# --help` does (the test "cli: completions and manual pages cover every
+# command and option" compares them); value completions follow the option
+# names.
+
+_walcut_commands="verify dump stats run scan cuts cut diff restore snapshot check"
+_walcut_record_types="tx_data tx_prepare tx_commit tx_rollback cut_start cut_finish cut_abort snapshot node_start"
+
+_walcut_options() {
+  case $1 in
+    "") echo "-h --help --version" ;;
+    verify) echo "-h --help --format -j --jobs -v --verbose" ;;
+    dump) echo "-h --help --format -t --type -x --tx -k --key -s --from -e --to --node -n --limit --max-bytes --mode -j --jobs" ;;
+    stats) echo "-h --help --format -j --jobs" ;;
+    run) echo "-h --help --nodes --backups --partitions --workload --txs --concurrency --cuts --cut-every --seed --segment-size --accounts --ring-keys --crash --full-snapshot-at --full-snapshot-every --wal-retention --crashes --format" ;;
+    scan) echo "-h --help -o --out --node" ;;
+    cuts) echo "-h --help --format -j --jobs" ;;
+    cut) echo "-h --help" ;;
+    "cut show") echo "-h --help --format -j --jobs --svg" ;;
+    diff) echo "-h --help --format -n --limit --max-bytes" ;;
+    restore) echo "-h --help --repo --cut --latest --before --base -o --out --dry-run --force -j --jobs --check --format" ;;
+    snapshot) echo "-h --help" ;;
+    "snapshot check") echo "-h --help --restore -o --output -j --jobs --check --cluster --max-findings --format" ;;
+    "snapshot show") echo "-h --help --node -k --keys --max-bytes --format" ;;
+    "snapshot create") echo "-h --help --repo --full --incremental --from --cut --latest --parent --name --zstd-level -j --jobs --format" ;;
+    "snapshot list") echo "-h --help --format" ;;
+    "snapshot expire") echo "-h --help --keep-full --dry-run --format" ;;
+    check) echo "-h --help --cut --all --level --format -o --output --state --full --from-genesis -j --jobs" ;;
+  esac
+}
+
+# Options that take a value: what to offer for it ("" = nothing to offer).
+_walcut_values() {  # COMMAND OPTION
+  case $2 in
+    --format)
+      case $1 in
+        check|"snapshot check") echo "words:text json junit" ;;
+        *) echo "words:text json" ;;
+      esac ;;
+    --level) echo "words:files cuts restore" ;;
+    --check) echo "words:bank cycle auto" ;;
+    --mode) echo "words:strict tolerate-torn-tail point-in-time salvage" ;;
+    --workload) echo "words:bank cycle mixed" ;;
+    --wal-retention) echo "words:keep after-snapshot" ;;
+    -t|--type) echo "words:$_walcut_record_types" ;;
+    -o|--out|--output|--svg|--state) echo "files" ;;
+    --repo|--cluster) echo "dirs" ;;
+    --base)
+      case $1 in
+        restore) echo "dirs" ;;
+        *) echo "none" ;;
+      esac ;;
+    -j|--jobs|-x|--tx|-k|--key|-s|--from|-e|--to|--node|-n|--limit|--max-bytes|--nodes|--backups|\
+    --partitions|--txs|--concurrency|--cuts|--cut-every|--seed|--segment-size|--accounts|--ring-keys|\
+    --crash|--full-snapshot-at|--full-snapshot-every|--crashes|--cut|--before|--max-findings|--parent|\
+    --name|--zstd-level|--keep-full) echo "none" ;;
+  esac
+}
+
+_walcut() {
+  local cur prev words cword
+  if declare -F _init_completion >/dev/null; then
+    _init_completion -s || return   # -s: --opt=value gives prev --opt, cur value
+  else
+    cur=${COMP_WORDS[COMP_CWORD]}
+    prev=${COMP_WORDS[COMP_CWORD - 1]}
+    words=("${COMP_WORDS[@]}")
+    cword=$COMP_CWORD
+    # bash splits --opt=value into --opt, =, value
+    if [[ $cur == = ]]; then
+      cur=""
+    elif [[ $prev == = && $cword -ge 2 ]]; then
+      prev=${COMP_WORDS[COMP_CWORD - 2]}
+    fi
+  fi
+
+  # The command named so far: the first word that is a command, then, after
+  # cut or snapshot, the first word that is one of theirs.
+  local cmd="" i w
+  for ((i = 1; i < cword; i++)); do
+    w=${words[i]}
+    [[ $w == -* ]] && continue
+    case $cmd in
+      "") [[ " $_walcut_commands " == *" $w "* ]] && cmd=$w ;;
+      cut) [[ $w == show ]] && cmd="cut show" ;;
+      snapshot) [[ " check show create list expire " == *" $w "* ]] && cmd="snapshot $w" ;;
+    esac
+  done
+
+  if [[ $prev == -* ]]; then
+    local v
+    v=$(_walcut_values "$cmd" "$prev")
+    case $v in
+      words:*) COMPREPLY=($(compgen -W "${v#words:}" -- "$cur")); return ;;
+      files) COMPREPLY=($(compgen -f -- "$cur")); compopt -o filenames 2>/dev/null; return ;;
+      dirs) COMPREPLY=($(compgen -d -- "$cur")); compopt -o filenames 2>/dev/null; return ;;
+      none) return ;;
+    esac
+  fi
+
+  if [[ $cur == -* ]]; then
+    COMPREPLY=($(compgen -W "$(_walcut_options "$cmd")" -- "$cur"))
+    return
+  fi
+  case $cmd in
+    "") COMPREPLY=($(compgen -W "$_walcut_commands" -- "$cur")) ;;
+    cut) COMPREPLY=($(compgen -W "show" -- "$cur")) ;;
+    snapshot) COMPREPLY=($(compgen -W "check show create list expire" -- "$cur")) ;;
+    *) COMPREPLY=($(compgen -f -- "$cur")); compopt -o filenames 2>/dev/null ;;
+  esac
+}
+complete -F _walcut walcut
