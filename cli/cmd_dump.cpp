@@ -28,6 +28,7 @@
 #include "cli/command.h"
 #include "cli/inputs.h"
 #include "cli/output.h"
+#include "walfmt/record_text.h"
 
 namespace walcut::cli {
 namespace {

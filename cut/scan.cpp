@@ -112,10 +112,8 @@ class Scanner {
     if (type == RecordType::kTxData || type == RecordType::kTxPrepare) {
       // A participant writes TX_PREPARE right after its TX_DATA: the second
       // record of the pair needs no call.
-      if (have_last_ && v.payload.size() >= 12 && walfmt::LoadU64(v.payload.data() + 4) == last_in_flight_.seq &&
-          walfmt::LoadU32(v.payload.data()) == last_in_flight_.node) {
-        return true;
-      }
+      TxId t;
+      if (have_last_ && walfmt::PeekTxId(v.payload, t) && t == last_in_flight_) return true;
       return VisitStart(v);
     }
     if (type == RecordType::kTxCommit) return VisitCommit(v);
@@ -128,8 +126,9 @@ class Scanner {
   // TX_DATA or TX_PREPARE: only the transaction id matters here, it is in
   // flight from now on.
   [[gnu::noinline]] bool VisitStart(const RecordView& v) {
-    if (v.payload.size() >= 12) [[likely]] {
-      InFlight(TxId{walfmt::LoadU32(v.payload.data()), walfmt::LoadU64(v.payload.data() + 4)}, v.lsn);
+    TxId t;
+    if (walfmt::PeekTxId(v.payload, t)) [[likely]] {
+      InFlight(t, v.lsn);
       return true;
     }
     if (v.type == RecordType::kTxData) return Bad(v, "TX_DATA payload shorter than a transaction id");
@@ -147,30 +146,28 @@ class Scanner {
     return VisitDecoded(v);
   }
 
-  // The common TX_COMMIT (a few participants) parsed in place; false sends
-  // the record to FastOutcome, which takes any number of participants.
+  // The common TX_COMMIT (a few participants), decoded in place by
+  // walfmt::ParseTxOutcome; false sends the record to FastOutcome, which
+  // takes any number of participants.
   bool FastCommit(const RecordView& v) {
-    const uint8_t* p = v.payload.data();
-    const size_t n = v.payload.size();
-    constexpr size_t kFixed = 12 + 8 + 8 + 2 + 2;
-    if (n < kFixed) return false;
-    const uint16_t count = walfmt::LoadU16(p + kFixed - 2);
-    if (count > kInlineParticipants || n != kFixed + 4u * count) return false;
+    walfmt::TxOutcomeView o;
+    if (!walfmt::ParseTxOutcome(RecordType::kTxCommit, v.payload, o)) return false;
+    const size_t count = o.participant_count();
+    if (count > kInlineParticipants) return false;
     have_last_ = false;  // the transaction leaves the table now
     // The same loop builds the set of participants as a bit mask, good when
     // they are all below kSetPeers and distinct (as many bits as participants).
     InlineParts parts{};
     uint32_t set = 0;
     uint32_t over = 0;
-    for (uint16_t i = 0; i < count; ++i) {
-      const uint32_t q = walfmt::LoadU32(p + kFixed + 4u * i);
+    for (size_t i = 0; i < count; ++i) {
+      const uint32_t q = o.participant(i);
       parts[i] = q;
       set |= kSetBit[q & (kSetPeers - 1)];  // a load: a shift by a variable costs more without BMI2
       over |= q;
     }
     const bool as_set = over < kSetPeers && kSetSize[set] == count;
-    OnCommit(TxId{walfmt::LoadU32(p), walfmt::LoadU64(p + 4)}, walfmt::LoadU64(p + 12), walfmt::LoadU64(p + 20),
-             walfmt::LoadU16(p + 28), std::span<const uint32_t>(parts.data(), count), v.lsn, &parts,
+    OnCommit(o.tx, o.marker, o.time_us, o.flags, std::span<const uint32_t>(parts.data(), count), v.lsn, &parts,
              as_set ? set : kNoSet);
     return true;
   }
@@ -184,34 +181,19 @@ class Scanner {
     return true;
   }
 
-  // TX_COMMIT: tx, u64 marker, u64 time_us, u16 flags, participants;
-  // TX_ROLLBACK: tx, u64 time_us, u16 flags, participants (FORMAT.md). Parsed
-  // in place into a reused buffer; false on anything DecodePayload would reject.
+  // TX_COMMIT or TX_ROLLBACK with any number of participants, decoded by
+  // walfmt::ParseTxOutcome into a reused buffer; false on anything
+  // DecodePayload would reject.
   bool FastOutcome(const RecordView& v) {
     have_last_ = false;  // the transaction may leave the table now
-    const uint8_t* p = v.payload.data();
-    const size_t n = v.payload.size();
-    const bool commit = v.type == RecordType::kTxCommit;
-    const size_t fixed = commit ? 12 + 8 + 8 + 2 + 2 : 12 + 8 + 2 + 2;
-    if (n < fixed) return false;
-    const TxId t{walfmt::LoadU32(p), walfmt::LoadU64(p + 4)};
-    size_t o = 12;
-    uint64_t marker = 0;
-    if (commit) {
-      marker = walfmt::LoadU64(p + o);
-      o += 8;
-    }
-    const uint64_t time_us = walfmt::LoadU64(p + o);
-    const uint16_t flags = walfmt::LoadU16(p + o + 8);
-    const uint16_t count = walfmt::LoadU16(p + o + 10);
-    o += 12;
-    if (count > walfmt::kMaxParticipants || n != o + 4u * count) return false;
-    parts_.resize(count);
-    for (uint16_t i = 0; i < count; ++i) parts_[i] = walfmt::LoadU32(p + o + 4u * i);
-    if (commit) {
-      OnCommit(t, marker, time_us, flags, parts_, v.lsn);
+    walfmt::TxOutcomeView o;
+    if (!walfmt::ParseTxOutcome(v.type, v.payload, o)) return false;
+    parts_.resize(o.participant_count());
+    for (size_t i = 0; i < parts_.size(); ++i) parts_[i] = o.participant(i);
+    if (v.type == RecordType::kTxCommit) {
+      OnCommit(o.tx, o.marker, o.time_us, o.flags, parts_, v.lsn);
     } else {
-      OnRollback(t, time_us, flags, parts_, v.lsn);
+      OnRollback(o.tx, o.time_us, o.flags, parts_, v.lsn);
     }
     return true;
   }
