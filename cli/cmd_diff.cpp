@@ -10,6 +10,7 @@
 #include "recovery/diff.h"
 #include "recovery/state_set.h"
 #include "walfmt/record.h"
+#include "walfmt/record_text.h"
 
 namespace walcut::cli {
 namespace {

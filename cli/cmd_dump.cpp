@@ -24,6 +24,7 @@
 #include "cli/inputs.h"
 #include "cli/ordered_pipeline.h"
 #include "cli/output.h"
+#include "walfmt/record_text.h"
 
 namespace walcut::cli {
 namespace {

@@ -12,6 +12,7 @@
 #include "recovery/invariants.h"
 #include "recovery/state_set.h"
 #include "walfmt/record.h"
+#include "walfmt/record_text.h"
 
 namespace walcut::cli {
 namespace {

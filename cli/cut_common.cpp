@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include "cli/output.h"
+#include "cut/evidence.h"
 #include "cut/load.h"
 #include "walfmt/cluster_layout.h"
 
@@ -17,9 +18,7 @@ walfmt::Result<cut::ClusterCuts> LoadCuts(const std::vector<std::string>& paths,
   cut::LoadOptions lo;
   lo.jobs = jobs;
   lo.progress = [&progress](uint64_t bytes) { progress.Update(0, bytes); };
-  auto sums = cut::LoadInputs(paths, lo);
-  if (!sums.ok()) return sums.status();
-  return cut::Reconstruct(std::move(sums.value()), ro);
+  return cut::ReadCuts(paths, lo, ro);
 }
 
 json FindingJson(const cut::Finding& f) { return cut::FindingToJson(f); }

@@ -351,9 +351,11 @@ walfmt::Result<ClusterCuts> Reconstruct(std::vector<NodeSummary> nodes, const Re
       }
       if (base_cut) {
         g.checked_against = fmt::format("cut {}", base_cut->cut_id);
+        g.base_cut = base_cut->cut_id;
         base_snapshot = -1;
       } else if (base_snapshot >= 0) {
         g.checked_against = fmt::format("full snapshot {}", out.snapshots[base_snapshot].name);
+        g.base_snapshot = out.snapshots[base_snapshot].name;
       } else {
         comparable = false;
         g.checked_against.clear();
@@ -403,6 +405,7 @@ walfmt::Result<ClusterCuts> Reconstruct(std::vector<NodeSummary> nodes, const Re
         f.message = fmt::format(
             "nodes {} and {} disagree on the transactions they share in cut {}: {} on node {}, {} on node {}{}", i, j,
             k, di.n, i, dj.n, j, di.n == dj.n ? " (same count, different transactions)" : "");
+        g.disagreements.push_back({i, j, g.findings.size()});
         g.findings.push_back(std::move(f));
       }
     }

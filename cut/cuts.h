@@ -53,6 +53,19 @@ struct GlobalCut {
   // "full snapshot NAME" or "cut J" (a WAL whose oldest segments were
   // removed: only the transactions the cut adds to that base are compared).
   std::string checked_against;
+  // The cross-node checks' base, as checked_against names it: a cut id, or
+  // the name of a full snapshot (neither: genesis).
+  std::optional<uint64_t> base_cut;
+  std::string base_snapshot;
+  // Pairs of nodes whose digests of shared transactions disagree in this cut
+  // (atomicity), and the index of that finding in `findings`: the digests
+  // say that the sets differ, NameDisagreements (cut/evidence.h) says how.
+  struct Disagreement {
+    uint32_t a = 0;
+    uint32_t b = 0;
+    size_t finding = 0;
+  };
+  std::vector<Disagreement> disagreements;
 };
 
 // A full snapshot whose SNAPSHOT record the WAL holds, and the cuts it can

@@ -112,10 +112,8 @@ class Scanner {
     if (type == RecordType::kTxData || type == RecordType::kTxPrepare) {
       // A participant writes TX_PREPARE right after its TX_DATA: the second
       // record of the pair needs no call.
-      if (have_last_ && v.payload.size() >= 12 && walfmt::LoadU64(v.payload.data() + 4) == last_in_flight_.seq &&
-          walfmt::LoadU32(v.payload.data()) == last_in_flight_.node) {
-        return true;
-      }
+      TxId t;
+      if (have_last_ && walfmt::PeekTxId(v.payload, t) && t == last_in_flight_) return true;
       return VisitStart(v);
     }
     if (type == RecordType::kTxCommit) return VisitCommit(v);
@@ -128,8 +126,9 @@ class Scanner {
   // TX_DATA or TX_PREPARE: only the transaction id matters here, it is in
   // flight from now on.
   [[gnu::noinline]] bool VisitStart(const RecordView& v) {
-    if (v.payload.size() >= 12) [[likely]] {
-      InFlight(TxId{walfmt::LoadU32(v.payload.data()), walfmt::LoadU64(v.payload.data() + 4)}, v.lsn);
+    TxId t;
+    if (walfmt::PeekTxId(v.payload, t)) [[likely]] {
+      InFlight(t, v.lsn);
       return true;
     }
     if (v.type == RecordType::kTxData) return Bad(v, "TX_DATA payload shorter than a transaction id");
@@ -147,30 +146,28 @@ class Scanner {
     return VisitDecoded(v);
   }
 
-  // The common TX_COMMIT (a few participants) parsed in place; false sends
-  // the record to FastOutcome, which takes any number of participants.
+  // The common TX_COMMIT (a few participants), decoded in place by
+  // walfmt::ParseTxOutcome; false sends the record to FastOutcome, which
+  // takes any number of participants.
   bool FastCommit(const RecordView& v) {
-    const uint8_t* p = v.payload.data();
-    const size_t n = v.payload.size();
-    constexpr size_t kFixed = 12 + 8 + 8 + 2 + 2;
-    if (n < kFixed) return false;
-    const uint16_t count = walfmt::LoadU16(p + kFixed - 2);
-    if (count > kInlineParticipants || n != kFixed + 4u * count) return false;
+    walfmt::TxOutcomeView o;
+    if (!walfmt::ParseTxOutcome(RecordType::kTxCommit, v.payload, o)) return false;
+    const size_t count = o.participant_count();
+    if (count > kInlineParticipants) return false;
     have_last_ = false;  // the transaction leaves the table now
     // The same loop builds the set of participants as a bit mask, good when
     // they are all below kSetPeers and distinct (as many bits as participants).
     InlineParts parts{};
     uint32_t set = 0;
     uint32_t over = 0;
-    for (uint16_t i = 0; i < count; ++i) {
-      const uint32_t q = walfmt::LoadU32(p + kFixed + 4u * i);
+    for (size_t i = 0; i < count; ++i) {
+      const uint32_t q = o.participant(i);
       parts[i] = q;
       set |= kSetBit[q & (kSetPeers - 1)];  // a load: a shift by a variable costs more without BMI2
       over |= q;
     }
     const bool as_set = over < kSetPeers && kSetSize[set] == count;
-    OnCommit(TxId{walfmt::LoadU32(p), walfmt::LoadU64(p + 4)}, walfmt::LoadU64(p + 12), walfmt::LoadU64(p + 20),
-             walfmt::LoadU16(p + 28), std::span<const uint32_t>(parts.data(), count), v.lsn, &parts,
+    OnCommit(o.tx, o.marker, o.time_us, o.flags, std::span<const uint32_t>(parts.data(), count), v.lsn, &parts,
              as_set ? set : kNoSet);
     return true;
   }
@@ -184,34 +181,19 @@ class Scanner {
     return true;
   }
 
-  // TX_COMMIT: tx, u64 marker, u64 time_us, u16 flags, participants;
-  // TX_ROLLBACK: tx, u64 time_us, u16 flags, participants (FORMAT.md). Parsed
-  // in place into a reused buffer; false on anything DecodePayload would reject.
+  // TX_COMMIT or TX_ROLLBACK with any number of participants, decoded by
+  // walfmt::ParseTxOutcome into a reused buffer; false on anything
+  // DecodePayload would reject.
   bool FastOutcome(const RecordView& v) {
     have_last_ = false;  // the transaction may leave the table now
-    const uint8_t* p = v.payload.data();
-    const size_t n = v.payload.size();
-    const bool commit = v.type == RecordType::kTxCommit;
-    const size_t fixed = commit ? 12 + 8 + 8 + 2 + 2 : 12 + 8 + 2 + 2;
-    if (n < fixed) return false;
-    const TxId t{walfmt::LoadU32(p), walfmt::LoadU64(p + 4)};
-    size_t o = 12;
-    uint64_t marker = 0;
-    if (commit) {
-      marker = walfmt::LoadU64(p + o);
-      o += 8;
-    }
-    const uint64_t time_us = walfmt::LoadU64(p + o);
-    const uint16_t flags = walfmt::LoadU16(p + o + 8);
-    const uint16_t count = walfmt::LoadU16(p + o + 10);
-    o += 12;
-    if (count > walfmt::kMaxParticipants || n != o + 4u * count) return false;
-    parts_.resize(count);
-    for (uint16_t i = 0; i < count; ++i) parts_[i] = walfmt::LoadU32(p + o + 4u * i);
-    if (commit) {
-      OnCommit(t, marker, time_us, flags, parts_, v.lsn);
+    walfmt::TxOutcomeView o;
+    if (!walfmt::ParseTxOutcome(v.type, v.payload, o)) return false;
+    parts_.resize(o.participant_count());
+    for (size_t i = 0; i < parts_.size(); ++i) parts_[i] = o.participant(i);
+    if (v.type == RecordType::kTxCommit) {
+      OnCommit(o.tx, o.marker, o.time_us, o.flags, parts_, v.lsn);
     } else {
-      OnRollback(t, time_us, flags, parts_, v.lsn);
+      OnRollback(o.tx, o.time_us, o.flags, parts_, v.lsn);
     }
     return true;
   }
@@ -222,6 +204,7 @@ class Scanner {
     s_.commits = commits_;
     s_.recovered_commits = recovered_commits_;
     s_.peak_in_flight = peak_in_flight_;
+    if (opt_.outcome_overdue_us != 0) OverdueOutcomes();
     Flush();
     if (open_ >= 0) {
       s_.cuts[open_].end = s_.damaged ? CutEnd::kDamaged : CutEnd::kOpen;
@@ -253,6 +236,47 @@ class Scanner {
                             walfmt::RecordTypeName(v.type), v.lsn.ToString(), what);
     Add(std::move(f));
     return true;
+  }
+
+  [[gnu::noinline]] void Sample(Lsn at) {
+    timeline_.emplace_back(at, last_time_us_);
+    until_sample_ = timeline_every_;
+    if (timeline_.size() < kTimelineMax) return;
+    // Keep every other sample and sample half as often: memory stays
+    // bounded, each sample still bounds the time of the records before it.
+    size_t w = 0;
+    for (size_t r = 1; r < timeline_.size(); r += 2) timeline_[w++] = timeline_[r];
+    timeline_.resize(w);
+    timeline_every_ *= 2;
+    until_sample_ = timeline_every_;
+  }
+
+  // A transaction in flight at the end of the WAL, begun after the node's
+  // last NODE_START (so the node did not crash or restart since), while the
+  // WAL went on for more than opt_.outcome_overdue_us of cluster time: the
+  // node never wrote its outcome. Its start is bounded from above by the
+  // first time sample after its first record, so the time it waited is never
+  // overstated.
+  void OverdueOutcomes() {
+    std::vector<std::pair<Lsn, TxId>> late;
+    window_.ForEach([&](const TxId& t, Lsn first) {
+      if (first == kFirstSeenPruned || (have_node_start_ && first < last_node_start_)) return;
+      auto it = std::lower_bound(timeline_.begin(), timeline_.end(), first,
+                                 [](const auto& e, const Lsn& l) { return e.first < l; });
+      if (it == timeline_.end() || last_time_us_ - it->second <= opt_.outcome_overdue_us) return;
+      late.emplace_back(first, t);
+    });
+    std::sort(late.begin(), late.end());
+    for (const auto& [first, t] : late) {
+      auto it = std::lower_bound(timeline_.begin(), timeline_.end(), first,
+                                 [](const auto& e, const Lsn& l) { return e.first < l; });
+      Add(Make(Check::kAtomicity, 0, first, &t,
+               fmt::format("node {}: transaction {} began at {} and never finished here: no TX_COMMIT or "
+                           "TX_ROLLBACK in the {} us of cluster time the WAL goes on for after it (more than {} us), "
+                           "and the node did not restart",
+                           opt_.node, t.ToString(), first.ToString(), last_time_us_ - it->second,
+                           opt_.outcome_overdue_us)));
+    }
   }
 
   void Add(Finding f) {
@@ -473,6 +497,8 @@ class Scanner {
       if (!clean_) first = kFirstSeenPruned;
     }
     ++commits_so_far_;
+    last_time_us_ = std::max(last_time_us_, time_us);
+    if (--until_sample_ == 0) [[unlikely]] Sample(at);
     const uint64_t k = CurrentCut();
     const uint64_t f = k + 1;
     Count(tx, parts, f, set);
@@ -528,6 +554,7 @@ class Scanner {
 
   void OnRollback(const TxId& tx, uint64_t time_us, uint16_t flags, std::span<const uint32_t> parts, Lsn at) {
     ++s_.rollbacks;
+    last_time_us_ = std::max(last_time_us_, time_us);
     Lsn first = at;
     if (!window_.End(tx, at, true, first)) {
       if (const auto prev = window_.LastFinish(tx); prev && !prev->rolled_back) {
@@ -806,6 +833,11 @@ class Scanner {
       if (d.n != 0 || d.x != 0) m.shared_before[peer] = d;
     }
     s_.snapshots.push_back(std::move(m));
+    if (opt_.witness_peer) {
+      auto& w = s_.witness_at_snapshot.emplace_back();
+      for (const auto& [t, f] : witness_) w.push_back(t);
+      std::sort(w.begin(), w.end());
+    }
     // Taken quiesced: nothing is in flight, so every transaction seen from
     // here on begins in view.
     clean_ = true;
@@ -813,6 +845,9 @@ class Scanner {
 
   void On(const walfmt::NodeStart& n, Lsn at) {
     s_.starts.push_back(StartMark{n.incarnation, at, n.time_us});
+    have_node_start_ = true;
+    last_node_start_ = at;
+    last_time_us_ = std::max(last_time_us_, n.time_us);
     if (open_ >= 0 && n.incarnation > 0) s_.cuts[open_].restarted = true;
   }
 
@@ -862,6 +897,16 @@ class Scanner {
   TxMap<Done> expect_before_;        // committed since CUT_START of the open cut with marker < its id
   std::map<uint64_t, TxMap<Done>> expect_after_;  // cut id -> committed before its CUT_START with marker == id
   TxMap<uint64_t> witness_;
+  // Cluster time as the WAL goes: the latest time of a commit or rollback,
+  // and samples (position, that time) every timeline_every_ commits, thinned
+  // to at most kTimelineMax (OverdueOutcomes).
+  uint64_t last_time_us_ = 0;
+  std::vector<std::pair<Lsn, uint64_t>> timeline_;
+  uint64_t timeline_every_ = 64;
+  uint64_t until_sample_ = 64;      // commits until the next sample
+  static constexpr size_t kTimelineMax = 4096;
+  bool have_node_start_ = false;
+  Lsn last_node_start_;              // the node's last NODE_START
   std::vector<uint32_t> parts_;      // participants of the record being read
   uint64_t acc_f_ = 0;               // the first-cut bucket being filled (Count, Flush)
   uint64_t acc_count_ = 0;

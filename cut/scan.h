@@ -39,6 +39,11 @@ struct ScanOptions {
   // and cuts that began before the first segment are then missing by
   // design: they make the evidence of those cuts pruned, never a finding.
   bool wal_after_genesis = false;
+  // A transaction that began on the node after its last restart and has no
+  // outcome there although the WAL goes on for more than this much cluster
+  // time is an atomicity finding naming it (0: not checked). The runtime
+  // resolves a stuck transaction after 200 ms.
+  uint64_t outcome_overdue_us = 500000;
   std::optional<uint32_t> witness_peer;   // collect (tx, first cut) of transactions shared with this peer
   // Called now and then with the WAL bytes read so far (progress display).
   std::function<void(uint64_t bytes)> progress;

@@ -207,6 +207,9 @@ struct NodeSummary {
   // Only when ScanOptions::witness_peer is set: (transaction, f) for every
   // transaction committed here that the peer also took part in.
   std::vector<std::pair<TxId, uint64_t>> witness;
+  // With witness_peer: by snapshots[] index, the transactions of `witness`
+  // committed before that SNAPSHOT record (sorted).
+  std::vector<std::vector<TxId>> witness_at_snapshot;
 
   const NodeCut* FindCut(uint64_t k) const;
 };

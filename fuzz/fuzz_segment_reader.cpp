@@ -37,6 +37,7 @@
 #include "walfmt/lsn.h"
 #include "walfmt/reader.h"
 #include "walfmt/record.h"
+#include "walfmt/record_text.h"
 #include "walfmt/segment.h"
 #include "walfmt/source.h"
 

@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "walfmt/record.h"
+#include "walfmt/record_text.h"
 
 namespace walcut::recovery {
 namespace {

@@ -13,6 +13,7 @@
 #include <fmt/format.h>
 
 #include "cut/cuts.h"
+#include "cut/evidence.h"
 #include "cut_support.h"
 #include "cut/load.h"
 #include "cut/scan.h"
@@ -818,6 +819,22 @@ TEST_CASE("a pruned WAL: a commit dropped after the full snapshot is still found
   }
   CHECK(inconsistent > 0);
   CHECK(unavailable > 0);
+  // The second pass names the transaction, against the snapshot base.
+  auto layout = walcut::cut::FindClusterLayout(d.path.string());
+  REQUIRE(layout.ok());
+  REQUIRE(walcut::cut::NameDisagreements(bad, *layout).ok());
+  size_t named = 0;
+  for (const auto& g : bad.cuts) {
+    for (const auto& dis : g.disagreements) {
+      const auto& f = g.findings[dis.finding];
+      INFO(f.message);
+      CHECK(f.has_tx);
+      CHECK(f.tx == tx);
+      CHECK(f.message.find(tx.ToString() + " (not committed on node 1)") != std::string::npos);
+      ++named;
+    }
+  }
+  CHECK(named > 0);
   // The same WAL without the damage: nothing is inconsistent.
   TempDir clean("pruned-clean");
   o.dir = clean.path.string();
@@ -827,4 +844,146 @@ TEST_CASE("a pruned WAL: a commit dropped after the full snapshot is still found
     INFO("cut " << g.cut_id << ": " << g.reason);
     CHECK(g.status != CutStatus::kInconsistent);
   }
+}
+
+namespace {
+
+// Every transaction a cut tracks on some node (listed in a CUT_FINISH).
+std::set<walfmt::TxId> Tracked(const ClusterCuts& cc) {
+  std::set<walfmt::TxId> tracked;
+  for (const auto& s : cc.nodes) {
+    for (const auto& c : s.cuts) {
+      for (const auto* l : {&c.before, &c.after}) {
+        for (const auto& t : *l) tracked.insert(t.tx);
+      }
+    }
+  }
+  return tracked;
+}
+
+// The latest time a commit record of node n carries.
+uint64_t LastCommitTime(const std::vector<Rec>& recs) {
+  uint64_t t = 0;
+  for (const auto& r : recs) {
+    if (auto* c = std::get_if<walfmt::TxCommit>(&r.rec)) t = std::max(t, c->time_us);
+  }
+  return t;
+}
+
+}  // namespace
+
+TEST_CASE("a commit dropped or turned into a rollback on one participant of an untracked transaction is named",
+          "[evidence]") {
+  const bool to_rollback = GENERATE(false, true);
+  INFO((to_rollback ? "turned into a TX_ROLLBACK" : "dropped"));
+  TempDir d("named");
+  walcut::node::ClusterOptions o = Healthy(d.path.string());
+  o.txs = 15000;
+  REQUIRE(walcut::node::RunCluster(o).ok());
+  ClusterCuts cc = LoadCuts(d.path.string());
+  const auto tracked = Tracked(cc);
+  auto recs = ReadAll(fmt::format("{}/node-1/wal", d.path.string()));
+  // Shared with node 0, in the first quarter of the WAL, tracked by no cut.
+  auto victim = std::find_if(recs.begin() + static_cast<long>(recs.size() / 8), recs.end(), [&](const Rec& r) {
+    auto* c = std::get_if<walfmt::TxCommit>(&r.rec);
+    return c && !tracked.count(c->tx) && c->participants == std::vector<uint32_t>{0, 1};
+  });
+  REQUIRE(victim != recs.end());
+  const walfmt::TxCommit commit = std::get<walfmt::TxCommit>(victim->rec);
+  INFO("the TX_COMMIT of " << commit.tx.ToString() << " at " << victim->lsn.ToString() << " on node 1");
+  Rewrite(d.path.string(), 1, [&](std::vector<Rec>& all) {
+    auto it = std::find_if(all.begin(), all.end(), [&](const Rec& r) {
+      auto* c = std::get_if<walfmt::TxCommit>(&r.rec);
+      return c && c->tx == commit.tx;
+    });
+    if (to_rollback) {
+      it->rec = walfmt::TxRollback{commit.tx, commit.time_us, 0, commit.participants};
+    } else {
+      all.erase(it);
+    }
+  });
+  // ReadCuts, as the commands read a cluster directory: the second pass
+  // runs by itself.
+  auto read = walcut::cut::ReadCuts({d.path.string()}, {});
+  REQUIRE(read.ok());
+  ClusterCuts bad = std::move(read.value());
+  size_t named = 0;
+  for (const auto& g : bad.cuts) {
+    for (const auto& dis : g.disagreements) {
+      const auto& f = g.findings[dis.finding];
+      INFO("cut " << g.cut_id << ": " << f.message);
+      CHECK(dis.a == 0);
+      CHECK(dis.b == 1);
+      CHECK(f.has_tx);
+      CHECK(f.tx == commit.tx);
+      CHECK(f.message.find(fmt::format("in the cut on node 0 only: {} (not committed on node 1)",
+                                       commit.tx.ToString())) != std::string::npos);
+      ++named;
+    }
+  }
+  CHECK(named > 0);
+  // Dropped, the transaction stays in flight on node 1 while its WAL goes on:
+  // its missing outcome is a finding of its own. Rolled back, it is not.
+  bool overdue = false;
+  for (const auto& f : bad.findings) {
+    overdue |= f.node == 1 && f.has_tx && f.tx == commit.tx && f.message.find("never finished here") != std::string::npos;
+  }
+  INFO("WAL time after the commit: " << LastCommitTime(recs) - commit.time_us << " us");
+  REQUIRE(LastCommitTime(recs) - commit.time_us > walcut::cut::ScanOptions{}.outcome_overdue_us);
+  CHECK(overdue == !to_rollback);
+}
+
+TEST_CASE("a one-phase commit dropped on a cluster without backups: the missing outcome names the transaction",
+          "[evidence]") {
+  TempDir d("overdue-1pc");
+  walcut::node::ClusterOptions o = Healthy(d.path.string());
+  o.backups = 0;
+  o.txs = 15000;
+  REQUIRE(walcut::node::RunCluster(o).ok());
+  for (const auto& g : LoadCuts(d.path.string()).cuts) REQUIRE(g.status == CutStatus::kConsistent);
+  auto recs = ReadAll(fmt::format("{}/node-2/wal", d.path.string()));
+  const uint64_t end_time = LastCommitTime(recs);
+  auto victim = std::find_if(recs.begin(), recs.end(), [&](const Rec& r) {
+    auto* c = std::get_if<walfmt::TxCommit>(&r.rec);
+    return c && (c->flags & walfmt::kTxFlagOnePhase) && c->participants.size() == 1 &&
+           end_time - c->time_us > walcut::cut::ScanOptions{}.outcome_overdue_us + 100000;
+  });
+  REQUIRE(victim != recs.end());
+  const walfmt::TxId tx = std::get<walfmt::TxCommit>(victim->rec).tx;
+  INFO("dropped the TX_COMMIT of " << tx.ToString() << " at " << victim->lsn.ToString() << " on node 2");
+  Rewrite(d.path.string(), 2, [&](std::vector<Rec>& all) {
+    all.erase(std::find_if(all.begin(), all.end(), [&](const Rec& r) {
+      auto* c = std::get_if<walfmt::TxCommit>(&r.rec);
+      return c && c->tx == tx;
+    }));
+  });
+  ClusterCuts bad = LoadCuts(d.path.string());
+  const walcut::cut::Finding* found = nullptr;
+  for (const auto& f : bad.findings) {
+    if (f.has_tx && f.tx == tx) found = &f;
+  }
+  REQUIRE(found != nullptr);
+  CHECK(found->node == 2);
+  CHECK(walcut::cut::CheckName(found->check) == std::string("atomicity"));
+  CHECK(found->message.find(fmt::format("node 2: transaction {} began at", tx.ToString())) != std::string::npos);
+  // Every cut that starts on node 2 after it contains the broken transaction.
+  size_t failed = 0;
+  for (const auto& g : bad.cuts) {
+    if (g.nodes[2] && g.nodes[2]->started && found->position < g.nodes[2]->start) {
+      CHECK(g.status == CutStatus::kInconsistent);
+      ++failed;
+    }
+  }
+  CHECK(failed > 0);
+  // With the check off, the WAL passes every check: nothing else sees it.
+  auto layout = walcut::cut::FindClusterLayout(d.path.string());
+  REQUIRE(layout.ok());
+  walcut::cut::ScanOptions so;
+  so.node = 2;
+  so.expect_cluster = true;
+  so.cluster_id = layout->cluster_id;
+  so.outcome_overdue_us = 0;
+  auto s = walcut::cut::ScanNode(layout->wal_dirs[2], so);
+  REQUIRE(s.ok());
+  CHECK(s->findings.empty());
 }

@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "recovery/invariants.h"
+#include "walfmt/record_text.h"
 #include "recovery_support.h"
 
 using namespace walcut::recovery;

@@ -17,6 +17,7 @@
 #include "walfmt/bytes.h"
 #include "walfmt/lsn.h"
 #include "walfmt/record.h"
+#include "walfmt/record_text.h"
 
 // --- Allocation tracking --------------------------------------------------
 // "Counts are checked against the bytes that remain before anything is

@@ -1,6 +1,8 @@
 // Logical WAL records: what a node writes, as C++ values, and their payload
-// codec. The framing around a payload (checksums, length, type) lives in
-// segment.h; FORMAT.md documents every byte of both.
+// codec: the one encoder and the one decoder of every payload, with the
+// zero-copy views hot paths use. The framing around a payload (checksums,
+// length, type) lives in segment.h, the text `walcut dump` prints in
+// record_text.h; FORMAT.md documents every byte.
 #pragma once
 
 #include <cstdint>
@@ -10,6 +12,7 @@
 #include <variant>
 #include <vector>
 
+#include "walfmt/bytes.h"
 #include "walfmt/status.h"
 
 namespace walfmt {
@@ -148,34 +151,74 @@ Status EncodePayload(const Record& r, std::string& out);
 // allocated. Trailing bytes after the fields are an error.
 Result<Record> DecodePayload(RecordType type, std::span<const uint8_t> payload);
 
-// One line, for `walcut dump`: the fields of the record, keys and values
-// shortened to `max_bytes` each (0 = no limit).
-std::string Describe(const Record& r, size_t max_bytes = 32);
+// Byte layouts of the payloads that hot paths read in place (FORMAT.md,
+// "Record payloads"). Every transaction record starts with its TxId; the
+// three records that end a transaction's step on a node share one shape:
+//   TX_PREPARE   tx(12) time(8)                     count(2) participants
+//   TX_COMMIT    tx(12) marker(8) time(8) flags(2)  count(2) participants
+//   TX_ROLLBACK  tx(12) time(8)          flags(2)   count(2) participants
+// with `count` u32 node ids after the fixed part and nothing after them.
+namespace layout {
+constexpr size_t kTxIdNode = 0;   // u32
+constexpr size_t kTxIdSeq = 4;    // u64
+constexpr size_t kTxIdSize = 12;
+constexpr size_t kTxDataCount = kTxIdSize;           // u32 write count, then the writes
+constexpr size_t kTxDataWrites = kTxDataCount + 4;
+constexpr size_t kWriteMinSize = 1 + 2 + 4;          // op, key length, value length
+constexpr size_t kCutId = 0;                          // u64, first in CUT_START/FINISH/ABORT
 
-// Escapes a key or value for printing: printable ASCII as is, other bytes
-// (and the backslash) as \xNN; longer than max_bytes (0 = no limit) ends in
-// "...(+N)".
-std::string Printable(std::string_view bytes, size_t max_bytes);
+struct TxOutcome {
+  bool has_marker;
+  bool has_flags;
+  size_t marker;  // u64 (when has_marker)
+  size_t time;    // u64
+  size_t flags;   // u16 (when has_flags)
+  size_t count;   // u16: the last field before the participants
+  size_t fixed;   // where the participants start
+};
+constexpr TxOutcome kTxPrepare{false, false, 0, kTxIdSize, 0, kTxIdSize + 8, kTxIdSize + 8 + 2};
+constexpr TxOutcome kTxCommit{true, true, kTxIdSize, kTxIdSize + 8, kTxIdSize + 16, kTxIdSize + 18,
+                              kTxIdSize + 20};
+constexpr TxOutcome kTxRollback{false, true, 0, kTxIdSize, kTxIdSize + 8, kTxIdSize + 10, kTxIdSize + 12};
+static_assert(kTxCommit.fixed == 32 && kTxRollback.fixed == 24 && kTxPrepare.fixed == 22);
 
-// Zero-copy view of a TX_DATA payload for hot paths (`walcut dump`): the
-// views point into the payload. ParseTxData reuses `writes`' capacity and
-// returns false on any payload DecodePayload would reject.
+// The layout of an outcome type; nullptr for any other type.
+constexpr const TxOutcome* ForOutcome(RecordType type) {
+  switch (type) {
+    case RecordType::kTxPrepare: return &kTxPrepare;
+    case RecordType::kTxCommit: return &kTxCommit;
+    case RecordType::kTxRollback: return &kTxRollback;
+    default: return nullptr;
+  }
+}
+}  // namespace layout
+
+// The transaction id at the start of a TX_DATA, TX_PREPARE, TX_COMMIT or
+// TX_ROLLBACK payload; false when the payload is shorter than one.
+[[gnu::always_inline]] inline bool PeekTxId(std::span<const uint8_t> payload, TxId& out) {
+  if (payload.size() < layout::kTxIdSize) return false;
+  out.node = LoadU32(payload.data() + layout::kTxIdNode);
+  out.seq = LoadU64(payload.data() + layout::kTxIdSeq);
+  return true;
+}
+
+// Zero-copy view of a TX_DATA payload for hot paths (`walcut dump`, restore):
+// the views point into the payload. ParseTxData reuses `writes`' capacity
+// and returns false on any payload DecodePayload would reject; both are the
+// same decoder.
 struct WriteView {
   WriteOp op = WriteOp::kPut;
   std::string_view key;
   std::string_view value;
 };
 bool ParseTxData(std::span<const uint8_t> payload, TxId& tx, std::vector<WriteView>& writes);
-void AppendWritesDescription(std::string& out, const std::vector<WriteView>& writes, size_t max_bytes);
-
-// The same two, appending to `out` (no temporary strings: the dump hot path).
-void AppendPrintable(std::string& out, std::string_view bytes, size_t max_bytes);
-void AppendDescription(std::string& out, const Record& r, size_t max_bytes = 32);
 
 // Zero-copy view of the payloads that end a transaction's step on a node:
 // TX_PREPARE, TX_COMMIT and TX_ROLLBACK (`marker` only in TX_COMMIT, `flags`
-// not in TX_PREPARE). ParseTxOutcome accepts exactly the payloads
-// DecodePayload accepts for these types and returns false for any other type.
+// not in TX_PREPARE). ParseTxOutcome is the one decoder of these three
+// types: DecodePayload and the scanner's hot path call it. It accepts exactly
+// the payloads DecodePayload accepts and returns false for any other type.
+// Inline: with a constant `type` it compiles to a few loads.
 struct TxOutcomeView {
   TxId tx;
   uint64_t marker = 0;
@@ -183,18 +226,24 @@ struct TxOutcomeView {
   uint16_t flags = 0;
   std::span<const uint8_t> participants;  // n x u32 little-endian, as stored
   size_t participant_count() const { return participants.size() / 4; }
+  uint32_t participant(size_t i) const { return LoadU32(participants.data() + 4 * i); }
 };
-bool ParseTxOutcome(RecordType type, std::span<const uint8_t> payload, TxOutcomeView& out);
-
-// Raw-buffer writers for the dump hot path: each writes the same bytes as the
-// Append* function of the same name (for TX_PREPARE/COMMIT/ROLLBACK: as
-// AppendDescription of the decoded record) at `out` and returns the end.
-// `out` must have room for the matching *Bound() bytes; nothing allocates.
-size_t PrintableBound(std::string_view bytes, size_t max_bytes);
-char* WritePrintable(char* out, std::string_view bytes, size_t max_bytes);
-size_t WritesDescriptionBound(std::span<const WriteView> writes, size_t max_bytes);
-char* WriteWritesDescription(char* out, std::span<const WriteView> writes, size_t max_bytes);
-size_t TxOutcomeDescriptionBound(const TxOutcomeView& v);
-char* WriteTxOutcomeDescription(char* out, RecordType type, const TxOutcomeView& v);
+[[gnu::always_inline]] inline bool ParseTxOutcome(RecordType type, std::span<const uint8_t> payload,
+                                                  TxOutcomeView& out) {
+  const layout::TxOutcome* l = layout::ForOutcome(type);
+  if (l == nullptr || payload.size() < l->fixed) return false;
+  const uint8_t* p = payload.data();
+  const size_t n = LoadU16(p + l->count);
+  // A count over the limit, participants cut short, or bytes after them are
+  // all errors (DecodePayload names which).
+  if (n > kMaxParticipants || payload.size() - l->fixed != n * 4) return false;
+  out.tx.node = LoadU32(p + layout::kTxIdNode);
+  out.tx.seq = LoadU64(p + layout::kTxIdSeq);
+  out.marker = l->has_marker ? LoadU64(p + l->marker) : 0;
+  out.time_us = LoadU64(p + l->time);
+  out.flags = l->has_flags ? LoadU16(p + l->flags) : 0;
+  out.participants = payload.subspan(l->fixed);
+  return true;
+}
 
 }  // namespace walfmt
