@@ -24,7 +24,6 @@
 #include "cli/inputs.h"
 #include "cli/ordered_pipeline.h"
 #include "cli/output.h"
-#include "walfmt/record_text.h"
 
 namespace walcut::cli {
 namespace {

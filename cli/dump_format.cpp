@@ -11,6 +11,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "walfmt/record_text.h"
+
 namespace walcut::cli::dump {
 
 NodeCtx MakeNodeCtx(const NodeWal& n) {
