@@ -96,37 +96,29 @@ class Framer {
   // then after that record).
   template <bool kHw, class OnRecord>
   bool Walk(OnRecord&& on_record) {
+    // The window holds [woff, woff + (end - w)) at w; the walk is at r.
     const uint8_t* w = nullptr;
-    size_t wlen = 0;  // w holds [woff, woff + wlen); the walk is at woff + pos
+    const uint8_t* r = nullptr;
+    const uint8_t* end = nullptr;
     uint64_t woff = off_;
-    size_t pos = 0;
     for (;;) {
-      if (wlen - pos < kRecordHeaderSize) {
-        woff += pos;
-        pos = 0;
-        src_.Window(woff, kRecordHeaderSize, w, wlen);
-        if (wlen < kRecordHeaderSize) break;
+      if (end - r < static_cast<ptrdiff_t>(kRecordHeaderSize)) {
+        if (!Slide(w, r, end, woff, kRecordHeaderSize)) break;
       }
-      const uint8_t* r = w + pos;
       const uint32_t len = LoadU32(r + 4);
       if (LoadU32(r) != HeaderCrc<kHw>(r) || len > kMaxRecordPayload || !KnownTypeAndFlags(LoadU32(r + 8))) break;
       const size_t total = kRecordHeaderSize + len;
-      if (total > wlen - pos) {
-        woff += pos;
-        pos = 0;
-        src_.Window(woff, total, w, wlen);
-        if (wlen < total) break;
-        r = w;
+      if (static_cast<ptrdiff_t>(total) > end - r) {
+        if (!Slide(w, r, end, woff, total)) break;
       }
-      const std::span<const uint8_t> payload(r + kRecordHeaderSize, len);
-      if (check_payload_ && MaskCrc(crc32c::Value(payload.data(), len)) != LoadU32(r + 12)) break;
-      if (!on_record(woff + pos, LoadRecordHeader(r), payload)) {
-        off_ = woff + pos + total;
+      if (check_payload_ && MaskCrc(crc32c::Value(r + kRecordHeaderSize, len)) != LoadU32(r + 12)) break;
+      if (!on_record(woff + static_cast<uint64_t>(r - w), r, len)) {
+        off_ = woff + static_cast<uint64_t>(r - w) + total;
         return false;
       }
-      pos += total;
+      r += total;
     }
-    off_ = woff + pos;
+    off_ = woff + static_cast<uint64_t>(r - w);
     return true;
   }
 
@@ -231,6 +223,17 @@ class Framer {
   }
 
  private:
+  // Moves the walk's window to start at the walk's position, holding at
+  // least `need` bytes from there; false when the source has fewer.
+  bool Slide(const uint8_t*& w, const uint8_t*& r, const uint8_t*& end, uint64_t& woff, size_t need) {
+    woff += static_cast<uint64_t>(r - w);
+    size_t got = 0;
+    src_.Window(woff, need, w, got);
+    r = w;
+    end = w + got;
+    return got >= need;
+  }
+
   static Examined IoError(Status st) {
     Examined e;
     e.kind = Examined::Kind::kIoError;
@@ -469,15 +472,17 @@ class SegmentPolicy {
     const uint64_t start = fr_.offset();
     uint64_t n = 0;
     uint32_t crc = 0;
-    const bool go = fr_.Walk<kHw>([&](uint64_t off, const RecordHeader& rh, std::span<const uint8_t> payload) {
+    const uint64_t index = file_.index;
+    const bool go = fr_.Walk<kHw>([&](uint64_t off, const uint8_t* r, uint32_t len) {
       ++n;
-      crc = rh.header_crc;
+      crc = LoadU32(r);
       if constexpr (kVisit) {
-        return visit_(RecordView{Lsn{file_.index, off}, static_cast<RecordType>(rh.type), rh.flags, rh.header_crc,
-                                 payload});
+        return visit_(RecordView{Lsn{index, off}, static_cast<RecordType>(LoadU16(r + 8)), LoadU16(r + 10), crc,
+                                 std::span<const uint8_t>(r + kRecordHeaderSize, len)});
       } else {
         (void)off;
-        (void)payload;
+        (void)len;
+        (void)index;
         return true;
       }
     });
