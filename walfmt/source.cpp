@@ -29,12 +29,12 @@ std::string Errno(const char* what, const std::string& path) {
 
 // --- Plain segments: a window filled by pread().
 //
-// Measured on this project's VM (bench/RESULTS.md, "Reading with pread"):
-// copying page-cache pages into a reused buffer costs less than mapping them,
-// because every page of a new mapping is faulted in and torn down again,
-// while a read() copies straight from the page cache into memory that stays
-// mapped. Reads are small enough that the bytes just copied are still in the
-// core's cache when the reader walks them.
+// Measured against a memory map on this project's VM (bench/RESULTS.md,
+// "Reading with pread"): the same CPU within 4% (the copy out of the page
+// cache costs about what faulting mapped pages in and out did), half the
+// peak RSS, and a file that shrinks while it is read ends the read instead
+// of killing the process with SIGBUS. Reads are small enough that the bytes
+// just copied are still in the core's cache when the reader walks them.
 constexpr size_t kReadBlock = 256u << 10;
 // The window: the unread tail of the last read (at most one record) plus the
 // next read. 2 MiB and aligned to it, so that the kernel can back it with one
