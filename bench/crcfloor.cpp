@@ -4,12 +4,19 @@
 // walfmt's CRC32C), nothing else: no recovery logic, no visitor, no
 // accounting. Prints records, bytes, seconds and the rates.
 //
-//   crcfloor [--populate | --read] FILE...   (plain .wal segments; others are skipped)
+//   crcfloor [--populate | --read] [--inline-header-crc] FILE...
+//            (plain .wal segments; others are skipped)
 //
 // How the bytes come in: by default a plain mmap with MADV_SEQUENTIAL (page
-// faults map 16 pages at a time, as walfmt's MmapSource does); --populate maps
-// each 8 MiB window ahead with MADV_POPULATE_READ (one call instead of ~128
-// faults); --read reads 1 MiB blocks into one buffer (a copy, like cat).
+// faults map 16 pages at a time, as walfmt's reader did until it moved to
+// pread); --populate maps each 8 MiB window ahead with MADV_POPULATE_READ (one
+// call instead of ~128 faults); --read reads 1 MiB blocks into one buffer (a
+// copy, like cat, and like walfmt's reader, which reads 256 KiB at a time).
+//
+// Both checksums go through crc32c::Value, as ComputeRecordHeaderCrc and
+// ComputePayloadCrc do. --inline-header-crc computes the 12-byte header
+// checksum with two inline crc32 instructions instead, as walfmt's reader
+// does on CPUs that have them (about 20 instructions less per record).
 //
 // Exit 1 when a checksum does not match or a length runs past the file.
 #include <fcntl.h>
@@ -18,6 +25,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <type_traits>
 #include <cinttypes>
 #include <cstdio>
 #include <cstring>
@@ -31,34 +39,68 @@
 
 using namespace walfmt;
 
+namespace {
+
+// The reader's inline header checksum (walfmt/reader.cpp, HeaderCrc).
+uint32_t InlineHeaderCrc(const uint8_t* p) {
+#if defined(__x86_64__)
+  uint64_t a;
+  uint32_t b;
+  std::memcpy(&a, p + 4, 8);
+  std::memcpy(&b, p + 12, 4);
+  uint64_t c = 0xFFFFFFFFu;
+  asm("crc32q %1, %0" : "+r"(c) : "rm"(a));
+  auto c32 = static_cast<uint32_t>(c);
+  asm("crc32l %1, %0" : "+r"(c32) : "rm"(b));
+  return MaskCrc(~c32);
+#else
+  return MaskCrc(crc32c::Value(p + 4, kRecordHeaderSize - 4));
+#endif
+}
+
+}  // namespace
+
 int main(int argc, char** argv) {
-  if (argc < 2) {
-    std::fprintf(stderr, "usage: crcfloor FILE...\n");
-    return 2;
-  }
   enum class Mode { kMmap, kPopulate, kRead } mode = Mode::kMmap;
+  bool inline_header = false;
   int first = 1;
-  if (std::strcmp(argv[1], "--populate") == 0) {
-    mode = Mode::kPopulate;
-    first = 2;
-  } else if (std::strcmp(argv[1], "--read") == 0) {
-    mode = Mode::kRead;
-    first = 2;
+  for (; first < argc && std::strncmp(argv[first], "--", 2) == 0; ++first) {
+    if (std::strcmp(argv[first], "--populate") == 0) {
+      mode = Mode::kPopulate;
+    } else if (std::strcmp(argv[first], "--read") == 0) {
+      mode = Mode::kRead;
+    } else if (std::strcmp(argv[first], "--inline-header-crc") == 0) {
+      inline_header = crc32c::HardwareAccelerated();
+    } else {
+      std::fprintf(stderr, "crcfloor: unknown option %s\n", argv[first]);
+      return 2;
+    }
+  }
+  if (first >= argc) {
+    std::fprintf(stderr, "usage: crcfloor [--populate | --read] [--inline-header-crc] FILE...\n");
+    return 2;
   }
   uint64_t records = 0, bytes = 0, bad = 0;
   std::vector<uint8_t> buf;
   // Checks the records of [p, p + n); returns how many bytes they cover.
-  auto scan = [&](const uint8_t* p, size_t n, size_t off) {
+  auto scan_with = [&](auto inline_crc, const uint8_t* p, size_t n, size_t off) {
     while (off + kRecordHeaderSize <= n) {
       const uint8_t* h = p + off;
       const uint32_t len = LoadU32(h + 4);
       if (len > n - off - kRecordHeaderSize) break;
-      bad += MaskCrc(crc32c::Value(h + 4, kRecordHeaderSize - 4)) != LoadU32(h);
+      if constexpr (decltype(inline_crc)::value) {
+        bad += InlineHeaderCrc(h) != LoadU32(h);
+      } else {
+        bad += MaskCrc(crc32c::Value(h + 4, kRecordHeaderSize - 4)) != LoadU32(h);
+      }
       bad += MaskCrc(crc32c::Value(h + kRecordHeaderSize, len)) != LoadU32(h + 12);
       ++records;
       off += kRecordHeaderSize + len;
     }
     return off;
+  };
+  auto scan = [&](const uint8_t* p, size_t n, size_t off) {
+    return inline_header ? scan_with(std::true_type{}, p, n, off) : scan_with(std::false_type{}, p, n, off);
   };
   const auto t0 = std::chrono::steady_clock::now();
   for (int i = first; i < argc; ++i) {

@@ -6,6 +6,7 @@
 # segment zstd-compressed under bench/data/zst; warms the page cache; then
 # times, side by side in one run:
 #   cat FILES > /dev/null                      (the floor: page-cache reads)
+#   crcfloor FILES, crcfloor --read FILES      (the bare checksum loop, mapped / read())
 #   walcut stats DIR, walcut stats --jobs 1 DIR
 #   walcut verify DIR, walcut verify --jobs 1 DIR
 #   walcut dump DIR > /dev/null, walcut dump --jobs 1 DIR > /dev/null
@@ -165,6 +166,7 @@ echo "measuring ($runs runs each) ..." >&2
 load_before=$(cut -d' ' -f1-3 /proc/loadavg)
 measure "cat" cat "${plain_files[@]}"
 [ -x "$crcfloor" ] && measure "crcfloor (bare CRC loop)" "$crcfloor" "${plain_files[@]}"
+[ -x "$crcfloor" ] && measure "crcfloor --read" "$crcfloor" --read "${plain_files[@]}"
 if [ "$have_walcut" = 1 ]; then
   measure "stats" "$walcut" stats "$plain"
   measure "stats --jobs 1" "$walcut" stats --jobs 1 "$plain"
@@ -222,7 +224,7 @@ row() {
   printf '| `%s` | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n' "$label" "$secs" "$csecs" "$rps" "$rpc" "$gbs" \
     "$vs_cat" "$vs_z" "$(fmt_num "$(echo "${rss[$label]} / 1024" | bc -l)" 1)" "${code[$label]}"
 }
-for label in "cat" "crcfloor (bare CRC loop)" "stats" "stats --jobs 1" "verify" "verify --jobs 1" \
+for label in "cat" "crcfloor (bare CRC loop)" "crcfloor --read" "stats" "stats --jobs 1" "verify" "verify --jobs 1" \
   "dump (old)" "dump" "dump --jobs 1" "zst: cat" "zst: zstd -dc" "zst: stats" "zst: stats --jobs 1" "zst: verify" \
   "zst: verify --jobs 1" "zst: dump (old)" "zst: dump" "zst: dump --jobs 1"; do
   row "$label"

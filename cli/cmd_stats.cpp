@@ -51,11 +51,11 @@ struct Counts {
 // records never get here: the checksum passed).
 uint32_t MinParticipant(std::span<const uint8_t> p, size_t at) {
   if (p.size() < at + 2) return UINT32_MAX;
-  const uint16_t n = walfmt::LoadU16(p.data() + at);
+  // As many ids as the list says, or as the payload holds.
+  const size_t n = std::min<size_t>(walfmt::LoadU16(p.data() + at), (p.size() - at - 2) / 4);
+  const uint8_t* ids = p.data() + at + 2;
   uint32_t m = UINT32_MAX;
-  for (size_t i = 0; i < n && at + 2 + 4 * (i + 1) <= p.size(); ++i) {
-    m = std::min(m, walfmt::LoadU32(p.data() + at + 2 + 4 * i));
-  }
+  for (size_t i = 0; i < n; ++i) m = std::min(m, walfmt::LoadU32(ids + 4 * i));
   return m;
 }
 
@@ -66,6 +66,8 @@ void Count(Counts& c, const walfmt::RecordView& v, uint32_t node) {
   const auto t = static_cast<size_t>(v.type);
   c.count[t] += 1;
   c.bytes[t] += v.size();
+  // TX_DATA and TX_PREPARE, two records in three, need nothing more.
+  if (v.type < walfmt::RecordType::kTxCommit) return;
   const auto& p = v.payload;
   switch (v.type) {
     case walfmt::RecordType::kTxCommit:

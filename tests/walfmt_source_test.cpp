@@ -1,7 +1,9 @@
-// Byte sources (source.h): the memory buffer, the memory map and the
+// Byte sources (source.h): the memory buffer, the pread window and the
 // streaming zstd decoder agree byte for byte under the reader's access
 // pattern; bad zstd input is an error, never a crash.
+#include <algorithm>
 #include <cstdint>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <random>
@@ -9,6 +11,7 @@
 #include <vector>
 
 #include <catch2/catch.hpp>
+#include <fmt/format.h>
 #include <zstd.h>
 
 #include "test_files.h"
@@ -68,7 +71,7 @@ std::string ReadLikeTheReader(ByteSource& src, std::mt19937_64& rng, Status& st)
 
 }  // namespace
 
-TEST_CASE("source: memory, mmap and zstd sources return the same bytes", "[source]") {
+TEST_CASE("source: memory, pread and zstd sources return the same bytes", "[source]") {
   const uint64_t seed = 0x50C0001;
   INFO("seed " << seed);
   std::mt19937_64 rng(seed);
@@ -195,21 +198,30 @@ TEST_CASE("source: bad zstd input", "[source]") {
     }
     ZSTD_freeCCtx(cctx);
     CHECK(frame.size() < (1u << 20));
-    auto z = MemorySource(Span(frame), true);
-    uint64_t at = 0;
-    Status st;
-    for (;;) {
-      const uint8_t* p = nullptr;
-      size_t got = 0;
-      st = z->Get(at, 1u << 20, p, got);
-      if (!st.ok() || got == 0) break;
-      at += got;
-      z->Release(at);
+    // From memory (decoded on this thread) and from a file (decoded ahead on
+    // another): refused at the limit either way.
+    TempDir tmp;
+    WriteFileBytes(tmp.path() + "/bomb.wal.zst", frame);
+    auto file = OpenSegmentSource(tmp.path() + "/bomb.wal.zst", true);
+    REQUIRE(file.ok());
+    auto mem = MemorySource(Span(frame), true);
+    for (ByteSource* z : {mem.get(), file->get()}) {
+      uint64_t at = 0;
+      Status st;
+      for (;;) {
+        const uint8_t* p = nullptr;
+        size_t got = 0;
+        st = z->Get(at, 1u << 20, p, got);
+        if (!st.ok() || got == 0) break;
+        at += got;
+        z->Release(at);
+      }
+      CHECK(st.code() == ErrorCode::kCorruption);
+      CHECK(st.message().find("decompresses to more than 1073741824 bytes, the most a segment may hold") !=
+            std::string::npos);
+      CHECK(at <= walfmt::kMaxSegmentBytes);
+      CHECK(at > walfmt::kMaxSegmentBytes - (4u << 20));  // everything up to the limit arrived
     }
-    CHECK(st.code() == ErrorCode::kCorruption);
-    CHECK(st.message().find("decompresses to more than 1073741824 bytes, the most a segment may hold") !=
-          std::string::npos);
-    CHECK(at <= walfmt::kMaxSegmentBytes);
   }
   SECTION("random bytes") {
     for (size_t n : {1u, 3u, 4u, 13u, 1000u}) {
@@ -249,4 +261,160 @@ TEST_CASE("source: opening files", "[source]") {
   const Status st = (*zempty)->Get(0, 64, p, got);
   CHECK(st.code() == ErrorCode::kCorruption);
   CHECK(st.message() == tmp.path() + "/empty.wal.zst: empty file, not a zstd frame");
+}
+
+namespace {
+
+// Walks the whole source the way the reader's fast path does: a Window at
+// each position, taking a random part of what it holds, sometimes asking for
+// more than it holds (a record cut by the window's end).
+std::string WalkWindows(ByteSource& src, std::mt19937_64& rng) {
+  std::string out;
+  uint64_t off = 0;
+  for (;;) {
+    const size_t want = rng() % 4 == 0 ? 1 + rng() % kMaxGetBytes : 16;
+    const uint8_t* p = nullptr;
+    size_t got = 0;
+    src.Window(off, want, p, got);
+    if (got == 0) return out;
+    if (got < want) {
+      // Fewer than asked: only at the end of the data, which Get confirms.
+      const uint8_t* q = nullptr;
+      size_t got2 = 0;
+      REQUIRE(src.Get(off, want, q, got2).ok());
+      REQUIRE(got2 == got);
+      REQUIRE(std::equal(q, q + got2, p));
+    }
+    const size_t take = 1 + rng() % got;
+    out.append(reinterpret_cast<const char*>(p), take);
+    off += take;
+  }
+}
+
+}  // namespace
+
+TEST_CASE("source: windows hold what Get returns, across block and window boundaries", "[source]") {
+  const uint64_t seed = 0x50C0003;
+  INFO("seed " << seed);
+  std::mt19937_64 rng(seed);
+  // Several of the plain reader's 2 MiB windows and many 512 KiB zstd blocks.
+  const std::string data = TestData(rng, 7 << 20);
+  auto packed = ZstdCompress(Span(data), 1);
+  REQUIRE(packed.ok());
+  TempDir tmp;
+  WriteFileBytes(tmp.path() + "/plain", data);
+  WriteFileBytes(tmp.path() + "/packed", *packed);
+  for (int round = 0; round < 3; ++round) {
+    auto mem = MemorySource(Span(data));
+    auto zmem = MemorySource(Span(*packed), true);
+    auto plain = OpenSegmentSource(tmp.path() + "/plain", false);
+    auto zfile = OpenSegmentSource(tmp.path() + "/packed", true);
+    REQUIRE(plain.ok());
+    REQUIRE(zfile.ok());
+    for (ByteSource* src : {mem.get(), zmem.get(), plain->get(), zfile->get()}) {
+      INFO("round " << round);
+      CHECK(WalkWindows(*src, rng) == data);
+    }
+  }
+}
+
+TEST_CASE("source: the largest record at every kind of position", "[source]") {
+  const uint64_t seed = 0x50C0004;
+  INFO("seed " << seed);
+  std::mt19937_64 rng(seed);
+  const std::string data = TestData(rng, 6 << 20);
+  auto packed = ZstdCompress(Span(data), 1);
+  REQUIRE(packed.ok());
+  TempDir tmp;
+  WriteFileBytes(tmp.path() + "/plain", data);
+  WriteFileBytes(tmp.path() + "/packed", *packed);
+  auto plain = OpenSegmentSource(tmp.path() + "/plain", false);
+  auto zfile = OpenSegmentSource(tmp.path() + "/packed", true);
+  REQUIRE(plain.ok());
+  REQUIRE(zfile.ok());
+  for (ByteSource* src : {plain->get(), zfile->get()}) {
+    // Forward by odd steps, each Get the most one may ask for.
+    for (uint64_t off = 1; off < data.size(); off += 1 + rng() % (700u << 10)) {
+      INFO("offset " << off);
+      const uint8_t* p = nullptr;
+      size_t got = 0;
+      REQUIRE(src->Get(off, kMaxGetBytes, p, got).ok());
+      const size_t expect = std::min<size_t>(kMaxGetBytes, data.size() - off);
+      REQUIRE(got == expect);
+      CHECK(std::memcmp(p, data.data() + off, got) == 0);
+    }
+    const uint8_t* p = nullptr;
+    size_t got = 0;
+    CHECK(src->Get(data.size() - 1, kMaxGetBytes + 1, p, got).code() == ErrorCode::kInternal);
+  }
+  // The plain reader can go back (it reads the file again).
+  const uint8_t* p = nullptr;
+  size_t got = 0;
+  REQUIRE((*plain)->Get(5, 100, p, got).ok());
+  REQUIRE(got == 100);
+  CHECK(std::memcmp(p, data.data() + 5, 100) == 0);
+}
+
+TEST_CASE("source: a .wal.zst file decoded ahead on a thread", "[source]") {
+  const uint64_t seed = 0x50C0005;
+  INFO("seed " << seed);
+  std::mt19937_64 rng(seed);
+  const std::string data = TestData(rng, 5 << 20);
+  auto packed = ZstdCompress(Span(data), 1);
+  REQUIRE(packed.ok());
+  TempDir tmp;
+  SECTION("left early: closing it stops the decoder (no hang, no leak under the sanitizers)") {
+    WriteFileBytes(tmp.path() + "/packed", *packed);
+    for (uint64_t stop_at : {0u, 100u, 600u << 10, 3u << 20}) {
+      INFO("stopped at " << stop_at);
+      auto z = OpenSegmentSource(tmp.path() + "/packed", true);
+      REQUIRE(z.ok());
+      const uint8_t* p = nullptr;
+      size_t got = 0;
+      REQUIRE((*z)->Get(stop_at, 64, p, got).ok());
+      REQUIRE(got == 64);
+      CHECK(std::memcmp(p, data.data() + stop_at, 64) == 0);
+    }
+  }
+  SECTION("cut short: every byte before the cut arrives, then the error") {
+    const std::string cut = packed->substr(0, packed->size() * 2 / 3);
+    WriteFileBytes(tmp.path() + "/cut", cut);
+    auto z = OpenSegmentSource(tmp.path() + "/cut", true);
+    REQUIRE(z.ok());
+    std::mt19937_64 r2(7);
+    Status st;
+    const std::string back = ReadLikeTheReader(**z, r2, st);
+    CHECK(st.code() == ErrorCode::kCorruption);
+    CHECK(st.message() == fmt::format("{}/cut: zstd frame cut short after {} compressed bytes", tmp.path(), cut.size()));
+    // More than the first block: the error came from the decoding thread.
+    CHECK(back.size() > (2u << 20));
+    CHECK(data.compare(0, back.size(), back) == 0);
+  }
+}
+
+TEST_CASE("source: a plain segment that shrinks while it is read ends where the file now ends", "[source]") {
+  const uint64_t seed = 0x50C0006;
+  INFO("seed " << seed);
+  std::mt19937_64 rng(seed);
+  const std::string data = TestData(rng, 3 << 20);
+  TempDir tmp;
+  const std::string path = tmp.path() + "/0000000000000000.wal";
+  WriteFileBytes(path, data);
+  auto src = OpenSegmentSource(path, false);
+  REQUIRE(src.ok());
+  CHECK((*src)->size() == data.size());
+  const uint8_t* p = nullptr;
+  size_t got = 0;
+  REQUIRE((*src)->Get(0, 100, p, got).ok());
+  REQUIRE(got == 100);
+  // Cut to 1 MiB + 10 bytes behind the reader's back (a map would die of
+  // SIGBUS on the next touch past the new end).
+  std::filesystem::resize_file(path, (1u << 20) + 10);
+  REQUIRE((*src)->Get(1u << 20, 100, p, got).ok());
+  CHECK(got == 10);
+  CHECK(std::memcmp(p, data.data() + (1u << 20), 10) == 0);
+  REQUIRE((*src)->Get(2u << 20, 100, p, got).ok());
+  CHECK(got == 0);
+  (*src)->Window((1u << 20) + 5, 16, p, got);
+  CHECK(got == 5);
 }

@@ -11,6 +11,9 @@
 
 #include <fmt/format.h>
 
+#include "walfmt/bytes.h"
+#include "walfmt/crc32c.h"
+
 namespace walfmt {
 namespace {
 
@@ -23,6 +26,10 @@ bool FailsRead(RecoveryMode m, bool fatal) {
   return fatal && (m == RecoveryMode::kStrict || m == RecoveryMode::kTolerateTornTail);
 }
 
+// ===== Framing: where the records of a segment are, and why the bytes at an
+// offset are not one. Knows the record layout, nothing of recovery modes
+// (LevelDB's ReadPhysicalRecord to ScanSegment's ReadRecord).
+
 // Why a record at some offset is not intact. `incomplete` marks the cases a
 // crash during the write explains: the record is shorter than it says it is.
 struct Damage {
@@ -33,43 +40,211 @@ struct Damage {
   bool incomplete = false;
 };
 
-// Looks for the first intact record after the damaged one at `damaged`:
-// header checksum, plausible length and type, payload checksum. Bounded by the
-// data: at most one header check per byte and one payload check per plausible
-// header. Forward only (a zstd source cannot go back), so when nothing is
-// found it also tells where the data ends and whether every byte from
-// `damaged` on is zero.
-bool FindNextRecord(ByteSource& src, uint64_t damaged, bool check_payload, uint64_t& found, uint64_t& end,
-                    bool& all_zero, Status& io) {
-  all_zero = true;
-  for (uint64_t o = damaged;; ++o) {
-    const uint8_t* p = nullptr;
-    size_t got = 0;
-    io = src.Get(o, kRecordHeaderSize, p, got);
-    if (!io.ok()) return false;
-    if (got < kRecordHeaderSize) {
-      if (all_zero) all_zero = std::all_of(p, p + got, [](uint8_t b) { return b == 0; });
-      end = o + got;
-      return false;
+// What the bytes at one offset are, looked at the slow way (Framer::Examine).
+struct Examined {
+  enum class Kind : uint8_t { kRecord, kEnd, kDamage, kIoError };
+  Kind kind = Kind::kEnd;
+  RecordHeader rh{};                  // kRecord; kDamage once the header was read
+  std::span<const uint8_t> payload;   // kRecord
+  uint64_t total = 0;                 // kRecord: its size
+  Damage dmg;                         // kDamage
+  uint64_t zero_payload_end = 0;      // kDamage: end of a record whose payload is all zeros
+  uint64_t skip_to = 0;               // kDamage: end of an intact record of an unknown type
+  Status io;                          // kIoError
+};
+
+// Masked CRC32C of bytes 4..15 of a record header (ComputeRecordHeaderCrc),
+// inline: two crc32 instructions where the CPU has them.
+template <bool kHw>
+inline uint32_t HeaderCrc(const uint8_t* p) {
+#if defined(__x86_64__)
+  if constexpr (kHw) {
+    uint64_t a;
+    uint32_t b;
+    std::memcpy(&a, p + 4, 8);
+    std::memcpy(&b, p + 12, 4);
+    uint64_t c = 0xFFFFFFFFu;
+    asm("crc32q %1, %0" : "+r"(c) : "rm"(a));
+    auto c32 = static_cast<uint32_t>(c);
+    asm("crc32l %1, %0" : "+r"(c32) : "rm"(b));
+    return MaskCrc(~c32);
+  }
+#endif
+  return ComputeRecordHeaderCrc(p);
+}
+
+// Type and flags, loaded as one word (type | flags << 16): an intact record
+// of a known type has a type from 1 to kMaxKnownRecordType and no flags but
+// known ones.
+inline bool KnownTypeAndFlags(uint32_t type_flags) {
+  return (type_flags & ~(uint32_t{kRecordFlagsKnown} << 16)) - 1 < kMaxKnownRecordType;
+}
+
+class Framer {
+ public:
+  Framer(ByteSource& src, uint64_t offset, bool check_payload)
+      : src_(src), off_(offset), check_payload_(check_payload) {}
+
+  uint64_t offset() const { return off_; }
+  void MoveTo(uint64_t offset) { off_ = offset; }
+
+  // The fast path: walks the intact records of known types from offset() on
+  // through the source's windows, calling on_record(offset, header, payload)
+  // for each, with no virtual call per record. Stops at anything else (the
+  // end, damage, a record of an unknown type, a read error: Examine() tells
+  // which) and returns true; returns false when on_record did (offset() is
+  // then after that record).
+  template <bool kHw, class OnRecord>
+  bool Walk(OnRecord&& on_record) {
+    // The window holds [woff, woff + (end - w)) at w; the walk is at r.
+    const uint8_t* w = nullptr;
+    const uint8_t* r = nullptr;
+    const uint8_t* end = nullptr;
+    uint64_t woff = off_;
+    for (;;) {
+      if (end - r < static_cast<ptrdiff_t>(kRecordHeaderSize)) {
+        if (!Slide(w, r, end, woff, kRecordHeaderSize)) break;
+      }
+      const uint32_t len = LoadU32(r + 4);
+      if (LoadU32(r) != HeaderCrc<kHw>(r) || len > kMaxRecordPayload || !KnownTypeAndFlags(LoadU32(r + 8))) break;
+      const size_t total = kRecordHeaderSize + len;
+      if (static_cast<ptrdiff_t>(total) > end - r) {
+        if (!Slide(w, r, end, woff, total)) break;
+      }
+      if (check_payload_ && MaskCrc(crc32c::Value(r + kRecordHeaderSize, len)) != LoadU32(r + 12)) break;
+      if (!on_record(woff + static_cast<uint64_t>(r - w), r, len)) {
+        off_ = woff + static_cast<uint64_t>(r - w) + total;
+        return false;
+      }
+      r += total;
     }
-    if (p[0] != 0) all_zero = false;
-    if (o == damaged) continue;
-    const RecordHeader rh = LoadRecordHeader(p);
-    if (rh.header_crc != ComputeRecordHeaderCrc(p) || rh.payload_len > kMaxRecordPayload || rh.type == 0 ||
-        (rh.flags & ~kRecordFlagsKnown) != 0) {
-      continue;
-    }
-    io = src.Get(o, kRecordHeaderSize + rh.payload_len, p, got);
-    if (!io.ok()) return false;
-    if (got < kRecordHeaderSize + rh.payload_len) continue;
-    if (check_payload &&
-        ComputePayloadCrc({p + kRecordHeaderSize, rh.payload_len}) != rh.payload_crc) {
-      continue;
-    }
-    found = o;
+    off_ = woff + static_cast<uint64_t>(r - w);
     return true;
   }
-}
+
+  // The slow path: what the bytes at offset() are, with a Get per question.
+  Examined Examine() {
+    src_.Release(off_);
+    Examined e;
+    const uint8_t* p = nullptr;
+    size_t got = 0;
+    if (Status st = src_.Get(off_, kRecordHeaderSize, p, got); !st.ok()) return IoError(std::move(st));
+    if (got == 0) return e;  // kEnd
+    e.kind = Examined::Kind::kDamage;
+    if (got < kRecordHeaderSize) {
+      e.dmg = {ProblemKind::kBadLength, fmt::format("{} header bytes", kRecordHeaderSize), fmt::format("{}", got),
+               "record header cut short", true};
+      return e;
+    }
+    const RecordHeader rh = LoadRecordHeader(p);
+    e.rh = rh;
+    const uint32_t hcrc = ComputeRecordHeaderCrc(p);
+    if (rh.header_crc != hcrc) {
+      e.dmg = {ProblemKind::kHeaderChecksum, fmt::format("{:08x}", hcrc), fmt::format("{:08x}", rh.header_crc),
+               "record header checksum mismatch", false};
+      return e;
+    }
+    if (rh.payload_len > kMaxRecordPayload) {
+      e.dmg = {ProblemKind::kBadLength, fmt::format("at most {}", kMaxRecordPayload), fmt::format("{}", rh.payload_len),
+               "record length over the limit", false};
+      return e;
+    }
+    if (rh.type == 0 || (rh.flags & ~kRecordFlagsKnown) != 0) {
+      e.dmg = {ProblemKind::kInvalidType, "a non-zero type and known flags",
+               fmt::format("type {} flags {:04x}", rh.type, rh.flags), "invalid record type", false};
+      return e;
+    }
+    const size_t total = kRecordHeaderSize + rh.payload_len;
+    if (Status st = src_.Get(off_, total, p, got); !st.ok()) return IoError(std::move(st));
+    if (got < total) {
+      e.dmg = {ProblemKind::kBadLength, fmt::format("{} bytes", total), fmt::format("{} bytes remain", got),
+               "record runs past the end of the segment", true};
+      return e;
+    }
+    const std::span<const uint8_t> payload(p + kRecordHeaderSize, rh.payload_len);
+    const uint32_t pcrc = check_payload_ ? ComputePayloadCrc(payload) : rh.payload_crc;
+    if (pcrc != rh.payload_crc) {
+      e.dmg = {ProblemKind::kPayloadChecksum, fmt::format("{:08x}", pcrc), fmt::format("{:08x}", rh.payload_crc),
+               "record payload checksum mismatch", false};
+      // The header reached the disk but the payload did not: zeros up to the
+      // end of the data are a crash artefact (the policy decides, once it is
+      // known that nothing follows).
+      if (std::all_of(payload.begin(), payload.end(), [](uint8_t b) { return b == 0; })) {
+        e.zero_payload_end = off_ + total;
+      }
+      return e;
+    }
+    if (rh.type > kMaxKnownRecordType && (rh.flags & kRecordFlagSkippable) == 0) {
+      e.dmg = {ProblemKind::kUnknownType, fmt::format("a type up to {}", kMaxKnownRecordType),
+               fmt::format("type {}", rh.type), "unknown record type (not marked skippable)", false};
+      e.skip_to = off_ + total;
+      return e;
+    }
+    e.kind = Examined::Kind::kRecord;
+    e.payload = payload;
+    e.total = total;
+    return e;
+  }
+
+  // Looks for the first intact record after the damaged one at offset():
+  // header checksum, plausible length and type, payload checksum. Bounded by
+  // the data: at most one header check per byte and one payload check per
+  // plausible header. Forward only (a zstd source cannot go back), so when
+  // nothing is found it also tells where the data ends and whether every
+  // byte from offset() on is zero.
+  bool FindNext(uint64_t& found, uint64_t& end, bool& all_zero, Status& io) {
+    all_zero = true;
+    for (uint64_t o = off_;; ++o) {
+      const uint8_t* p = nullptr;
+      size_t got = 0;
+      io = src_.Get(o, kRecordHeaderSize, p, got);
+      if (!io.ok()) return false;
+      if (got < kRecordHeaderSize) {
+        if (all_zero) all_zero = std::all_of(p, p + got, [](uint8_t b) { return b == 0; });
+        end = o + got;
+        return false;
+      }
+      if (p[0] != 0) all_zero = false;
+      if (o == off_) continue;
+      const RecordHeader rh = LoadRecordHeader(p);
+      if (rh.header_crc != ComputeRecordHeaderCrc(p) || rh.payload_len > kMaxRecordPayload || rh.type == 0 ||
+          (rh.flags & ~kRecordFlagsKnown) != 0) {
+        continue;
+      }
+      io = src_.Get(o, kRecordHeaderSize + rh.payload_len, p, got);
+      if (!io.ok()) return false;
+      if (got < kRecordHeaderSize + rh.payload_len) continue;
+      if (check_payload_ && ComputePayloadCrc({p + kRecordHeaderSize, rh.payload_len}) != rh.payload_crc) {
+        continue;
+      }
+      found = o;
+      return true;
+    }
+  }
+
+ private:
+  // Moves the walk's window to start at the walk's position, holding at
+  // least `need` bytes from there; false when the source has fewer.
+  bool Slide(const uint8_t*& w, const uint8_t*& r, const uint8_t*& end, uint64_t& woff, size_t need) {
+    woff += static_cast<uint64_t>(r - w);
+    size_t got = 0;
+    src_.Window(woff, need, w, got);
+    r = w;
+    end = w + got;
+    return got >= need;
+  }
+
+  static Examined IoError(Status st) {
+    Examined e;
+    e.kind = Examined::Kind::kIoError;
+    e.io = std::move(st);
+    return e;
+  }
+
+  ByteSource& src_;
+  uint64_t off_;
+  const bool check_payload_;
+};
 
 // Reads from `from` to the end of the data: its end offset and whether every
 // byte is zero.
@@ -144,285 +319,284 @@ std::string Problem::ToString() const {
   return s;
 }
 
-SegmentScan ScanSegment(ByteSource& src, const SegmentFile& file, const ScanOptions& opt, const RecordVisitor& visit,
-                        const ProblemSink& sink, const SegmentScan* prev) {
-  SegmentScan s;
-  s.file = file;
-  auto report = [&](ProblemKind kind, bool fatal, uint64_t offset, uint64_t length, std::string detail,
-                    std::string expected = {}, std::string actual = {}) {
+// ===== Policy: what ScanSegment does with what the framer finds, per
+// recovery mode: account for and visit intact records, and report damage,
+// then stop, fail or skip it.
+
+namespace {
+
+// The records of one segment, walked by the framer's fast path, then
+// examined one by one wherever it stops.
+class SegmentPolicy {
+ public:
+  SegmentPolicy(ByteSource& src, const SegmentFile& file, const ScanOptions& opt, const RecordVisitor& visit,
+                const ProblemSink& sink)
+      : src_(src), file_(file), opt_(opt), visit_(visit), sink_(sink),
+        fr_(src, kSegmentHeaderSize, opt.check_payload_crc) {
+    s_.file = file;
+  }
+
+  SegmentScan Scan(const SegmentScan* prev) {
+    if (Header(prev)) Records();
+    return std::move(s_);
+  }
+
+ private:
+  void Report(ProblemKind kind, bool fatal, uint64_t offset, uint64_t length, std::string detail,
+               std::string expected = {}, std::string actual = {}) {
     Problem p;
     p.kind = kind;
     p.fatal = fatal;
-    p.node = s.header_ok ? s.header.node_id : opt.node_id;
-    p.node_known = s.header_ok || opt.expect_node;
-    p.file = file.path;
-    p.segment = file.index;
+    p.node = s_.header_ok ? s_.header.node_id : opt_.node_id;
+    p.node_known = s_.header_ok || opt_.expect_node;
+    p.file = file_.path;
+    p.segment = file_.index;
     p.offset = offset;
     p.length = length;
     p.detail = std::move(detail);
     p.expected = std::move(expected);
     p.actual = std::move(actual);
-    if (fatal && FailsRead(opt.mode, true)) s.failed = true;
-    if (sink) sink(p);
-  };
-  auto io_fail = [&](const Status& st, uint64_t offset) {
+    if (fatal && FailsRead(opt_.mode, true)) s_.failed = true;
+    if (sink_) sink_(p);
+  }
+
+  void IoFail(const Status& st, uint64_t offset) {
     if (st.code() == ErrorCode::kCorruption) {
       // A zstd frame that does not decode is damage to the file, not an I/O
       // failure of this machine: the modes treat it like any other damage.
       // Nothing after this point of the segment can be read.
-      report(ProblemKind::kCompression, true, offset, 0, st.message());
-      s.end = opt.mode == RecoveryMode::kSalvage ? SegmentEnd::kSalvaged : SegmentEnd::kDamaged;
-      s.damaged_to_end = true;
+      Report(ProblemKind::kCompression, true, offset, 0, st.message());
+      s_.end = opt_.mode == RecoveryMode::kSalvage ? SegmentEnd::kSalvaged : SegmentEnd::kDamaged;
+      s_.damaged_to_end = true;
       return;
     }
-    report(ProblemKind::kIo, true, offset, 0, st.message());
-    s.end = SegmentEnd::kIoError;
-    s.failed = true;
-  };
-
-  // --- Segment header.
-  const uint8_t* p = nullptr;
-  size_t got = 0;
-  if (Status st = src.Get(0, kSegmentHeaderSize, p, got); !st.ok()) {
-    io_fail(st, 0);
-    return s;
-  }
-  HeaderError herr;
-  if (!DecodeSegmentHeader({p, got}, s.header, herr)) {
-    uint64_t end = got;
-    bool zero = false;
-    if (got == kSegmentHeaderSize) {
-      if (Status st = DataEnd(src, 0, end, zero); !st.ok()) {
-        io_fail(st, 0);
-        return s;
-      }
-    }
-    s.file_bytes = end;
-    s.bytes_dropped = end;
-    report(ProblemKind::kBadSegmentHeader, true, herr.offset, end, herr.what, herr.expected, herr.actual);
-    s.end = SegmentEnd::kBadHeader;
-    s.failed = FailsRead(opt.mode, true);
-    return s;
-  }
-  s.header_ok = true;
-  s.valid_end = kSegmentHeaderSize;
-  s.last_end = kSegmentHeaderSize;
-  bool identity_ok = true;
-  if (s.header.segment_index != file.index) {
-    report(ProblemKind::kSegmentMismatch, true, 24, 0, "segment header names another index than the file name",
-           fmt::format("{:X}", file.index), fmt::format("{:X}", s.header.segment_index));
-    identity_ok = false;
-  }
-  if (opt.expect_node && s.header.node_id != opt.node_id) {
-    report(ProblemKind::kSegmentMismatch, true, 12, 0, "segment belongs to another node",
-           fmt::format("node {}", opt.node_id), fmt::format("node {}", s.header.node_id));
-    identity_ok = false;
-  }
-  if (opt.expect_cluster && s.header.cluster_id != opt.cluster_id) {
-    report(ProblemKind::kSegmentMismatch, true, 16, 0, "segment belongs to another cluster",
-           fmt::format("{:016x}", opt.cluster_id), fmt::format("{:016x}", s.header.cluster_id));
-    identity_ok = false;
-  }
-  if (identity_ok && prev != nullptr && !CheckContinuity(*prev, s, sink)) {
-    identity_ok = false;
-    if (FailsRead(opt.mode, true)) s.failed = true;
-  }
-  if (!identity_ok && opt.mode != RecoveryMode::kSalvage) {
-    // Rejected before any record was read: no intact prefix here.
-    s.end = SegmentEnd::kDamaged;
-    s.valid_end = 0;
-    s.last_end = 0;
-    return s;
+    Report(ProblemKind::kIo, true, offset, 0, st.message());
+    s_.end = SegmentEnd::kIoError;
+    s_.failed = true;
   }
 
-  // --- Records.
-  uint64_t off = kSegmentHeaderSize;
-  bool damaged = false;  // true once any damage was skipped: valid_end stops moving
-  const uint8_t* base = nullptr;
-  uint64_t size = 0;
-  const bool contiguous = src.Contiguous(base, size);
-  for (;;) {
-    if (contiguous) {
-      // Fast path over a map or buffer: intact records of known types, no
-      // call per record. Anything else (the end, damage, unknown types)
-      // falls through to the general code below, which decides.
-      uint64_t next_release = off + (8u << 20);
-      while (off + kRecordHeaderSize <= size) {
-        const uint8_t* r = base + off;
-        const RecordHeader rh = LoadRecordHeader(r);
-        if (rh.header_crc != ComputeRecordHeaderCrc(r) || rh.payload_len > kMaxRecordPayload || rh.type == 0 ||
-            rh.type > kMaxKnownRecordType || (rh.flags & ~kRecordFlagsKnown) != 0 ||
-            rh.payload_len > size - off - kRecordHeaderSize) {
-          break;
-        }
-        const std::span<const uint8_t> payload(r + kRecordHeaderSize, rh.payload_len);
-        if (opt.check_payload_crc && ComputePayloadCrc(payload) != rh.payload_crc) break;
-        const uint64_t total = kRecordHeaderSize + rh.payload_len;
-        ++s.records;
-        s.record_bytes += total;
-        s.last_end = off + total;
-        s.last_crc = rh.header_crc;
-        if (!damaged) {
-          s.valid_end = off + total;
-          s.last_record_crc = rh.header_crc;
-        }
-        if (visit && !visit(RecordView{Lsn{file.index, off}, static_cast<RecordType>(rh.type), rh.flags,
-                                       rh.header_crc, payload})) {
-          s.end = SegmentEnd::kStopped;
-          return s;
-        }
-        off += total;
-        if (off >= next_release) {
-          src.Release(off);
-          next_release = off + (8u << 20);
+  // The segment header and the identity it claims. False when no record is
+  // to be read.
+  bool Header(const SegmentScan* prev) {
+    const uint8_t* p = nullptr;
+    size_t got = 0;
+    if (Status st = src_.Get(0, kSegmentHeaderSize, p, got); !st.ok()) {
+      IoFail(st, 0);
+      return false;
+    }
+    HeaderError herr;
+    if (!DecodeSegmentHeader({p, got}, s_.header, herr)) {
+      uint64_t end = got;
+      bool zero = false;
+      if (got == kSegmentHeaderSize) {
+        if (Status st = DataEnd(src_, 0, end, zero); !st.ok()) {
+          IoFail(st, 0);
+          return false;
         }
       }
+      s_.file_bytes = end;
+      s_.bytes_dropped = end;
+      Report(ProblemKind::kBadSegmentHeader, true, herr.offset, end, herr.what, herr.expected, herr.actual);
+      s_.end = SegmentEnd::kBadHeader;
+      s_.failed = FailsRead(opt_.mode, true);
+      return false;
     }
-    src.Release(off);
-    if (Status st = src.Get(off, kRecordHeaderSize, p, got); !st.ok()) {
-      io_fail(st, off);
-      return s;
+    s_.header_ok = true;
+    s_.valid_end = kSegmentHeaderSize;
+    s_.last_end = kSegmentHeaderSize;
+    bool identity_ok = true;
+    if (s_.header.segment_index != file_.index) {
+      Report(ProblemKind::kSegmentMismatch, true, 24, 0, "segment header names another index than the file name",
+              fmt::format("{:X}", file_.index), fmt::format("{:X}", s_.header.segment_index));
+      identity_ok = false;
     }
-    if (got == 0) break;
-    Damage dmg;
-    bool ok = false;
-    uint64_t zero_payload_end = 0;  // end of a record whose payload is all zeros
-    uint64_t skip_to = 0;  // for intact records that are rejected (unknown type)
-    RecordHeader rh{};
-    if (got < kRecordHeaderSize) {
-      dmg = {ProblemKind::kBadLength, fmt::format("{} header bytes", kRecordHeaderSize), fmt::format("{}", got),
-             "record header cut short", true};
-    } else {
-      rh = LoadRecordHeader(p);
-      const uint32_t hcrc = ComputeRecordHeaderCrc(p);
-      if (rh.header_crc != hcrc) {
-        dmg = {ProblemKind::kHeaderChecksum, fmt::format("{:08x}", hcrc), fmt::format("{:08x}", rh.header_crc),
-               "record header checksum mismatch", false};
-      } else if (rh.payload_len > kMaxRecordPayload) {
-        dmg = {ProblemKind::kBadLength, fmt::format("at most {}", kMaxRecordPayload),
-               fmt::format("{}", rh.payload_len), "record length over the limit", false};
-      } else if (rh.type == 0 || (rh.flags & ~kRecordFlagsKnown) != 0) {
-        dmg = {ProblemKind::kInvalidType, "a non-zero type and known flags",
-               fmt::format("type {} flags {:04x}", rh.type, rh.flags), "invalid record type", false};
-      } else {
-        const size_t total = kRecordHeaderSize + rh.payload_len;
-        if (Status st = src.Get(off, total, p, got); !st.ok()) {
-          io_fail(st, off);
-          return s;
-        }
-        if (got < total) {
-          dmg = {ProblemKind::kBadLength, fmt::format("{} bytes", total), fmt::format("{} bytes remain", got),
-                 "record runs past the end of the segment", true};
-        } else {
-          const std::span<const uint8_t> payload(p + kRecordHeaderSize, rh.payload_len);
-          const uint32_t pcrc = opt.check_payload_crc ? ComputePayloadCrc(payload) : rh.payload_crc;
-          if (pcrc != rh.payload_crc) {
-            dmg = {ProblemKind::kPayloadChecksum, fmt::format("{:08x}", pcrc), fmt::format("{:08x}", rh.payload_crc),
-                   "record payload checksum mismatch", false};
-            // The header reached the disk but the payload did not: zeros
-            // up to the end of the data are a crash artefact (decided below,
-            // once it is known that nothing follows).
-            zero_payload_end = std::all_of(payload.begin(), payload.end(), [](uint8_t b) { return b == 0; })
-                                   ? off + total
-                                   : 0;
-          } else if (rh.type > kMaxKnownRecordType && (rh.flags & kRecordFlagSkippable) == 0) {
-            dmg = {ProblemKind::kUnknownType, fmt::format("a type up to {}", kMaxKnownRecordType),
-                   fmt::format("type {}", rh.type), "unknown record type (not marked skippable)", false};
-            skip_to = off + total;
-          } else {
-            ok = true;
-            if (rh.type > kMaxKnownRecordType) {
-              ++s.skipped_unknown;
-              s.skipped_unknown_bytes += total;
-            } else if (visit) {
-              RecordView v{Lsn{file.index, off}, static_cast<RecordType>(rh.type), rh.flags, rh.header_crc, payload};
-              if (!visit(v)) {
-                ++s.records;
-                s.record_bytes += total;
-                s.last_end = off + total;
-                s.last_crc = rh.header_crc;
-                if (!damaged) {
-                  s.valid_end = off + total;
-                  s.last_record_crc = rh.header_crc;
-                }
-                s.end = SegmentEnd::kStopped;
-                return s;
-              }
-            }
-            ++s.records;
-            s.record_bytes += total;
-            off += total;
-            s.last_end = off;
-            s.last_crc = rh.header_crc;
-            if (!damaged) {
-              s.valid_end = off;
-              s.last_record_crc = rh.header_crc;
-            }
+    if (opt_.expect_node && s_.header.node_id != opt_.node_id) {
+      Report(ProblemKind::kSegmentMismatch, true, 12, 0, "segment belongs to another node",
+              fmt::format("node {}", opt_.node_id), fmt::format("node {}", s_.header.node_id));
+      identity_ok = false;
+    }
+    if (opt_.expect_cluster && s_.header.cluster_id != opt_.cluster_id) {
+      Report(ProblemKind::kSegmentMismatch, true, 16, 0, "segment belongs to another cluster",
+              fmt::format("{:016x}", opt_.cluster_id), fmt::format("{:016x}", s_.header.cluster_id));
+      identity_ok = false;
+    }
+    if (identity_ok && prev != nullptr && !CheckContinuity(*prev, s_, sink_)) {
+      identity_ok = false;
+      if (FailsRead(opt_.mode, true)) s_.failed = true;
+    }
+    if (!identity_ok && opt_.mode != RecoveryMode::kSalvage) {
+      // Rejected before any record was read: no intact prefix here.
+      s_.end = SegmentEnd::kDamaged;
+      s_.valid_end = 0;
+      s_.last_end = 0;
+      return false;
+    }
+    return true;
+  }
+
+  // Reads the records; fills in the scan's counters and end.
+  void Records() {
+    const bool hw = crc32c::HardwareAccelerated();
+    for (;;) {
+      const bool go = hw ? (visit_ ? WalkRun<true, true>() : WalkRun<true, false>())
+                         : (visit_ ? WalkRun<false, true>() : WalkRun<false, false>());
+      if (!go) {
+        s_.end = SegmentEnd::kStopped;
+        return;
+      }
+      Examined e = fr_.Examine();
+      switch (e.kind) {
+        case Examined::Kind::kEnd:
+          s_.file_bytes = fr_.offset();
+          s_.end = damaged_ ? SegmentEnd::kSalvaged : SegmentEnd::kClean;
+          return;
+        case Examined::Kind::kIoError:
+          IoFail(e.io, fr_.offset());
+          return;
+        case Examined::Kind::kRecord:
+          if (!Intact(e)) {
+            s_.end = SegmentEnd::kStopped;
+            return;
           }
-        }
+          break;
+        case Examined::Kind::kDamage:
+          if (!Damaged(e)) return;
+          break;
       }
     }
-    if (ok) continue;
+  }
 
-    // --- Damage at `off`: is anything intact after it?
+  // One run of the fast path, then the counters for the records it passed.
+  template <bool kHw, bool kVisit>
+  bool WalkRun() {
+    const uint64_t start = fr_.offset();
+    uint64_t n = 0;
+    uint32_t crc = 0;
+    const uint64_t index = file_.index;
+    const bool go = fr_.Walk<kHw>([&](uint64_t off, const uint8_t* r, uint32_t len) {
+      ++n;
+      crc = LoadU32(r);
+      if constexpr (kVisit) {
+        return visit_(RecordView{Lsn{index, off}, static_cast<RecordType>(LoadU16(r + 8)), LoadU16(r + 10), crc,
+                                 std::span<const uint8_t>(r + kRecordHeaderSize, len)});
+      } else {
+        (void)off;
+        (void)len;
+        (void)index;
+        return true;
+      }
+    });
+    if (n > 0) Count(n, fr_.offset() - start, crc);
+    return go;
+  }
+
+  void Count(uint64_t records, uint64_t bytes, uint32_t last_crc) {
+    const uint64_t end = fr_.offset();
+    s_.records += records;
+    s_.record_bytes += bytes;
+    s_.last_end = end;
+    s_.last_crc = last_crc;
+    if (!damaged_) {
+      s_.valid_end = end;
+      s_.last_record_crc = last_crc;
+    }
+  }
+
+  // An intact record the fast path did not take (an unknown type marked
+  // skippable, or one at the edge of what the source could hand at once).
+  // False when the visitor stops the read.
+  bool Intact(const Examined& e) {
+    const uint64_t off = fr_.offset();
+    fr_.MoveTo(off + e.total);
+    bool go = true;
+    if (e.rh.type > kMaxKnownRecordType) {
+      ++s_.skipped_unknown;
+      s_.skipped_unknown_bytes += e.total;
+    } else if (visit_) {
+      go = visit_(RecordView{Lsn{file_.index, off}, static_cast<RecordType>(e.rh.type), e.rh.flags, e.rh.header_crc,
+                             e.payload});
+    }
+    Count(1, e.total, e.rh.header_crc);
+    return go;
+  }
+
+  // Damage at the framer's offset: is anything intact after it? Reports it;
+  // false when the scan ends here.
+  bool Damaged(Examined& e) {
+    const uint64_t off = fr_.offset();
+    Damage& dmg = e.dmg;
     uint64_t next = 0;
     uint64_t end = off;
     bool zero = false;
-    Status io;
     bool found = false;
-    if (skip_to != 0) {
-      next = skip_to;
+    if (e.skip_to != 0) {
+      next = e.skip_to;
       found = true;
     } else {
-      found = FindNextRecord(src, off, opt.check_payload_crc, next, end, zero, io);
+      Status io;
+      found = fr_.FindNext(next, end, zero, io);
       if (!io.ok()) {
-        io_fail(io, off);
-        return s;
+        IoFail(io, off);
+        return false;
       }
     }
     if (!found) {
-      s.damaged_to_end = true;
-      s.file_bytes = end;
-      if (zero_payload_end != 0 && zero_payload_end == end && rh.payload_len > 0) {
+      s_.damaged_to_end = true;
+      s_.file_bytes = end;
+      if (e.zero_payload_end != 0 && e.zero_payload_end == end && e.rh.payload_len > 0) {
         dmg.incomplete = true;
         dmg.detail = "record payload never written (zeros)";
       }
-      if (opt.is_last && (dmg.incomplete || zero)) {
+      if (opt_.is_last && (dmg.incomplete || zero)) {
         // A crash while appending: the record is shorter than it says, or
         // the file was extended with zeros the write never reached.
-        s.end = SegmentEnd::kTornTail;
-        s.torn_offset = off;
-        s.zero_filled_tail = zero;
-        s.bytes_dropped += end - off;
-        const bool fatal = opt.mode == RecoveryMode::kStrict;
-        report(ProblemKind::kTornTail, fatal, off, end - off,
-               zero ? std::string("torn tail (zero-filled)") : fmt::format("torn tail ({})", dmg.detail),
-               dmg.expected, dmg.actual);
-        return s;
+        s_.end = SegmentEnd::kTornTail;
+        s_.torn_offset = off;
+        s_.zero_filled_tail = zero;
+        s_.bytes_dropped += end - off;
+        const bool fatal = opt_.mode == RecoveryMode::kStrict;
+        Report(ProblemKind::kTornTail, fatal, off, end - off,
+                zero ? std::string("torn tail (zero-filled)") : fmt::format("torn tail ({})", dmg.detail),
+                dmg.expected, dmg.actual);
+        return false;
       }
-      s.bytes_dropped += end - off;
-      report(dmg.kind, true, off, end - off, dmg.detail + (opt.is_last ? "" : " (not the last segment)"),
-             dmg.expected, dmg.actual);
-      s.end = opt.mode == RecoveryMode::kSalvage ? SegmentEnd::kSalvaged : SegmentEnd::kDamaged;
-      return s;
+      s_.bytes_dropped += end - off;
+      Report(dmg.kind, true, off, end - off, dmg.detail + (opt_.is_last ? "" : " (not the last segment)"),
+              dmg.expected, dmg.actual);
+      s_.end = opt_.mode == RecoveryMode::kSalvage ? SegmentEnd::kSalvaged : SegmentEnd::kDamaged;
+      return false;
     }
-    s.bytes_dropped += next - off;
-    report(dmg.kind, true, off, next - off,
-           dmg.detail + fmt::format(" (next intact record at {})", Lsn{file.index, next}.ToString()), dmg.expected,
-           dmg.actual);
-    if (opt.mode != RecoveryMode::kSalvage) {
-      s.end = SegmentEnd::kDamaged;
-      uint64_t end = next;
-      bool zero = false;
-      if (Status st = DataEnd(src, next, end, zero); st.ok()) s.file_bytes = end;
-      return s;
+    s_.bytes_dropped += next - off;
+    Report(dmg.kind, true, off, next - off,
+            dmg.detail + fmt::format(" (next intact record at {})", Lsn{file_.index, next}.ToString()), dmg.expected,
+            dmg.actual);
+    if (opt_.mode != RecoveryMode::kSalvage) {
+      s_.end = SegmentEnd::kDamaged;
+      uint64_t data_end = next;
+      bool all_zero = false;
+      if (Status st = DataEnd(src_, next, data_end, all_zero); st.ok()) s_.file_bytes = data_end;
+      return false;
     }
-    damaged = true;
-    off = next;
+    damaged_ = true;
+    fr_.MoveTo(next);
+    return true;
   }
-  s.file_bytes = off;
-  s.end = damaged ? SegmentEnd::kSalvaged : SegmentEnd::kClean;
-  return s;
+
+  ByteSource& src_;
+  const SegmentFile& file_;
+  const ScanOptions& opt_;
+  const RecordVisitor& visit_;
+  const ProblemSink& sink_;
+  SegmentScan s_;
+  Framer fr_;
+  bool damaged_ = false;  // true once any damage was skipped: valid_end stops moving
+};
+
+}  // namespace
+
+SegmentScan ScanSegment(ByteSource& src, const SegmentFile& file, const ScanOptions& opt, const RecordVisitor& visit,
+                        const ProblemSink& sink, const SegmentScan* prev) {
+  return SegmentPolicy(src, file, opt, visit, sink).Scan(prev);
 }
 
 SegmentScan ScanSegmentFile(const SegmentFile& file, const ScanOptions& opt, const RecordVisitor& visit,

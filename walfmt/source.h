@@ -1,8 +1,9 @@
-// Byte sources for segment files: a read-only memory map for plain segments
-// (zero-copy), a streaming zstd decoder for archived ones, and an in-memory
-// buffer for tests and fuzzing. Memory stays bounded by the largest record,
-// not by the file: the map drops pages the reader has passed, the decoder
-// keeps a sliding window.
+// Byte sources for segment files: a window over the file filled by pread()
+// for plain segments, a zstd decoder that runs ahead of the reader on its own
+// thread for archived ones, and an in-memory buffer for tests and fuzzing.
+// Memory stays bounded by a few MiB per open source, not by the file: the
+// plain reader keeps one 2 MiB window (reused by the next source opened on
+// the same thread), the decoder four blocks of 1.5 MiB.
 #pragma once
 
 #include <cstdint>
@@ -11,36 +12,43 @@
 #include <span>
 #include <string>
 
+#include "walfmt/segment.h"
 #include "walfmt/status.h"
 
 namespace walfmt {
 
+// The most bytes one Get may ask for: a record of the largest size.
+constexpr size_t kMaxGetBytes = kRecordHeaderSize + kMaxRecordPayload;
+
 class ByteSource {
  public:
   virtual ~ByteSource() = default;
-  // Makes bytes [offset, offset + n) readable at `p`. Sets `got` to n, or to
-  // fewer when the data ends first (0 at the end). Offsets only move forward:
-  // `offset` is never below the last Release(). Fails on read or decode errors.
+  // Makes bytes [offset, offset + n) readable at `p`, n at most kMaxGetBytes.
+  // Sets `got` to n, or to fewer when the data ends first (0 at the end).
+  // Offsets only move forward: `offset` is never below the last Release().
+  // Fails on read or decode errors.
   virtual Status Get(uint64_t offset, size_t n, const uint8_t*& p, size_t& got) = 0;
+  // Every byte from `offset` on that the source holds at once: at least
+  // `want` (at most kMaxGetBytes) when the data has them, often many more,
+  // so that a reader walks them without a call per record. Never fails:
+  // fewer than `want` bytes means that the data ends there or that reading
+  // more failed, which a Get of the missing bytes then reports. The bytes
+  // stay readable until the next call.
+  virtual void Window(uint64_t offset, size_t want, const uint8_t*& p, size_t& got) {
+    if (!Get(offset, want, p, got).ok()) got = 0;
+  }
   // The bytes before `offset` will not be asked for again.
   virtual void Release(uint64_t offset) { (void)offset; }
   // Total size when known up front (plain files, buffers).
   virtual std::optional<uint64_t> size() const = 0;
-  // The whole data as one readable range, when the source has it (a map, a
-  // buffer): readers then walk it without a call per record. Release() still
-  // applies.
-  virtual bool Contiguous(const uint8_t*& base, uint64_t& size) const {
-    (void)base;
-    (void)size;
-    return false;
-  }
 };
 
 // Opens a segment file read-only. `compressed` selects the zstd decoder.
 Result<std::unique_ptr<ByteSource>> OpenSegmentSource(const std::string& path, bool compressed);
 
 // Reads from memory the caller keeps alive. With `zstd_frame` the buffer holds
-// a compressed segment (used by tests and the fuzzer).
+// a compressed segment (used by tests and the fuzzer); it is decoded on the
+// calling thread, block by block as the reader asks for bytes.
 std::unique_ptr<ByteSource> MemorySource(std::span<const uint8_t> data, bool zstd_frame = false);
 
 // Compresses a whole buffer into one zstd frame (level 1 by default).
