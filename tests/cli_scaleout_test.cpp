@@ -272,3 +272,96 @@ TEST_CASE("per-node restore refusals through the CLI: another cut, node or clust
     CHECK_FALSE(fs::exists(t.path + "/out"));
   }
 }
+
+TEST_CASE("check per node: files and restore levels where the WAL lives, the reports merged into one") {
+  TempDir t;
+  SplitSample(kHealthy, t.path + "/hosts", 3);
+  std::string sums;
+  for (int i = 0; i < 3; ++i) {
+    REQUIRE(Walcut(fmt::format("scan '{}/hosts/host-{}/node-{}' --out '{}/s{}.json'", t.path, i, i, t.path, i)).code == 0);
+    sums += fmt::format(" '{}/s{}.json'", t.path, i);
+  }
+  REQUIRE(Walcut(fmt::format("cuts{} --cluster-json '{}/cluster.json' --verdict-out '{}/v.json' --cut 5", sums, kHealthy,
+                             t.path))
+              .code == 0);
+  // Level files per node: the same segment checks as the cluster's check.
+  std::string files_reports, restore_reports;
+  for (int i = 0; i < 3; ++i) {
+    const std::string nd = fmt::format("{}/hosts/host-{}/node-{}", t.path, i, i);
+    const Run f = Walcut(fmt::format("check '{}' --format json -o '{}/f{}.json'", nd, t.path, i));
+    INFO(f.out << f.err);
+    REQUIRE(f.code == 0);
+    const Run r = Walcut(fmt::format("check '{}' --verdict '{}/v.json' --format json -o '{}/r{}.json'", nd, t.path, t.path, i));
+    INFO(r.out << r.err);
+    REQUIRE(r.code == 0);
+    files_reports = fmt::format(" '{}/f{}.json'", t.path, i) + files_reports;  // reversed: the merge orders by node
+    restore_reports = fmt::format(" '{}/r{}.json'", t.path, i) + restore_reports;
+  }
+  const Run whole = Walcut(fmt::format("check '{}' --level files --format json", kHealthy));
+  const Run merged_files = Walcut(fmt::format("check merge{} --format json", files_reports));
+  INFO(merged_files.out << merged_files.err);
+  REQUIRE(merged_files.code == 0);
+  auto a = nlohmann::json::parse(merged_files.out);
+  auto b = nlohmann::json::parse(whole.out);
+  CHECK(a["checks"] == b["checks"]);  // every segment of every node, in the same order
+  CHECK(a["files"] == b["files"]);
+  CHECK(a["summary"] == b["summary"]);
+
+  const Run merged = Walcut(fmt::format("check merge{} --format junit", restore_reports));
+  INFO(merged.out << merged.err);
+  CHECK(merged.code == 0);
+  CHECK_THAT(merged.out, Catch::Contains("<testcase classname=\"walcut.restore.cut-5\" name=\"node 2: fingerprint\">"));
+  CHECK_THAT(merged.out, Catch::Contains("<testcase classname=\"walcut.cuts.cut-5\" name=\"node 0: verdict\">"));
+  const Run merged_text = Walcut(fmt::format("check merge{}", restore_reports));
+  CHECK_THAT(merged_text.out, Catch::Contains(": OK (30 checks passed)"));
+
+  SECTION("a damaged segment on one node fails the merged report, naming the node") {
+    const std::string seg = t.path + "/hosts/host-1/node-1/wal/0000000000000006.wal";
+    std::string bytes = Slurp(seg);
+    REQUIRE(bytes.size() > 300);
+    bytes[200] ^= 0x10;
+    Spit(seg, bytes);
+    const Run f1 = Walcut(fmt::format("check '{}/hosts/host-1/node-1' --format json -o '{}/f1.json'", t.path, t.path));
+    CHECK(f1.code == 1);
+    const Run m = Walcut(fmt::format("check merge{}", files_reports));
+    CHECK(m.code == 1);
+    CHECK_THAT(m.out, Catch::Contains("FINDING [files node-1: segment 0000000000000006.wal]"));
+  }
+  SECTION("a node's restore refused (a wrong base file): the merged report fails, naming the node") {
+    fs::create_directories(t.path + "/wrong");
+    fs::copy_file(t.path + "/hosts/host-1/snapshots/full-1500/node-1.snap", t.path + "/wrong/node-2.snap");
+    const Run r2 = Walcut(fmt::format(
+        "check '{0}/hosts/host-2/node-2' --verdict '{0}/v.json' --base '{0}/wrong' --format json -o '{0}/r2.json'", t.path));
+    INFO(r2.out << r2.err);
+    CHECK(r2.code == 1);
+    const Run m = Walcut(fmt::format("check merge '{0}/r0.json' '{0}/r1.json' '{0}/r2.json'", t.path));
+    CHECK(m.code == 1);
+    CHECK_THAT(m.out, Catch::Contains("FINDING [restore cut-5: node 2: restore]"));
+    CHECK_THAT(m.out, Catch::Contains("holds node 1, expected node 2"));
+  }
+  SECTION("merge refuses reports of different verdicts") {
+    REQUIRE(Walcut(fmt::format("cuts{} --cluster-json '{}/cluster.json' --verdict-out '{}/vg.json' --cut 5 --base genesis",
+                               sums, kHealthy, t.path))
+                .code == 0);
+    REQUIRE(Walcut(fmt::format("check '{0}/hosts/host-2/node-2' --verdict '{0}/vg.json' --format json -o '{0}/r2.json'",
+                               t.path))
+                .code == 0);
+    const Run m = Walcut(fmt::format("check merge '{0}/r0.json' '{0}/r1.json' '{0}/r2.json'", t.path));
+    CHECK(m.code == 2);
+    CHECK_THAT(m.err, Catch::Contains("are not of one verdict"));
+  }
+  SECTION("merge refuses a node twice and a whole-cluster report") {
+    const Run twice = Walcut(fmt::format("check merge '{0}/f0.json' '{0}/f0.json'", t.path));
+    CHECK(twice.code == 2);
+    CHECK_THAT(twice.err, Catch::Contains("node 0 appears twice"));
+    Spit(t.path + "/whole.json", Walcut(fmt::format("check '{}' --format json", kHealthy)).out);
+    const Run w = Walcut(fmt::format("check merge '{0}/f0.json' '{0}/whole.json'", t.path));
+    CHECK(w.code == 2);
+    CHECK_THAT(w.err, Catch::Contains("not of one node"));
+  }
+  SECTION("level cuts needs every node") {
+    const Run c = Walcut(fmt::format("check '{}/hosts/host-0/node-0' --level cuts", t.path));
+    CHECK(c.code == 2);
+    CHECK_THAT(c.err, Catch::Contains("level cuts needs every node's WAL or summary"));
+  }
+}
