@@ -471,8 +471,12 @@ void RegisterRestore(CLI::App& root, Registry& reg) {
       "Writes OUT/node-<i>.snap and OUT/manifest.json through a temporary directory renamed at the end;\n"
       "never overwrites OUT and never modifies the input. An inconsistent or incomplete cut is refused\n"
       "(exit 1) unless --force, and then the manifest says what is wrong.\n"
-      "Exit 0 restored, 1 refused or forced, 2 usage error, 3 I/O error or damaged input.");
-  cmd->add_option("dir", o->dir, "Cluster directory (with --repo: an artifact NAME, or none with --cut/--latest/--before)");
+      "One node where its WAL lives (docs/scale-out.md): restore NODE_DIR --verdict FILE --out PART restores\n"
+      "node I alone from the cut's verdict (walcut cuts SUMMARIES... --verdict-out FILE --cut K), checking\n"
+      "that the verdict describes this WAL; walcut restore assemble OUT PARTS... gathers the parts.\n"
+      "Exit 0 restored, 1 refused or forced, 2 usage error or a verdict that does not match the WAL,\n"
+      "3 I/O error or damaged input.");
+  cmd->add_option("dir", o->dir, "Cluster directory (with --repo: an artifact NAME, or none with --cut/--latest/--before; with --verdict or --summaries: the node directory)");
   cmd->add_option("--repo", o->repo, "Restore from a repository of snapshot artifacts: a full and its increments");
   cmd->add_option("--cut", o->cut, "Cut id to restore");
   cmd->add_flag("--latest", o->latest, "The latest restorable cut (the end of the restore window)");
