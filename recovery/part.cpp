@@ -322,6 +322,7 @@ struct Part {
   uint32_t node = 0;
   uint64_t nodes = 0;
   std::string cluster_id;
+  uint64_t cluster_id_value = 0;
   std::string base_kind;
   std::string base_name;
   std::string cluster_json;
@@ -357,13 +358,21 @@ walfmt::Result<Part> ReadPart(const std::string& dir) {
     p.node = m.at("node").get<uint32_t>();
     p.nodes = m.at("nodes").get<uint64_t>();
     p.cluster_id = m.at("cluster_id").get<std::string>();
+    if (p.cluster_id.size() != 16 || p.cluster_id.find_first_not_of("0123456789abcdef") != std::string::npos) {
+      throw std::invalid_argument("cluster_id is not 16 hex digits");
+    }
+    p.cluster_id_value = std::stoull(p.cluster_id, nullptr, 16);
     p.base_kind = m.at("base").at("kind").get<std::string>();
     p.base_name = m.at("base").at("name").get<std::string>();
     if (m.contains("cluster_json")) p.cluster_json = m.at("cluster_json").get<std::string>();
     const json& e = m.at("entry");
     NodeRestore& nr = p.entry;
     nr.node = e.at("node").get<uint32_t>();
-    nr.fingerprint = std::stoull(e.at("fingerprint").get<std::string>(), nullptr, 16);
+    const std::string fp = e.at("fingerprint").get<std::string>();
+    if (fp.size() != 16 || fp.find_first_not_of("0123456789abcdef") != std::string::npos) {
+      throw std::invalid_argument("entry.fingerprint is not 16 hex digits");
+    }
+    nr.fingerprint = std::stoull(fp, nullptr, 16);
     nr.entries = e.at("entries").get<uint64_t>();
     auto pos = [&](const char* key) {
       auto l = Lsn::Parse(e.at(key).get<std::string>());
@@ -435,7 +444,7 @@ walfmt::Result<RestoreResult> AssembleParts(const std::vector<std::string>& part
   r.base.kind = first.base_kind == BaseKindName(BaseKind::kFull) ? BaseKind::kFull : BaseKind::kGenesis;
   r.base.name = first.base_name;
   r.cluster_json = first.cluster_json;
-  const uint64_t cluster_id = std::stoull(first.cluster_id, nullptr, 16);
+  const uint64_t cluster_id = first.cluster_id_value;
 
   const fs::path target = fs::absolute(out, ec);
   const fs::path stage = walfmt::TempNameBeside(target.string());

@@ -508,6 +508,13 @@ TEST_CASE("assembly refuses parts that are not one restore: a node missing or tw
     std::ofstream(f, std::ios::binary | std::ios::trunc) << bytes;
     refused(parts, parts[2] + "/node-2.snap");
   }
+  SECTION("a part manifest edited by hand") {
+    const std::string mf = parts[1] + "/manifest.json";
+    json m = json::parse(Slurp(mf));
+    m["cluster_id"] = "not hex";
+    std::ofstream(mf, std::ios::binary | std::ios::trunc) << m.dump(2);
+    refused(parts, parts[1] + "/manifest.json: malformed per-node manifest: cluster_id is not 16 hex digits");
+  }
   SECTION("a whole restore is not a part") {
     const std::string whole = (s.dir->path / "whole").string();
     auto a = AssembleParts(parts, whole);
