@@ -191,6 +191,17 @@ TEST_CASE("per-node restore refusals through the CLI: another cut, node or clust
     CHECK_THAT(r.err, Catch::Contains("holds node 0's WAL (segment"));
     CHECK_THAT(r.err, Catch::Contains("not node 1's"));
   }
+  SECTION("a segment of another node inside the range") {
+    // Node 0's segment 4 (cut 5's range is 3..4) replaced by node 1's: the
+    // first segment is node 0's, the foreign one is named by the pass.
+    const std::string wal = node0 + "/wal";
+    fs::remove(wal + "/0000000000000004.wal.zst");
+    fs::copy_file(t.path + "/hosts/host-1/node-1/wal/0000000000000004.wal.zst", wal + "/0000000000000004.wal.zst");
+    const Run r = Walcut(fmt::format("restore '{}' --verdict '{}/v.json' --out '{}/x'", node0, t.path, t.path));
+    CHECK(r.code == 2);
+    CHECK_THAT(r.err, Catch::Contains("0000000000000004.wal.zst belongs to node 1, not node 0"));
+    CHECK_FALSE(fs::exists(t.path + "/x"));
+  }
   SECTION("a verdict of another cluster") {
     const std::string other = t.path + "/other";
     REQUIRE(Walcut(fmt::format("run '{}' --txs 600 --cut-every 200 --seed 8", other)).code == 0);
