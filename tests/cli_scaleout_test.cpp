@@ -376,3 +376,25 @@ TEST_CASE("check per node: files and restore levels where the WAL lives, the rep
     CHECK_THAT(c.err, Catch::Contains("level cuts needs every node's WAL or summary"));
   }
 }
+
+TEST_CASE("docs/scale-out.md flow on samples/pruned (WAL starting after genesis, full-snapshot base) equals the single-host restore") {
+  const std::string pruned = std::string(WALCUT_SOURCE_DIR) + "/samples/pruned";
+  TempDir t;
+  SplitSample(pruned, t.path + "/hosts", 3);
+  const std::string single = t.path + "/single";
+  REQUIRE(Walcut(fmt::format("restore '{}' --cut 6 --out '{}'", pruned, single)).code == 0);
+  const std::string script = t.path + "/flow.sh";
+  Spit(script, DocBlock("xargs"));
+  const Run r = Shell(script, fmt::format("WALCUT='{}' HOSTS='{}/hosts' WORK='{}/work' CLUSTER_JSON='{}/cluster.json' CUT=6",
+                                          WALCUT_BIN, t.path, t.path, pruned));
+  INFO(r.out << r.err);
+  REQUIRE(r.code == 0);
+  CHECK_THAT(r.out, Catch::Contains("assembled cut 6 (consistent) from 3 parts, base full-2400 (full)"));
+  SameAsSingleHost(t.path + "/work/restore", single, 3);
+  // Genesis cannot serve a WAL whose oldest segments were removed.
+  const Run g = Walcut(fmt::format("cuts {0}/work/summaries/node-0.json {0}/work/summaries/node-1.json "
+                                   "{0}/work/summaries/node-2.json --verdict-out {0}/g.json --cut 6 --base genesis",
+                                   t.path));
+  CHECK(g.code == 2);
+  CHECK_THAT(g.err, Catch::Contains("base genesis needs every node's WAL from 0/00000000, but node 0's WAL starts at 4/00000000"));
+}
