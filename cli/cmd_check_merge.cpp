@@ -66,7 +66,8 @@ void RegisterCheckMerge(CLI::App& root, Registry& reg) {
       "merge",
       "Join the JSON reports of `walcut check NODE_DIR ... --format json`, one per node, each run where the\n"
       "node's WAL lives, into one report: files counts summed, the checks level by level and node by node,\n"
-      "tool errors kept. Refuses a report that is not of one node, a node twice, reports of different cuts.\n"
+      "tool errors kept. Refuses a report that is not of one node, a node twice, reports of different cuts\n"
+      "or verdicts.\n"
       "Exit as walcut check on the merged report: 0 all good, 1 findings, 2 usage error, 3 tool errors.");
   cmd->add_option("reports", o->reports, "Per-node reports (walcut.check/1 JSON)")->required();
   cmd->add_option("--format", o->format, "text (default), json (walcut.check/1) or junit (JUnit XML)")

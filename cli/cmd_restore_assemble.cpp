@@ -103,8 +103,8 @@ void RegisterRestoreAssemble(CLI::App& root, Registry& reg) {
       "cluster, base) and hold every node exactly once, copies the node files and reads each back (checksums,\n"
       "fingerprint, keys), and writes OUT/node-<i>.snap and OUT/manifest.json as a single-host restore does\n"
       "(walcut diff, snapshot check and --base accept it). Never overwrites OUT.\n"
-      "Exit 0 assembled, 1 forced parts or a failed --check, 2 parts that do not belong together or OUT exists,\n"
-      "3 I/O error.");
+      "Exit 0 assembled, 1 forced parts, a failed --check or a node file that does not read back, 2 parts that\n"
+      "do not belong together or OUT exists, 3 I/O error.");
   cmd->add_option("out", o->out, "Output directory (must not exist)")->required();
   cmd->add_option("parts", o->parts, "The per-node restore outputs, one per node, in any order")->required();
   cmd->add_option("--check", o->check,
