@@ -1,10 +1,14 @@
 #include "cli/check_report.h"
 
+#include <algorithm>
+#include <map>
+
 #include <fmt/format.h>
 
 #include "cli/command.h"
 #include "cli/cut_common.h"
 #include "cli/output.h"
+#include "walfmt/cluster_layout.h"
 
 namespace walcut::cli {
 using nlohmann::json;
@@ -308,6 +312,212 @@ std::string CheckReportJunit(const CheckReport& r, int exit_code) {
   (void)exit_code;
   out += "</testsuites>\n";
   return out;
+}
+
+}  // namespace walcut::cli
+
+namespace walcut::cli {
+namespace {
+
+// A field of a walcut.check/1 document that is missing or of the wrong type.
+struct ReportError {
+  std::string what;
+};
+
+const json& At(const json& j, const char* key, const std::string& path) {
+  if (!j.is_object() || !j.contains(key)) throw ReportError{fmt::format("field '{}{}' is missing", path, key)};
+  return j.at(key);
+}
+std::string StrOf(const json& j, const char* key, const std::string& path) {
+  const json& v = At(j, key, path);
+  if (v.is_null()) return "";
+  if (!v.is_string()) throw ReportError{fmt::format("field '{}{}' is not a string", path, key)};
+  return v.get<std::string>();
+}
+uint64_t U64Of(const json& j, const char* key, const std::string& path) {
+  const json& v = At(j, key, path);
+  if (!v.is_number_unsigned()) throw ReportError{fmt::format("field '{}{}' is not an unsigned integer", path, key)};
+  return v.get<uint64_t>();
+}
+std::optional<uint64_t> OptU64(const json& j, const char* key, const std::string& path) {
+  if (At(j, key, path).is_null()) return std::nullopt;
+  return U64Of(j, key, path);
+}
+
+CheckLevel LevelOf(const std::string& s, const std::string& path) {
+  CheckLevel l;
+  if (!recovery::ParseCheckLevel(s, l)) throw ReportError{fmt::format("field '{}' is not a level", path)};
+  return l;
+}
+
+// The node a per-node report is about: the node of its files items
+// ("node-<i>"); nullopt for a report of several nodes.
+std::optional<uint32_t> NodeOf(const CheckReport& r) {
+  std::optional<uint32_t> node;
+  for (const auto& i : r.items) {
+    if (i.level != CheckLevel::kFiles) continue;
+    auto id = walfmt::NodeIdFromDirName(i.group);
+    if (!id || (node && *node != *id)) return std::nullopt;
+    node = id;
+  }
+  return node;
+}
+
+}  // namespace
+
+walfmt::Result<CheckReport> CheckReportFromJson(const std::string& text, const std::string& origin) {
+  const json j = json::parse(text, nullptr, false);
+  if (j.is_discarded() || !j.is_object()) return walfmt::Status::InvalidArgument(fmt::format("{}: not JSON", origin));
+  if (j.value("schema", json()) != json(kCheckSchema)) {
+    return walfmt::Status::InvalidArgument(
+        fmt::format("{}: not a walcut check report (schema is not {}; write it with --format json)", origin, kCheckSchema));
+  }
+  try {
+    CheckReport r;
+    r.dir = StrOf(j, "dir", "");
+    r.level = LevelOf(StrOf(j, "level", ""), "level");
+    r.selected_cut = OptU64(j, "cut", "");
+    const json& f = At(j, "files", "");
+    r.files.nodes = U64Of(f, "nodes", "files.");
+    r.files.segments = U64Of(f, "segments", "files.");
+    r.files.segments_read = U64Of(f, "segments_read", "files.");
+    r.files.segments_skipped = U64Of(f, "segments_skipped", "files.");
+    r.files.bytes_read = U64Of(f, "bytes_read", "files.");
+    r.files.bytes_skipped = U64Of(f, "bytes_skipped", "files.");
+    r.files.records = U64Of(f, "records", "files.");
+    r.files.torn_tails = U64Of(f, "torn_tails", "files.");
+    r.files.state_used = At(f, "state_used", "files.").get<bool>();
+    r.files.state_written = At(f, "state_written", "files.").get<bool>();
+    if (!At(j, "cuts", "").is_null()) {
+      throw ReportError{"it is a report of the cuts level of a whole cluster, not of one node"};
+    }
+    const json& items = At(j, "checks", "");
+    if (!items.is_array()) throw ReportError{"field 'checks' is not an array"};
+    for (size_t x = 0; x < items.size(); ++x) {
+      const std::string p = fmt::format("checks[{}].", x);
+      const json& e = items[x];
+      CheckItem it;
+      it.level = LevelOf(StrOf(e, "level", p), p + "level");
+      it.group = StrOf(e, "group", p);
+      it.name = StrOf(e, "name", p);
+      const std::string outcome = StrOf(e, "outcome", p);
+      if (outcome == "pass") it.outcome = ItemOutcome::kPass;
+      else if (outcome == "fail") it.outcome = ItemOutcome::kFail;
+      else if (outcome == "skipped") it.outcome = ItemOutcome::kSkipped;
+      else throw ReportError{fmt::format("field '{}outcome' is not pass, fail or skipped", p)};
+      it.note = StrOf(e, "note", p);
+      const json& fs = At(e, "findings", p);
+      if (!fs.is_array()) throw ReportError{fmt::format("field '{}findings' is not an array", p)};
+      for (size_t y = 0; y < fs.size(); ++y) {
+        const std::string q = fmt::format("{}findings[{}].", p, y);
+        const json& g = fs[y];
+        CheckFinding c;
+        c.check = StrOf(g, "check", q);
+        if (auto n = OptU64(g, "node", q)) c.node = static_cast<uint32_t>(*n);
+        c.cut = OptU64(g, "cut", q);
+        c.file = StrOf(g, "file", q);
+        if (const std::string pos = StrOf(g, "position", q); !pos.empty()) {
+          auto l = walfmt::Lsn::Parse(pos);
+          if (!l) throw ReportError{fmt::format("field '{}position' is not a position", q)};
+          c.position = *l;
+        }
+        c.tx = StrOf(g, "tx", q);
+        c.expected = StrOf(g, "expected", q);
+        c.found = StrOf(g, "found", q);
+        c.consistent_before = OptU64(g, "consistent_before", q);
+        c.consistent_after = OptU64(g, "consistent_after", q);
+        c.message = StrOf(g, "message", q);
+        it.findings.push_back(std::move(c));
+      }
+      r.items.push_back(std::move(it));
+    }
+    const json& errors = At(j, "errors", "");
+    if (!errors.is_array()) throw ReportError{"field 'errors' is not an array"};
+    for (const auto& e : errors) r.errors.push_back(e.is_string() ? e.get<std::string>() : e.dump());
+    return r;
+  } catch (const ReportError& e) {
+    return walfmt::Status::InvalidArgument(fmt::format("{}: {}", origin, e.what));
+  } catch (const json::exception& e) {
+    return walfmt::Status::InvalidArgument(fmt::format("{}: malformed check report: {}", origin, e.what()));
+  }
+}
+
+walfmt::Result<CheckReport> MergeCheckReports(std::vector<CheckReport> reports, const std::vector<std::string>& origins) {
+  if (reports.empty()) return walfmt::Status::InvalidArgument("no reports to merge");
+  // By node, so that the merged report does not depend on the order given.
+  std::vector<std::pair<uint32_t, size_t>> order;
+  std::map<uint32_t, size_t> seen;
+  for (size_t i = 0; i < reports.size(); ++i) {
+    auto node = NodeOf(reports[i]);
+    if (!node) {
+      return walfmt::Status::InvalidArgument(fmt::format(
+          "{}: not a report of one node (walcut check NODE_DIR ... --format json)", origins[i]));
+    }
+    auto [it, inserted] = seen.emplace(*node, i);
+    if (!inserted) {
+      return walfmt::Status::InvalidArgument(
+          fmt::format("node {} appears twice: in {} and in {}", *node, origins[it->second], origins[i]));
+    }
+    order.emplace_back(*node, i);
+  }
+  std::sort(order.begin(), order.end());
+  // Level restore: every node's check restored from the same verdict (its
+  // id is in the "node I: verdict" item, note or finding).
+  std::string verdict;
+  size_t verdict_from = 0;
+  for (const auto& [node, i] : order) {
+    for (const auto& it : reports[i].items) {
+      if (it.level != CheckLevel::kCuts || it.name.find(": verdict") == std::string::npos) continue;
+      const std::string& text = it.findings.empty() ? it.note : it.findings.front().message;
+      const size_t at = text.find("(verdict ");
+      if (at == std::string::npos) continue;
+      const std::string id = text.substr(at + 9, 16);
+      if (verdict.empty()) {
+        verdict = id;
+        verdict_from = i;
+      } else if (id != verdict) {
+        return walfmt::Status::InvalidArgument(fmt::format("{} and {} are not of one verdict: {} against {}",
+                                                           origins[verdict_from], origins[i], verdict, id));
+      }
+    }
+  }
+  CheckReport m;
+  m.level = CheckLevel::kFiles;
+  m.selected_cut = reports[order.front().second].selected_cut;
+  std::string dirs;
+  for (const auto& [node, i] : order) {
+    const CheckReport& r = reports[i];
+    if (r.selected_cut != m.selected_cut) {
+      return walfmt::Status::InvalidArgument(fmt::format(
+          "{} checked {}, {} checked {}: the reports are not of one check", origins[order.front().second],
+          m.selected_cut ? fmt::format("cut {}", *m.selected_cut) : "no cut", origins[i],
+          r.selected_cut ? fmt::format("cut {}", *r.selected_cut) : "no cut"));
+    }
+    m.level = std::max(m.level, r.level);
+    dirs += (dirs.empty() ? "" : ", ") + r.dir;
+    m.files.nodes += r.files.nodes;
+    m.files.segments += r.files.segments;
+    m.files.segments_read += r.files.segments_read;
+    m.files.segments_skipped += r.files.segments_skipped;
+    m.files.bytes_read += r.files.bytes_read;
+    m.files.bytes_skipped += r.files.bytes_skipped;
+    m.files.records += r.files.records;
+    m.files.torn_tails += r.files.torn_tails;
+    m.files.state_used = m.files.state_used || r.files.state_used;
+    m.files.state_written = m.files.state_written || r.files.state_written;
+    for (const auto& e : r.errors) m.errors.push_back(e);
+  }
+  m.dir = dirs;
+  // Items level by level, node by node within a level (each report lists its
+  // own in level order already).
+  for (CheckLevel level : {CheckLevel::kFiles, CheckLevel::kCuts, CheckLevel::kRestore}) {
+    for (const auto& [node, i] : order) {
+      for (const auto& it : reports[i].items) {
+        if (it.level == level) m.items.push_back(it);
+      }
+    }
+  }
+  return m;
 }
 
 }  // namespace walcut::cli

@@ -5,10 +5,12 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
 #include "recovery/check.h"
+#include "walfmt/status.h"
 
 namespace walcut::cli {
 
@@ -22,5 +24,15 @@ std::string CheckVerdict(const recovery::CheckReport& r, int exit_code);
 // XML 1.0 text and attribute escaping; characters XML cannot carry become
 // "\xNN".
 std::string XmlEscape(const std::string& s);
+
+// Reads back a report written with --format json (walcut.check/1) of one
+// node's check (no cuts level): for `walcut check merge`.
+walfmt::Result<recovery::CheckReport> CheckReportFromJson(const std::string& text, const std::string& origin);
+// Joins the reports of one check run node by node (each of one node, no node
+// twice, the same cut) into one report: files counts summed, items level by
+// level and node by node, errors kept. `origins` names the reports in
+// messages.
+walfmt::Result<recovery::CheckReport> MergeCheckReports(std::vector<recovery::CheckReport> reports,
+                                                        const std::vector<std::string>& origins);
 
 }  // namespace walcut::cli

@@ -6,6 +6,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <filesystem>
 #include <memory>
 #include <mutex>
 
@@ -15,6 +16,8 @@
 #include "cli/command.h"
 #include "cli/output.h"
 #include "recovery/check.h"
+#include "recovery/verdict.h"
+#include "walfmt/cluster_layout.h"
 #include "walfmt/file_io.h"
 
 namespace walcut::cli {
@@ -31,6 +34,10 @@ struct CheckCliOptions {
   bool full = false;
   bool from_genesis = false;
   unsigned jobs = 0;
+  // One node where its WAL lives (docs/scale-out.md).
+  int node = -1;
+  std::string verdict;
+  std::string base;
 };
 
 // One Progress line per phase (verify, scan, restore); the library calls from
@@ -81,6 +88,45 @@ int RunCheck(const CheckCliOptions& o) {
       return ExitForStatus(st.status());
     }
   }
+  // One node (docs/scale-out.md): DIR is a node directory (node-<i> with
+  // wal/ inside) or, with --node, its WAL directory; or --verdict was given.
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  const fs::path dir(o.dir);
+  const bool node_dir = fs::is_directory(dir / "wal", ec) && !fs::exists(dir / "cluster.json", ec);
+  recovery::Verdict verdict;
+  if (o.node >= 0 || !o.verdict.empty() || node_dir) {
+    const fs::path wal = node_dir ? dir / "wal" : dir;
+    const fs::path nd = wal == dir ? dir.parent_path() : dir;
+    int node = o.node;
+    if (node < 0) {
+      if (auto id = walfmt::NodeIdFromDirName(nd.filename().string())) node = static_cast<int>(*id);
+    }
+    if (node < 0) {
+      PrintError(fmt::format("{}: cannot tell the node id from the path; give --node", o.dir));
+      return kExitUsage;
+    }
+    if (o.all || o.from_genesis) {
+      PrintError("one node's check takes neither --all nor --from-genesis: level restore checks the verdict's cut");
+      return kExitUsage;
+    }
+    if (o.level.empty()) opt.level = o.verdict.empty() ? recovery::CheckLevel::kFiles : recovery::CheckLevel::kRestore;
+    if (!o.verdict.empty()) {
+      auto v = recovery::ReadVerdict(o.verdict);
+      if (!v.ok()) {
+        PrintError(v.status().message());
+        return v.status().code() == walfmt::ErrorCode::kIo ? kExitIo : kExitUsage;
+      }
+      verdict = std::move(v.value());
+      opt.verdict = &verdict;
+      opt.base_dir = !o.base.empty() ? o.base : (nd.parent_path() / "snapshots" / verdict.base_name).string();
+    }
+    opt.node = static_cast<uint32_t>(node);
+    opt.dir = wal.string();
+  } else if (!o.base.empty()) {
+    PrintError("--base goes with --verdict (one node's check)");
+    return kExitUsage;
+  }
   opt.jobs = o.jobs;
   opt.state_path = o.state;
   opt.full = o.full;
@@ -128,7 +174,7 @@ void RegisterCheck(CLI::App& root, Registry& reg) {
       "restore, each consistent cut is restored from the previous cut's restore once that one passed its\n"
       "checks (one pass over the WAL in all); --from-genesis restores each from genesis instead.\n"
       "Exit 0 all good, 1 findings, 2 usage error, 3 I/O or internal error.");
-  cmd->add_option("dir", o->dir, "Cluster directory")->required();
+  cmd->add_option("dir", o->dir, "Cluster directory, or one node's directory (see --node)");
   cmd->add_option("--cut", o->cut, "Check this cut (default level: restore)");
   cmd->add_flag("--all", o->all, "Check every cut (the default; default level: cuts)");
   cmd->add_option("--level", o->level, "files, cuts or restore (each includes the ones before it)")
@@ -148,7 +194,26 @@ void RegisterCheck(CLI::App& root, Registry& reg) {
                 "Level restore: restore every cut from genesis, not from the previous cut's checked restore "
                 "(each restore independent of the others; reads the WAL prefix once per cut)");
   cmd->add_option("-j,--jobs", o->jobs, "Threads (default: one per core)");
-  reg.Add(cmd, [o] { return RunCheck(*o); });
+  cmd->add_option("--node", o->node,
+                  "Check one node where its WAL lives: DIR is its directory (node-<i>, with wal/; checked this way "
+                  "without --node too) or its WAL directory; level files (default), or restore with --verdict");
+  cmd->add_option("--verdict", o->verdict,
+                  "One node, level restore: the cut's verdict (walcut cuts SUMMARIES... --verdict-out FILE --cut K); "
+                  "the node is restored from it into a temporary directory and read back");
+  cmd->add_option("--base", o->base, "One node, level restore: the directory holding its full-snapshot base "
+                                     "(default NODE_DIR/../snapshots/<name>)");
+  // `check merge` (cli/cmd_check_merge.cpp) is a subcommand of this one:
+  // when it was given, its action runs.
+  reg.Add(cmd, [o, cmd, &reg] {
+    for (const auto& [sub, action] : reg.commands()) {
+      if (sub != cmd && sub->get_parent() == cmd && sub->parsed()) return action();
+    }
+    if (o->dir.empty()) {
+      PrintError("DIR is required");
+      return kExitUsage;
+    }
+    return RunCheck(*o);
+  });
 }
 
 const CommandRegistrar kRegister{90, RegisterCheck};

@@ -1,10 +1,14 @@
 // walcut cuts DIR: every cut of the cluster with its status, per-node
 // CUT_START / CUT_FINISH, transaction counts, and the restore window.
+#include <filesystem>
+
 #include <fmt/format.h>
 
 #include "cli/command.h"
 #include "cli/cut_common.h"
 #include "cli/output.h"
+#include "recovery/verdict.h"
+#include "walfmt/file_io.h"
 
 namespace walcut::cli {
 namespace {
@@ -14,7 +18,114 @@ struct CutsOptions {
   std::vector<std::string> paths;
   Format format = Format::kText;
   unsigned jobs = 0;
+  // --verdict-out: the verdict of one cut for the per-node restores.
+  std::string verdict_out;
+  uint64_t cut = 0;
+  bool latest = false;
+  std::string base;
+  std::string cluster_json;
 };
+
+// `walcut cuts ... --verdict-out FILE --cut K`: the verdict of cut K
+// (recovery/verdict.h), for `walcut restore NODE_DIR --verdict FILE` on
+// every node's host. Exit 0 when the cut is consistent, 1 when not (the
+// verdict is written all the same: a forced restore needs it).
+int RunVerdict(const CutsOptions& o) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  if ((o.cut > 0) + o.latest != 1) {
+    PrintError("--verdict-out needs exactly one of --cut K, --latest");
+    return kExitUsage;
+  }
+  if (fs::exists(o.verdict_out, ec)) {
+    PrintError(fmt::format("{}: already exists; refusing to overwrite", o.verdict_out));
+    return kExitUsage;
+  }
+  if (const std::string p = OutputInsideInput("--verdict-out", o.verdict_out, o.paths); !p.empty()) {
+    PrintError(p);
+    return kExitUsage;
+  }
+  const bool cluster_dir = o.paths.size() == 1 && fs::is_directory(o.paths[0], ec);
+  if (cluster_dir && !o.cluster_json.empty()) {
+    PrintError("--cluster-json goes with summary files; a cluster directory has its own cluster.json");
+    return kExitUsage;
+  }
+  recovery::VerdictOptions vo;
+  vo.base = o.base;
+  std::optional<cut::ClusterLayout> layout;
+  if (cluster_dir) {
+    auto l = cut::FindClusterLayout(o.paths[0]);
+    if (!l.ok()) {
+      PrintError(l.status().message());
+      return ExitForStatus(l.status());
+    }
+    layout = std::move(l.value());
+  }
+  const std::string cj_path =
+      layout ? (layout->has_cluster_json ? (fs::path(layout->dir) / "cluster.json").string() : "") : o.cluster_json;
+  if (!cj_path.empty()) {
+    auto text = walfmt::ReadWholeFile(cj_path, walfmt::kMaxJsonFileBytes);
+    if (!text.ok()) {
+      PrintError(text.status().message());
+      return text.status().code() == walfmt::ErrorCode::kNotFound ? kExitUsage : ExitForStatus(text.status());
+    }
+    vo.cluster_json = std::move(text.value());
+  }
+  auto cc = LoadCuts(o.paths, o.jobs);
+  if (!cc.ok()) {
+    PrintError(cc.status().message());
+    return ExitForStatus(cc.status());
+  }
+  if (layout) {
+    const size_t n = cc->nodes.size();
+    const std::string dir = layout->dir;
+    vo.snapshot_files_missing = [dir, n](const std::string& name) -> std::string {
+      std::error_code e;
+      const fs::path d = fs::path(dir) / "snapshots" / name;
+      for (size_t i = 0; i < n; ++i) {
+        if (!fs::is_regular_file(d / fmt::format("node-{}.snap", i), e)) return fmt::format("{} lacks its files", d.string());
+      }
+      return "";
+    };
+  }
+  uint64_t k = o.cut;
+  if (o.latest) {
+    if (!cc->window.any) {
+      PrintError(fmt::format("no cut can be restored: {}", cc->window.latest_limit));
+      return kExitFindings;
+    }
+    k = cc->window.latest;
+  }
+  auto v = recovery::MakeVerdict(*cc, k, vo);
+  if (!v.ok()) {
+    PrintError(v.status().message());
+    return ExitForStatus(v.status());
+  }
+  const std::string text = recovery::VerdictToJson(*v);
+  if (auto st = walfmt::WriteFileAtomic(o.verdict_out, text); !st.ok()) {
+    PrintError(st.message());
+    return kExitIo;
+  }
+  const bool consistent = v->status == cut::CutStatus::kConsistent;
+  if (o.format == Format::kJson) {
+    json j = {{"schema", "walcut.verdict-out/1"},
+              {"cut", v->cut},
+              {"status", cut::CutStatusName(v->status)},
+              {"nodes", v->nodes.size()},
+              {"base", {{"kind", recovery::BaseKindName(v->base_kind)}, {"name", v->base_name}, {"why", v->base_why}}},
+              {"verdict", v->id},
+              {"file", o.verdict_out},
+              {"bytes", text.size()}};
+    if (!consistent) j["reason"] = v->reason;
+    fmt::print("{}\n", j.dump(2));
+  } else {
+    fmt::print("verdict {}: cut {} of {} nodes is {}{}\n", v->id, v->cut, v->nodes.size(), cut::CutStatusName(v->status),
+               consistent ? "" : fmt::format(" ({}); the node restores refuse it unless --force", v->reason));
+    fmt::print("  base: {} ({})\n", v->base_name, v->base_why);
+    fmt::print("wrote {} ({})\n", o.verdict_out, HumanBytes(text.size()));
+  }
+  return consistent ? kExitOk : kExitFindings;
+}
 
 std::string At(const cut::NodeCut* nc, bool start) {
   if (!nc) return "-";
@@ -23,6 +134,11 @@ std::string At(const cut::NodeCut* nc, bool start) {
 }
 
 int RunCuts(const CutsOptions& o) {
+  if (!o.verdict_out.empty()) return RunVerdict(o);
+  if (o.cut > 0 || o.latest || !o.base.empty() || !o.cluster_json.empty()) {
+    PrintError("--cut, --latest, --base and --cluster-json go with --verdict-out FILE");
+    return kExitUsage;
+  }
   auto cc = LoadCuts(o.paths, o.jobs);
   if (!cc.ok()) {
     PrintError(cc.status().message());
@@ -123,6 +239,17 @@ void RegisterCuts(CLI::App& root, Registry& reg) {
       ->required();
   AddFormatOption(cmd, o->format);
   cmd->add_option("-j,--jobs", o->jobs, "Threads scanning the WALs (default: one per core); nodes take turns segment by segment");
+  cmd->add_option("--verdict-out", o->verdict_out,
+                  "Write the verdict of one cut (--cut K or --latest) to FILE for the per-node restores "
+                  "(walcut restore NODE_DIR --verdict FILE) and print one line instead of the table; exit 0 when the "
+                  "cut is consistent, 1 when not; never overwrites FILE");
+  cmd->add_option("--cut", o->cut, "With --verdict-out: the cut");
+  cmd->add_flag("--latest", o->latest, "With --verdict-out: the latest restorable cut");
+  cmd->add_option("--base", o->base,
+                  "With --verdict-out: 'genesis' or a full snapshot name (default: chosen as restore chooses)");
+  cmd->add_option("--cluster-json", o->cluster_json,
+                  "With --verdict-out and summary files: the cluster's cluster.json, carried in the verdict (the "
+                  "restored files then carry its cluster id, and the assembled manifest its copy)");
   reg.Add(cmd, [o] { return RunCuts(*o); });
 }
 

@@ -9,10 +9,14 @@
 #include "cli/cut_common.h"
 #include "cli/output.h"
 #include "cli/repo_commands.h"
+#include "cli/restore_check.h"
 #include "cut/load.h"
 #include "recovery/cluster_info.h"
 #include "recovery/invariants.h"
+#include "recovery/part.h"
 #include "recovery/restore.h"
+#include "recovery/verdict.h"
+#include "walfmt/file_io.h"
 #include "recovery/state_set.h"
 #include "walfmt/duration.h"
 
@@ -33,13 +37,24 @@ struct RestoreOptions {
   Format format = Format::kText;
   std::string check;  // "", bank, cycle, auto
   std::string repo;   // --repo: restore from a repository (cli/cmd_restore_repo.cpp); `dir` is then the artifact
+  // One node where its WAL lives: `dir` is then NODE_DIR.
+  int node = -1;
+  std::string verdict;
+  std::vector<std::string> summaries;
+  std::string cluster_json;
 };
+
+}  // namespace
 
 // Runs the workload invariants on the staged node files (read back, so the
 // files themselves are what is checked). Returns the findings as JSON.
 walfmt::Result<json> CheckRestored(const recovery::RestoreResult& r, const std::string& dir, const std::string& what,
                                    std::vector<std::string>& lines) {
-  auto info = recovery::LoadClusterInfo(dir);
+  return CheckRestoredWith(r, recovery::LoadClusterInfo(dir), dir, what, lines);
+}
+
+walfmt::Result<json> CheckRestoredWith(const recovery::RestoreResult& r, const walfmt::Result<recovery::ClusterInfo>& info,
+                                       const std::string& dir, const std::string& what, std::vector<std::string>& lines) {
   if (!info.ok()) return info.status();
   recovery::InvariantOptions io = recovery::OptionsFor(info->workload);
   if (what == "bank") {
@@ -58,7 +73,7 @@ walfmt::Result<json> CheckRestored(const recovery::RestoreResult& r, const std::
   lo.expected_cluster_id = info->cluster_id;
   auto set = recovery::LoadStateSet(r.stage_dir, lo);
   if (!set.ok()) return set.status();
-  const auto report = recovery::CheckInvariants(*info, recovery::StatesOf(*set), io);
+  const auto report = recovery::CheckInvariants(info.value(), recovery::StatesOf(*set), io);
   json j = {{"checks", json::array()}, {"ok", report.ok()}, {"findings", json::array()}};
   if (io.bank) j["checks"].push_back("bank");
   if (io.cycle) j["checks"].push_back("cycle");
@@ -83,6 +98,8 @@ walfmt::Result<json> CheckRestored(const recovery::RestoreResult& r, const std::
   return j;
 }
 
+namespace {
+
 json NodeJson(const recovery::NodeRestore& n, bool dry_run) {
   json segs = json::array();
   for (const auto& s : n.segments) segs.push_back(s.file);
@@ -106,7 +123,176 @@ json NodeJson(const recovery::NodeRestore& n, bool dry_run) {
   return j;
 }
 
+// `walcut restore NODE_DIR --node I --cut K (--verdict FILE | --summaries
+// FILE...) --out OUT`: node I alone, where its WAL lives (recovery/part.h).
+int RunRestoreNode(const RestoreOptions& o) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  if (!o.verdict.empty() && !o.summaries.empty()) {
+    PrintError("give --verdict FILE or --summaries FILE..., not both");
+    return kExitUsage;
+  }
+  if (!o.repo.empty() || !o.before.empty() || !o.check.empty()) {
+    PrintError("a per-node restore takes neither --repo nor --before nor --check (check the assembled restore: "
+               "walcut restore assemble OUT PARTS... --check auto)");
+    return kExitUsage;
+  }
+  if (!o.cluster_json.empty() && o.summaries.empty()) {
+    PrintError("--cluster-json goes with --summaries (a verdict carries cluster.json already)");
+    return kExitUsage;
+  }
+  if (o.dir.empty()) {
+    PrintError("NODE_DIR is required: the node's directory (with wal/ inside) or its WAL directory");
+    return kExitUsage;
+  }
+  if (!o.dry_run && o.out.empty()) {
+    PrintError("--out OUT is required (or --dry-run)");
+    return kExitUsage;
+  }
+  if (const std::string p = OutputInsideInput("--out", o.out, {o.dir, o.base}); !o.dry_run && !p.empty()) {
+    PrintError(p);
+    return kExitUsage;
+  }
+  const fs::path dir(o.dir);
+  if (!fs::is_directory(dir, ec)) {
+    PrintError(fmt::format("{}: no such directory", o.dir));
+    return kExitUsage;
+  }
+  // NODE_DIR is node-<i> (with wal/ inside) or its wal directory, as for `walcut scan`.
+  const fs::path wal = fs::is_directory(dir / "wal", ec) ? dir / "wal" : dir;
+  const fs::path node_dir = wal == dir ? dir.parent_path() : dir;
+  int node = o.node;
+  if (node < 0) {
+    if (auto id = walfmt::NodeIdFromDirName(node_dir.filename().string())) node = static_cast<int>(*id);
+  }
+  if (node < 0) {
+    PrintError(fmt::format("{}: cannot tell the node id from the path; give --node", o.dir));
+    return kExitUsage;
+  }
+
+  recovery::Verdict verdict;
+  std::string verdict_origin;
+  if (!o.verdict.empty()) {
+    if (o.latest) {
+      PrintError("--latest goes with --summaries; a verdict names its cut (--cut K, if given, must match it)");
+      return kExitUsage;
+    }
+    auto v = recovery::ReadVerdict(o.verdict);
+    if (!v.ok()) {
+      PrintError(v.status().message());
+      return v.status().code() == walfmt::ErrorCode::kIo ? kExitIo : kExitUsage;
+    }
+    verdict = std::move(v.value());
+    verdict_origin = o.verdict;
+    if (o.cut > 0 && o.cut != verdict.cut) {
+      PrintError(fmt::format("{}: the verdict is for cut {}, not cut {}", o.verdict, verdict.cut, o.cut));
+      return kExitUsage;
+    }
+  } else {
+    if ((o.cut > 0) + o.latest != 1) {
+      PrintError("with --summaries give exactly one of --cut K, --latest");
+      return kExitUsage;
+    }
+    std::string cj;
+    if (!o.cluster_json.empty()) {
+      auto text = walfmt::ReadWholeFile(o.cluster_json, walfmt::kMaxJsonFileBytes);
+      if (!text.ok()) {
+        PrintError(text.status().message());
+        return text.status().code() == walfmt::ErrorCode::kNotFound ? kExitUsage : ExitForStatus(text.status());
+      }
+      cj = std::move(text.value());
+    }
+    auto cc = LoadCuts(o.summaries, o.jobs);
+    if (!cc.ok()) {
+      PrintError(cc.status().message());
+      return ExitForStatus(cc.status());
+    }
+    uint64_t k = o.cut;
+    if (o.latest) {
+      if (!cc->window.any) {
+        PrintError(fmt::format("no cut can be restored: {}", cc->window.latest_limit));
+        return kExitFindings;
+      }
+      k = cc->window.latest;
+    }
+    recovery::VerdictOptions vo;
+    vo.cluster_json = cj;
+    auto v = recovery::MakeVerdict(*cc, k, vo);
+    if (!v.ok()) {
+      PrintError(v.status().message());
+      return ExitForStatus(v.status());
+    }
+    verdict = std::move(v.value());
+    verdict_origin = fmt::format("{} summaries", o.summaries.size());
+  }
+
+  std::string base_dir;
+  if (verdict.base_kind == recovery::BaseKind::kFull) {
+    base_dir = !o.base.empty() ? o.base : (node_dir.parent_path() / "snapshots" / verdict.base_name).string();
+  } else if (!o.base.empty() && o.base != "genesis") {
+    PrintError(fmt::format("--base {}: the verdict's base is genesis", o.base));
+    return kExitUsage;
+  }
+  Progress progress(o.dry_run ? "plan" : "restore", 0);
+  recovery::PartRequest req;
+  req.verdict = &verdict;
+  req.node = static_cast<uint32_t>(node);
+  req.wal_dir = wal.string();
+  req.base_dir = base_dir;
+  req.force = o.force;
+  req.dry_run = o.dry_run;
+  req.out = o.out;
+  req.progress = [&progress](uint64_t b) { progress.Update(0, b); };
+  auto r = recovery::RestorePart(req);
+  if (!r.ok()) {
+    PrintError(r.status().message());
+    return ExitForStatus(r.status());
+  }
+  if (!o.dry_run) {
+    if (auto st = recovery::WritePart(*r, verdict, o.out); !st.ok()) {
+      PrintError(st.message());
+      return ExitForStatus(st);
+    }
+  }
+  const bool forced = r->status != cut::CutStatus::kConsistent;
+  const recovery::NodeRestore& n = r->nodes.front();
+  if (o.format == Format::kJson) {
+    json j;
+    j["schema"] = "walcut.restore/1";
+    j["node_dir"] = o.dir;
+    j["node"] = node;
+    j["verdict"] = verdict.id;
+    j["cut"] = r->cut;
+    j["status"] = cut::CutStatusName(r->status);
+    j["forced"] = forced;
+    j["dry_run"] = o.dry_run;
+    j["base"] = {{"kind", recovery::BaseKindName(r->base.kind)}, {"name", r->base.name}, {"why", verdict.base_why}};
+    j["out"] = o.dry_run ? json(nullptr) : json(o.out);
+    j["nodes"] = json::array({NodeJson(n, o.dry_run)});
+    j["bytes_read"] = r->bytes_read;
+    fmt::print("{}\n", j.dump(2));
+  } else {
+    fmt::print("{} node {} to cut {} ({}{}) from base {} ({})\n", o.dry_run ? "plan: restore" : "restored", node,
+               r->cut, cut::CutStatusName(r->status), forced ? ", forced: " + r->reason : "", r->base.name,
+               recovery::BaseKindName(r->base.kind));
+    fmt::print("  verdict: {} (from {}); base: {} ({})\n", verdict.id, verdict_origin, r->base.name, verdict.base_why);
+    fmt::print("  node {}: WAL {} .. {}, {} read; base {} keys; {} transactions applied ({} writes), {} skipped, {} "
+               "rolled back",
+               n.node, n.from.ToString(), n.to.ToString(), HumanBytes(n.bytes_to_read), n.base_entries, n.txs_applied,
+               n.writes_applied, n.txs_skipped, n.txs_rolled_back);
+    if (!o.dry_run) fmt::print("; {} keys, fingerprint {:016x}", n.entries, n.fingerprint);
+    fmt::print("\n");
+    if (!o.dry_run) fmt::print("wrote {}/node-{}.snap and {}/manifest.json\n", o.out, node, o.out);
+  }
+  return forced ? kExitFindings : kExitOk;
+}
+
 int RunRestore(const RestoreOptions& o) {
+  if (!o.verdict.empty() || !o.summaries.empty()) return RunRestoreNode(o);
+  if (o.node >= 0 || !o.cluster_json.empty()) {
+    PrintError("--node and --cluster-json go with --verdict FILE or --summaries FILE... (a per-node restore)");
+    return kExitUsage;
+  }
   if (!o.repo.empty()) {  // --repo: a full artifact and its increments (cli/cmd_restore_repo.cpp), not DIR's WAL
     uint64_t t = 0;
     bool time_ok = true;
@@ -285,8 +471,12 @@ void RegisterRestore(CLI::App& root, Registry& reg) {
       "Writes OUT/node-<i>.snap and OUT/manifest.json through a temporary directory renamed at the end;\n"
       "never overwrites OUT and never modifies the input. An inconsistent or incomplete cut is refused\n"
       "(exit 1) unless --force, and then the manifest says what is wrong.\n"
-      "Exit 0 restored, 1 refused or forced, 2 usage error, 3 I/O error or damaged input.");
-  cmd->add_option("dir", o->dir, "Cluster directory (with --repo: an artifact NAME, or none with --cut/--latest/--before)");
+      "One node where its WAL lives (docs/scale-out.md): restore NODE_DIR --verdict FILE --out PART restores\n"
+      "node I alone from the cut's verdict (walcut cuts SUMMARIES... --verdict-out FILE --cut K), checking\n"
+      "that the verdict describes this WAL; walcut restore assemble OUT PARTS... gathers the parts.\n"
+      "Exit 0 restored, 1 refused or forced, 2 usage error or a verdict that does not match the WAL,\n"
+      "3 I/O error or damaged input.");
+  cmd->add_option("dir", o->dir, "Cluster directory (with --repo: an artifact NAME, or none with --cut/--latest/--before; with --verdict or --summaries: the node directory)");
   cmd->add_option("--repo", o->repo, "Restore from a repository of snapshot artifacts: a full and its increments");
   cmd->add_option("--cut", o->cut, "Cut id to restore");
   cmd->add_flag("--latest", o->latest, "The latest restorable cut (the end of the restore window)");
@@ -305,8 +495,24 @@ void RegisterRestore(CLI::App& root, Registry& reg) {
                   "Check the workload invariants on the restored state (bank total as in cluster.json, the cycle is "
                   "one ring, replicas agree); 'auto' = the cluster's workload. Findings name node and keys; exit 1")
       ->check(CLI::IsMember({"bank", "cycle", "auto"}));
+  cmd->add_option("--verdict", o->verdict,
+                  "Restore one node where its WAL lives: DIR is NODE_DIR, the verdict of the cut from `walcut cuts "
+                  "SUMMARIES... --verdict-out FILE --cut K`; writes OUT/node-<I>.snap and a per-node manifest");
+  cmd->add_option("--summaries", o->summaries,
+                  "Restore one node where its WAL lives, deciding the verdict here from every node's summary "
+                  "(walcut scan --out)")
+      ->expected(1, -1);
+  cmd->add_option("--node", o->node, "With --verdict/--summaries: the node id (default: from NODE_DIR's name node-<i>)");
+  cmd->add_option("--cluster-json", o->cluster_json, "With --summaries: the cluster's cluster.json");
   AddFormatOption(cmd, o->format);
-  reg.Add(cmd, [o] { return RunRestore(*o); });
+  // `restore assemble` (cli/cmd_restore_assemble.cpp) is a subcommand of
+  // this one: when it was given, its action runs, not the restore's.
+  reg.Add(cmd, [o, cmd, &reg] {
+    for (const auto& [sub, action] : reg.commands()) {
+      if (sub != cmd && sub->get_parent() == cmd && sub->parsed()) return action();
+    }
+    return RunRestore(*o);
+  });
 }
 
 const CommandRegistrar kRegister{75, RegisterRestore};

@@ -16,6 +16,7 @@
 
 #include "cut/load.h"
 #include "recovery/invariants.h"
+#include "recovery/part.h"
 #include "walfmt/crc32c.h"
 #include "walfmt/file_io.h"
 #include "walfmt/parallel_scan.h"
@@ -238,7 +239,7 @@ void RunFiles(const CheckOptions& opt, const cut::ClusterLayout& layout, CheckRe
   uint64_t total_to_read = 0;
 
   for (size_t n = 0; n < n_nodes; ++n) {
-    const uint32_t node = static_cast<uint32_t>(n);
+    const uint32_t node = opt.node ? *opt.node : static_cast<uint32_t>(n);
     auto segs = walfmt::ListSegments(layout.wal_dirs[n], [&](const walfmt::Problem& p) {
       node_problems[n].push_back(p);
     });
@@ -286,7 +287,7 @@ void RunFiles(const CheckOptions& opt, const cut::ClusterLayout& layout, CheckRe
 
   std::set<uint64_t> clusters;
   for (size_t n = 0; n < n_nodes; ++n) {
-    const uint32_t node = static_cast<uint32_t>(n);
+    const uint32_t node = opt.node ? *opt.node : static_cast<uint32_t>(n);
     const std::string group = fmt::format("node-{}", node);
     if (!node_problems[n].empty()) {
       CheckItem it;
@@ -809,6 +810,144 @@ void RestoreOne(const CheckOptions& opt, const cut::ClusterCuts& cc, const cut::
   finish();
 }
 
+// One node where its WAL lives: the files level on its WAL directory, then
+// (level restore) the verdict's status of the cut and the node's restore
+// from the verdict, read back. Items are named "node I: ..." so that the
+// reports of every node merge.
+Result<CheckReport> RunNodeCheck(const CheckOptions& opt) {
+  const uint32_t node = *opt.node;
+  std::error_code ec;
+  if (!fs::is_directory(opt.dir, ec)) return Status::NotFound(fmt::format("{}: no such directory", opt.dir));
+  if (opt.level == CheckLevel::kCuts) {
+    return Status::InvalidArgument(
+        "level cuts needs every node's WAL or summary: run `walcut check` on the cluster, or `walcut cuts` on the "
+        "summaries; one node checks level files, or level restore with --verdict");
+  }
+  if (opt.level == CheckLevel::kRestore && opt.verdict == nullptr) {
+    return Status::InvalidArgument("level restore of one node needs the cut's verdict (--verdict FILE, from `walcut "
+                                   "cuts SUMMARIES... --verdict-out FILE --cut K`)");
+  }
+  if (opt.verdict && opt.cut && *opt.cut != opt.verdict->cut) {
+    return Status::InvalidArgument(fmt::format("the verdict is for cut {}, not cut {}", opt.verdict->cut, *opt.cut));
+  }
+  CheckReport rep;
+  rep.dir = opt.dir;
+  rep.level = opt.level;
+  rep.selected_cut = opt.verdict ? std::optional<uint64_t>(opt.verdict->cut) : opt.cut;
+  cut::ClusterLayout layout;
+  layout.dir = opt.dir;
+  layout.wal_dirs = {opt.dir};
+  RunFiles(opt, layout, rep);
+  if (opt.level == CheckLevel::kFiles) return rep;
+
+  const Verdict& v = *opt.verdict;
+  const uint64_t k = v.cut;
+  CheckItem status;
+  status.level = CheckLevel::kCuts;
+  status.group = fmt::format("cut-{}", k);
+  status.name = fmt::format("node {}: verdict", node);
+  if (v.status == cut::CutStatus::kConsistent) {
+    status.note = fmt::format("cut {} is consistent (verdict {}), base {}", k, v.id, v.base_name);
+  } else {
+    CheckFinding f;
+    f.check = "status";
+    f.cut = k;
+    f.expected = "consistent";
+    f.found = cut::CutStatusName(v.status);
+    f.message = fmt::format("cut {} is {} (verdict {}): {}", k, f.found, v.id, v.reason);
+    status.findings.push_back(std::move(f));
+    status.outcome = ItemOutcome::kFail;
+  }
+  rep.items.push_back(std::move(status));
+
+  CheckItem restore = RestoreItem(k, "");
+  restore.name = fmt::format("node {}: restore", node);
+  CheckItem fps = RestoreItem(k, "");
+  fps.name = fmt::format("node {}: fingerprint", node);
+  auto finish = [&] {
+    rep.items.push_back(std::move(restore));
+    rep.items.push_back(std::move(fps));
+  };
+  auto not_restored = [&](const std::string& note) {
+    restore.outcome = ItemOutcome::kSkipped;
+    restore.note = note;
+    fps.outcome = ItemOutcome::kSkipped;
+    fps.note = "the node was not restored";
+  };
+  if (v.status != cut::CutStatus::kConsistent) {
+    not_restored(fmt::format("not restored: cut {} is {} (see the verdict)", k, cut::CutStatusName(v.status)));
+    finish();
+    return rep;
+  }
+  std::string tmpl = TempRoot(opt) + "/walcut-check-XXXXXX";
+  std::vector<char> buf(tmpl.begin(), tmpl.end());
+  buf.push_back('\0');
+  if (::mkdtemp(buf.data()) == nullptr) {
+    rep.errors.push_back(fmt::format("{}: cannot create a temporary directory: {}", tmpl, std::strerror(errno)));
+    not_restored("error: no temporary directory");
+    finish();
+    return rep;
+  }
+  const std::string tmp = buf.data();
+  const std::string out = tmp + "/part";
+  PartRequest req;
+  req.verdict = &v;
+  req.node = node;
+  req.wal_dir = opt.dir;
+  req.base_dir = opt.base_dir;
+  req.out = out;
+  req.progress = [&opt](uint64_t b) { Progress(opt, "restore", 0, 0, b); };
+  auto r = RestorePart(req);
+  Status written = Status::Ok();
+  if (r.ok()) written = WritePart(*r, v, out);
+  if (!r.ok() || !written.ok()) {
+    const Status st = r.ok() ? written : r.status();
+    const auto code = st.code();
+    if (r.ok() || (code != walfmt::ErrorCode::kCorruption && code != walfmt::ErrorCode::kInvalidArgument)) {
+      rep.errors.push_back(st.message());
+      not_restored("error: " + st.message());
+    } else {
+      not_restored("");
+      CheckFinding f;
+      f.check = code == walfmt::ErrorCode::kCorruption ? "restore-damaged" : "restore-refused";
+      f.node = node;
+      f.cut = k;
+      f.message = st.message();
+      restore.findings.push_back(std::move(f));
+      restore.outcome = ItemOutcome::kFail;
+    }
+  } else {
+    const NodeRestore& n = r->nodes.front();
+    restore.note = fmt::format("base {}, WAL {}..{}, {} transactions applied, {} keys", v.base_name,
+                               n.from.ToString(), n.to.ToString(), n.txs_applied, n.entries);
+    const std::string shown = fmt::format("node-{}.snap", node);
+    auto f = walfmt::ReadSnapshotFile(fmt::format("{}/{}", out, shown));
+    if (!f.ok() && f.status().code() == walfmt::ErrorCode::kIo) {
+      rep.errors.push_back(f.status().message());
+      fps.outcome = ItemOutcome::kSkipped;
+      fps.note = "error: " + f.status().message();
+    } else if (!f.ok() || f->fingerprint != n.fingerprint || f->entries.size() != n.entries) {
+      CheckFinding c;
+      c.check = "fingerprint";
+      c.node = node;
+      c.cut = k;
+      c.file = shown;
+      c.expected = fmt::format("fingerprint {:016x}, {} keys", n.fingerprint, n.entries);
+      c.found = f.ok() ? fmt::format("fingerprint {:016x}, {} keys", f->fingerprint, f->entries.size())
+                       : f.status().message();
+      c.message = fmt::format("cut {}, node {}: the restored {} does not read back as restored: expected {}, found {}",
+                              k, node, shown, c.expected, c.found);
+      fps.findings.push_back(std::move(c));
+      fps.outcome = ItemOutcome::kFail;
+    } else {
+      fps.note = fmt::format("node {} {:016x}", node, n.fingerprint);
+    }
+  }
+  RemoveTemp(tmp, rep);
+  finish();
+  return rep;
+}
+
 }  // namespace
 
 InvariantChecker DefaultInvariantChecker() {
@@ -852,6 +991,7 @@ InvariantChecker DefaultInvariantChecker() {
 }
 
 Result<CheckReport> RunCheck(const CheckOptions& opt) {
+  if (opt.node) return RunNodeCheck(opt);
   auto layout = cut::FindClusterLayout(opt.dir);
   if (!layout.ok()) return layout.status();
   CheckReport rep;

@@ -28,6 +28,7 @@
 
 #include "cut/cuts.h"
 #include "recovery/restore.h"
+#include "recovery/verdict.h"
 #include "walfmt/status.h"
 
 namespace walcut::recovery {
@@ -139,14 +140,25 @@ struct CheckOptions {
   // cuts is read, not the whole prefix); false restores each from genesis.
   bool chain_restores = true;
   InvariantChecker invariants = DefaultInvariantChecker();
+  // One node where its WAL lives (docs/scale-out.md): `dir` is then node
+  // `node`'s WAL directory. Level files checks its segments; level restore
+  // (which needs `verdict`, the cut's verdict from every node's summary)
+  // adds the verdict's status of the cut and the node's restore from the
+  // verdict (recovery/part.h: RestorePart), read back. Level cuts needs every
+  // node and is refused. The items of such reports are named per node, so
+  // that the reports of all nodes merge into one (`walcut check merge`).
+  std::optional<uint32_t> node;
+  const Verdict* verdict = nullptr;
+  std::string base_dir;               // the node's full-snapshot base directory, when the verdict's base is one
   // Progress (from worker threads): a phase name, units done / total (0 when
   // unknown), bytes done.
   std::function<void(const char* phase, uint64_t done, uint64_t total, uint64_t bytes)> progress;
 };
 
 // Runs the ladder. Fails (kNotFound / kInvalidArgument: usage) when DIR is not
-// a cluster directory or --cut names no cut; every problem found in the data
-// is in the report. Tool failures after the start go to report.errors.
+// a cluster directory or --cut names no cut (with `node`: level cuts, or level
+// restore without a verdict); every problem found in the data is in the
+// report. Tool failures after the start go to report.errors.
 walfmt::Result<CheckReport> RunCheck(const CheckOptions& opt);
 
 // Whether the report holds a finding (exit 1) — an incomplete last cut alone

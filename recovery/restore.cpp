@@ -12,6 +12,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "recovery/restore_node.h"
 #include "recovery/state_table.h"
 #include "walfmt/bytes.h"
 #include "walfmt/cluster_layout.h"
@@ -41,18 +42,16 @@ walfmt::Result<std::string> ReadText(const std::string& path) {
   return walfmt::ReadWholeFile(path, walfmt::kMaxJsonFileBytes);
 }
 
-// Membership of one cut on one node, as docs/cut-rule.md section 2 states it. The
-// sets are small (the transactions in flight when the cut started) and asked
-// once per commit: sorted vectors.
-struct CutRule {
-  Lsn start;
-  std::vector<TxId> before;
-  std::vector<TxId> after;
-  bool In(const TxId& t, Lsn p) const {
-    if (p < start) return !std::binary_search(after.begin(), after.end(), t);
-    return p > start && std::binary_search(before.begin(), before.end(), t);
-  }
-};
+bool PeekTx(std::span<const uint8_t> p, TxId& t) {
+  if (p.size() < 12) return false;
+  t.node = walfmt::LoadU32(p.data());
+  t.seq = walfmt::LoadU64(p.data() + 4);
+  return true;
+}
+
+}  // namespace
+
+namespace detail {
 
 CutRule RuleOf(const cut::NodeCut& nc) {
   CutRule r;
@@ -64,8 +63,6 @@ CutRule RuleOf(const cut::NodeCut& nc) {
   return r;
 }
 
-// Where a restore based on cut J must start reading on this node: nothing
-// outside cut J was written before it.
 Lsn ContinueFrom(const cut::NodeCut& nc) {
   Lsn from = nc.start;
   for (const auto* list : {&nc.before, &nc.after}) {
@@ -76,26 +73,63 @@ Lsn ContinueFrom(const cut::NodeCut& nc) {
   return from;
 }
 
-bool PeekTx(std::span<const uint8_t> p, TxId& t) {
-  if (p.size() < 12) return false;
-  t.node = walfmt::LoadU32(p.data());
-  t.seq = walfmt::LoadU64(p.data() + 4);
-  return true;
+namespace {
+
+// Whether the record `v` is the one `e` expects; "" when it is, else what
+// was found instead.
+std::string Mismatch(const ExpectedRecord& e, const walfmt::RecordView& v) {
+  const std::string found_type(walfmt::RecordTypeName(v.type));
+  const bool type_ok = e.data_or_prepare ? (v.type == walfmt::RecordType::kTxData ||
+                                            v.type == walfmt::RecordType::kTxPrepare)
+                                         : v.type == e.type;
+  if (!type_ok) return fmt::format("a {} record", found_type);
+  switch (v.type) {
+    case walfmt::RecordType::kTxData:
+    case walfmt::RecordType::kTxPrepare: {
+      TxId t;
+      if (!PeekTx(v.payload, t)) return fmt::format("a {} record that does not decode", found_type);
+      if (t != e.tx) return fmt::format("{} of {}", found_type, t.ToString());
+      return "";
+    }
+    case walfmt::RecordType::kTxCommit:
+    case walfmt::RecordType::kTxRollback: {
+      walfmt::TxOutcomeView x;
+      if (!walfmt::ParseTxOutcome(v.type, v.payload, x)) return fmt::format("a {} record that does not decode", found_type);
+      if (x.tx != e.tx) return fmt::format("{} of {}", found_type, x.tx.ToString());
+      if (v.type == walfmt::RecordType::kTxCommit && x.marker != e.marker) {
+        return fmt::format("TX_COMMIT of {} with marker {} (expected marker {})", x.tx.ToString(), x.marker, e.marker);
+      }
+      return "";
+    }
+    default:
+      break;
+  }
+  auto rec = walfmt::DecodePayload(v.type, v.payload);
+  if (!rec.ok()) return fmt::format("a {} record that does not decode", found_type);
+  if (const auto* cs = std::get_if<walfmt::CutStart>(&*rec)) {
+    return cs->cut_id == e.cut ? "" : fmt::format("CUT_START({})", cs->cut_id);
+  }
+  if (const auto* cf = std::get_if<walfmt::CutFinish>(&*rec)) {
+    if (cf->cut_id != e.cut) return fmt::format("CUT_FINISH({})", cf->cut_id);
+    auto before = cf->before, after = cf->after;
+    std::sort(before.begin(), before.end());
+    std::sort(after.begin(), after.end());
+    if (before != e.before || after != e.after) {
+      return fmt::format("CUT_FINISH({}) tracking {} before / {} after, not the {} / {} expected", cf->cut_id,
+                         before.size(), after.size(), e.before.size(), e.after.size());
+    }
+    return "";
+  }
+  if (const auto* sn = std::get_if<walfmt::Snapshot>(&*rec)) {
+    if (sn->name != e.snapshot || sn->fingerprint != e.fingerprint) {
+      return fmt::format("SNAPSHOT({}) with fingerprint {:016x}", sn->name, sn->fingerprint);
+    }
+    return "";
+  }
+  return fmt::format("a {} record", found_type);
 }
 
-struct NodeJob {
-  uint32_t node = 0;
-  std::string wal_dir;
-  const cut::NodeSummary* summary = nullptr;
-  CutRule k;
-  std::optional<CutRule> j;                  // restored base: cut J
-  std::string base_file;                     // the base's node-<i>.snap ("" : genesis), read by the job itself
-  uint64_t base_fingerprint = 0;             // as ResolveBase checked it
-  NodeRestore out;
-  std::string stage_file;                    // write the restored state here ("" : do not)
-  walfmt::SnapshotFile header;               // its header fields
-  bool keep_state = false;
-};
+}  // namespace
 
 Status RunNode(NodeJob& job, bool dry_run, const std::function<void(uint64_t)>& progress) {
   NodeRestore& o = job.out;
@@ -149,7 +183,23 @@ Status RunNode(NodeJob& job, bool dry_run, const std::function<void(uint64_t)>& 
   walfmt::NodeReadOptions ro;
   ro.mode = walfmt::RecoveryMode::kStrict;  // the range must be intact (a torn tail lies beyond CUT_FINISH)
   ro.from = o.from;
+  size_t next_expect = 0;  // job.expect[next_expect] is the next record to meet
+  auto missed = [&](const ExpectedRecord& e, const std::string& found) {
+    failure = Status::InvalidArgument(fmt::format("node {}: {} places {} at {}, but node {}'s WAL has {}", job.node,
+                                                  job.origin, e.what, e.at.ToString(), job.node, found));
+  };
   auto visit = [&](const walfmt::RecordView& v) -> bool {
+    while (next_expect < job.expect.size() && job.expect[next_expect].at <= v.lsn) {
+      const ExpectedRecord& e = job.expect[next_expect++];
+      if (e.at < v.lsn) {
+        missed(e, fmt::format("no record starting there (the next one is at {})", v.lsn.ToString()));
+        return false;
+      }
+      if (const std::string m = Mismatch(e, v); !m.empty()) {
+        missed(e, m + " there");
+        return false;
+      }
+    }
     if (v.lsn > o.to) {
       reached_end = true;
       return false;
@@ -241,6 +291,25 @@ Status RunNode(NodeJob& job, bool dry_run, const std::function<void(uint64_t)>& 
   o.bytes_to_read = bytes;
   if (progress && bytes > reported) progress(bytes - reported);
   if (!failure.ok()) return failure;
+  if (job.check_identity) {
+    for (const auto& sc : read.segments) {
+      if (!sc.header_ok) continue;
+      if (sc.header.node_id != job.node) {
+        return Status::InvalidArgument(fmt::format("{}: segment {} belongs to node {}, not node {}", job.wal_dir,
+                                                   sc.file.path, sc.header.node_id, job.node));
+      }
+      if (job.expect_cluster && sc.header.cluster_id != job.cluster_id) {
+        return Status::InvalidArgument(fmt::format("{}: segment {} is from cluster {:016x}, {} is for cluster {:016x}",
+                                                   job.wal_dir, sc.file.path, sc.header.cluster_id, job.origin,
+                                                   job.cluster_id));
+      }
+    }
+  }
+  if (reached_end && next_expect < job.expect.size() && !(o.to < job.expect[next_expect].at)) {
+    const ExpectedRecord& e = job.expect[next_expect];
+    return Status::InvalidArgument(fmt::format("node {}: {} places {} at {}, but node {}'s WAL has no record there",
+                                               job.node, job.origin, e.what, e.at.ToString(), job.node));
+  }
   if (!reached_end) {
     if (!problems.empty()) {
       return Status::Corruption(fmt::format("node {}: the WAL range {}..{} is damaged: {}", job.node,
@@ -280,6 +349,30 @@ Status RunNode(NodeJob& job, bool dry_run, const std::function<void(uint64_t)>& 
   }
   return Status::Ok();
 }
+
+json NodeEntryJson(const NodeRestore& nr) {
+  return {{"node", nr.node},
+          {"file", fmt::format("node-{}.snap", nr.node)},
+          {"fingerprint", fmt::format("{:016x}", nr.fingerprint)},
+          {"entries", nr.entries},
+          {"wal_from", nr.from.ToString()},
+          {"wal_to", nr.to.ToString()},
+          {"cut_start", nr.cut_start.ToString()},
+          {"continue_from", nr.continue_from.ToString()},
+          {"txs_applied", nr.txs_applied},
+          {"txs_skipped", nr.txs_skipped},
+          {"writes_applied", nr.writes_applied}};
+}
+
+}  // namespace detail
+
+namespace {
+
+using detail::ContinueFrom;
+using detail::CutRule;
+using detail::NodeJob;
+using detail::RuleOf;
+using detail::RunNode;
 
 // A base snapshot file, checked by ResolveBase.
 struct BaseFile {
@@ -418,7 +511,8 @@ std::optional<uint64_t> RestoredBaseCut(const std::string& dir) {
   return m["cut"].get<uint64_t>();
 }
 
-walfmt::Result<BaseChoice> ChooseBase(const cut::ClusterCuts& cc, const cut::ClusterLayout& layout, uint64_t k) {
+walfmt::Result<BaseChoice> ChooseBaseFromSummaries(const cut::ClusterCuts& cc, uint64_t k,
+                                                   const std::function<std::string(const std::string&)>& files_missing) {
   const cut::GlobalCut* g = cc.Find(k);
   if (!g) return Status::NotFound(fmt::format("cut {} is not in the WAL", k));
   const size_t n = cc.nodes.size();
@@ -431,13 +525,11 @@ walfmt::Result<BaseChoice> ChooseBase(const cut::ClusterCuts& cc, const cut::Clu
       before_start &= g->nodes[i] != nullptr && g->nodes[i]->started && u.at[i] < g->nodes[i]->start;
     }
     if (!before_start) continue;
-    std::error_code ec;
-    const fs::path dir = fs::path(layout.dir) / "snapshots" / u.name;
-    bool files = true;
-    for (size_t i = 0; i < n; ++i) files &= fs::is_regular_file(dir / fmt::format("node-{}.snap", i), ec);
-    if (!files) {
-      if (skipped.empty()) skipped = fmt::format("; full snapshot {} is in the WAL but {} lacks its files", u.name, dir.string());
-      continue;
+    if (files_missing) {
+      if (const std::string missing = files_missing(u.name); !missing.empty()) {
+        if (skipped.empty()) skipped = fmt::format("; full snapshot {} is in the WAL but {}", u.name, missing);
+        continue;
+      }
     }
     return BaseChoice{u.name, fmt::format("the newest full snapshot taken before cut {} on every node, so the least WAL "
                                           "to read{}",
@@ -457,6 +549,17 @@ walfmt::Result<BaseChoice> ChooseBase(const cut::ClusterCuts& cc, const cut::Clu
       "and no full snapshot every node's WAL still holds precedes the cut{}; give --base with an earlier restore "
       "output",
       k, first->node, first->wal_start.ToString(), skipped));
+}
+
+walfmt::Result<BaseChoice> ChooseBase(const cut::ClusterCuts& cc, const cut::ClusterLayout& layout, uint64_t k) {
+  const size_t n = cc.nodes.size();
+  return ChooseBaseFromSummaries(cc, k, [&](const std::string& name) -> std::string {
+    std::error_code ec;
+    const fs::path dir = fs::path(layout.dir) / "snapshots" / name;
+    bool files = true;
+    for (size_t i = 0; i < n; ++i) files &= fs::is_regular_file(dir / fmt::format("node-{}.snap", i), ec);
+    return files ? "" : fmt::format("{} lacks its files", dir.string());
+  });
 }
 
 walfmt::Result<RestoreResult> Restore(const cut::ClusterCuts& cc, const cut::ClusterLayout& layout,
@@ -508,7 +611,6 @@ walfmt::Result<RestoreResult> Restore(const cut::ClusterCuts& cc, const cut::Clu
     const cut::NodeCut& nc = *g->nodes[i];
     job.node = static_cast<uint32_t>(i);
     job.wal_dir = layout.wal_dirs[i];
-    job.summary = &cc.nodes[i];
     job.k = RuleOf(nc);
     job.j = base_rules[i];
     job.base_file = base_files[i].path;
@@ -644,17 +746,7 @@ walfmt::Status WriteRestore(RestoreResult& r, const std::string& out, const std:
       f.cluster_id = cluster_id;
       if (Status st = walfmt::WriteSnapshotFile((tmp / file).string(), f); !st.ok()) return fail(st);
     }
-    nodes.push_back({{"node", nr.node},
-                     {"file", file},
-                     {"fingerprint", fmt::format("{:016x}", nr.fingerprint)},
-                     {"entries", nr.entries},
-                     {"wal_from", nr.from.ToString()},
-                     {"wal_to", nr.to.ToString()},
-                     {"cut_start", nr.cut_start.ToString()},
-                     {"continue_from", nr.continue_from.ToString()},
-                     {"txs_applied", nr.txs_applied},
-                     {"txs_skipped", nr.txs_skipped},
-                     {"writes_applied", nr.writes_applied}});
+    nodes.push_back(detail::NodeEntryJson(nr));
   }
   m["nodes"] = nodes;
   if (!r.cluster_json.empty()) {

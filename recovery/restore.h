@@ -113,6 +113,11 @@ struct BaseChoice {
   std::string why;
 };
 walfmt::Result<BaseChoice> ChooseBase(const cut::ClusterCuts& cc, const cut::ClusterLayout& layout, uint64_t k);
+// The same choice from the summaries alone (the hosts hold the snapshot
+// files): `files_missing(name)` says what of snapshot NAME's files is
+// missing ("" when they are there; a null function assumes they are).
+walfmt::Result<BaseChoice> ChooseBaseFromSummaries(const cut::ClusterCuts& cc, uint64_t k,
+                                                   const std::function<std::string(const std::string&)>& files_missing);
 
 // Writes OUT/node-<i>.snap and OUT/manifest.json into a temporary directory
 // next to OUT and renames it into place; refuses an existing OUT. `extra` is

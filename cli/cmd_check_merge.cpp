@@ -1,0 +1,83 @@
+// walcut check merge REPORT...: the JSON reports of `walcut check NODE_DIR`
+// run on every node where its WAL lives (docs/scale-out.md), joined into one
+// report (text, JSON walcut.check/1 or JUnit XML).
+#include <fmt/format.h>
+
+#include "cli/check_report.h"
+#include "cli/command.h"
+#include "cli/output.h"
+#include "recovery/check.h"
+#include "walfmt/file_io.h"
+
+namespace walcut::cli {
+namespace {
+
+struct MergeOptions {
+  std::vector<std::string> reports;
+  std::string format = "text";
+  std::string output;
+};
+
+int RunMerge(const MergeOptions& o) {
+  if (const std::string p = OutputInsideInput("--output", o.output, o.reports); !p.empty()) {
+    PrintError(p);
+    return kExitUsage;
+  }
+  std::vector<recovery::CheckReport> reports;
+  for (const auto& path : o.reports) {
+    auto text = walfmt::ReadWholeFile(path, walfmt::kMaxJsonFileBytes);
+    if (!text.ok()) {
+      PrintError(text.status().message());
+      return text.status().code() == walfmt::ErrorCode::kNotFound ? kExitUsage : kExitIo;
+    }
+    auto r = CheckReportFromJson(*text, path);
+    if (!r.ok()) {
+      PrintError(r.status().message());
+      return kExitUsage;
+    }
+    reports.push_back(std::move(r.value()));
+  }
+  auto m = MergeCheckReports(std::move(reports), o.reports);
+  if (!m.ok()) {
+    PrintError(m.status().message());
+    return kExitUsage;
+  }
+  const int rc = recovery::CheckExitCode(*m);
+  std::string text;
+  if (o.format == "json") text = CheckReportJson(*m, rc).dump(2) + "\n";
+  else if (o.format == "junit") text = CheckReportJunit(*m, rc);
+  else text = CheckReportText(*m, rc);
+  if (o.output.empty()) {
+    fmt::print("{}", text);
+    return rc;
+  }
+  if (auto st = walfmt::WriteFileAtomic(o.output, text); !st.ok()) {
+    PrintError(st.message());
+    return kExitIo;
+  }
+  fmt::print("merged {} reports: {}; {} report in {}\n", o.reports.size(), CheckVerdict(*m, rc), o.format, o.output);
+  return rc;
+}
+
+void RegisterCheckMerge(CLI::App& root, Registry& reg) {
+  auto o = std::make_shared<MergeOptions>();
+  CLI::App* check = root.get_subcommand("check");
+  CLI::App* cmd = check->add_subcommand(
+      "merge",
+      "Join the JSON reports of `walcut check NODE_DIR ... --format json`, one per node, each run where the\n"
+      "node's WAL lives, into one report: files counts summed, the checks level by level and node by node,\n"
+      "tool errors kept. Refuses a report that is not of one node, a node twice, reports of different cuts\n"
+      "or verdicts.\n"
+      "Exit as walcut check on the merged report: 0 all good, 1 findings, 2 usage error, 3 tool errors.");
+  cmd->add_option("reports", o->reports, "Per-node reports (walcut.check/1 JSON)")->required();
+  cmd->add_option("--format", o->format, "text (default), json (walcut.check/1) or junit (JUnit XML)")
+      ->check(CLI::IsMember({"text", "json", "junit"}))
+      ->type_name("text|json|junit");
+  cmd->add_option("-o,--output", o->output, "Write the merged report to FILE (atomically); stdout gets a one-line summary");
+  reg.Add(cmd, [o] { return RunMerge(*o); });
+}
+
+const CommandRegistrar kRegister{91, RegisterCheckMerge};
+
+}  // namespace
+}  // namespace walcut::cli

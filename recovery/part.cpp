@@ -1,0 +1,489 @@
+#include "recovery/part.h"
+
+#include <algorithm>
+#include <filesystem>
+#include <map>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "recovery/restore_node.h"
+#include "walfmt/file_io.h"
+#include "walfmt/reader.h"
+#include "walfmt/segment.h"
+#include "walfmt/snapshot.h"
+#include "walfmt/source.h"
+
+namespace walcut::recovery {
+namespace fs = std::filesystem;
+using nlohmann::json;
+using walfmt::Lsn;
+using walfmt::Status;
+using walfmt::TxId;
+
+namespace {
+
+std::string Hex(uint64_t x) { return fmt::format("{:016x}", x); }
+
+// The header of the first segment of a WAL directory: whose WAL it is.
+walfmt::Result<walfmt::SegmentHeader> FirstHeader(const walfmt::SegmentFile& seg) {
+  auto src = walfmt::OpenSegmentSource(seg.path, seg.compressed);
+  if (!src.ok()) return src.status();
+  const uint8_t* p = nullptr;
+  size_t got = 0;
+  if (Status st = (*src)->Get(0, walfmt::kSegmentHeaderSize, p, got); !st.ok()) return st;
+  walfmt::SegmentHeader h;
+  walfmt::HeaderError err;
+  if (got < walfmt::kSegmentHeaderSize || !DecodeSegmentHeader({p, got}, h, err)) {
+    return Status::Corruption(fmt::format("{}: segment header unusable: {}", seg.path,
+                                          got < walfmt::kSegmentHeaderSize ? "file too short" : err.what));
+  }
+  return h;
+}
+
+// The records the verdict places in [from, to] on this node, by position.
+std::vector<detail::ExpectedRecord> Expectations(const Verdict& v, const VerdictNode& n, Lsn from, Lsn to) {
+  std::vector<detail::ExpectedRecord> out;
+  auto in_range = [&](Lsn at) { return !(at < from) && !(to < at); };
+  if (v.base_kind == BaseKind::kFull) {
+    detail::ExpectedRecord e;
+    e.at = n.from;
+    e.type = walfmt::RecordType::kSnapshot;
+    e.snapshot = v.base_name;
+    e.fingerprint = n.snapshot_fingerprint;
+    e.what = fmt::format("SNAPSHOT({}) with fingerprint {}", v.base_name, Hex(n.snapshot_fingerprint));
+    out.push_back(std::move(e));
+  }
+  if (n.started && in_range(n.start)) {
+    detail::ExpectedRecord e;
+    e.at = n.start;
+    e.type = walfmt::RecordType::kCutStart;
+    e.cut = v.cut;
+    e.what = fmt::format("CUT_START({})", v.cut);
+    out.push_back(std::move(e));
+  }
+  if (n.finished && in_range(n.finish)) {
+    detail::ExpectedRecord e;
+    e.at = n.finish;
+    e.type = walfmt::RecordType::kCutFinish;
+    e.cut = v.cut;
+    for (const auto& t : n.before) e.before.push_back(t.tx);
+    for (const auto& t : n.after) e.after.push_back(t.tx);
+    std::sort(e.before.begin(), e.before.end());
+    std::sort(e.after.begin(), e.after.end());
+    e.what = fmt::format("CUT_FINISH({}) tracking {} before / {} after", v.cut, e.before.size(), e.after.size());
+    out.push_back(std::move(e));
+  }
+  for (const auto* list : {&n.before, &n.after}) {
+    for (const auto& t : *list) {
+      if (t.committed && in_range(t.commit)) {
+        detail::ExpectedRecord e;
+        e.at = t.commit;
+        e.type = walfmt::RecordType::kTxCommit;
+        e.tx = t.tx;
+        e.marker = t.marker;
+        e.what = fmt::format("TX_COMMIT of {} (marker {})", t.tx.ToString(), t.marker);
+        out.push_back(std::move(e));
+      }
+      if (t.rolled_back && in_range(t.commit)) {
+        detail::ExpectedRecord e;
+        e.at = t.commit;
+        e.type = walfmt::RecordType::kTxRollback;
+        e.tx = t.tx;
+        e.what = fmt::format("TX_ROLLBACK of {}", t.tx.ToString());
+        out.push_back(std::move(e));
+      }
+      if ((t.committed || t.rolled_back) && !(t.first_seen == cut::kFirstSeenPruned) && in_range(t.first_seen)) {
+        detail::ExpectedRecord e;
+        e.at = t.first_seen;
+        e.data_or_prepare = true;
+        e.tx = t.tx;
+        e.what = fmt::format("the first record (TX_DATA or TX_PREPARE) of {}", t.tx.ToString());
+        out.push_back(std::move(e));
+      }
+    }
+  }
+  std::stable_sort(out.begin(), out.end(),
+                   [](const detail::ExpectedRecord& a, const detail::ExpectedRecord& b) { return a.at < b.at; });
+  // One expectation per position (a record cannot be two things; the first wins).
+  out.erase(std::unique(out.begin(), out.end(),
+                        [](const detail::ExpectedRecord& a, const detail::ExpectedRecord& b) { return a.at == b.at; }),
+            out.end());
+  return out;
+}
+
+walfmt::Result<std::string> ReadText(const std::string& path) {
+  return walfmt::ReadWholeFile(path, walfmt::kMaxJsonFileBytes);
+}
+
+}  // namespace
+
+walfmt::Result<RestoreResult> RestorePart(const PartRequest& req) {
+  const Verdict& v = *req.verdict;
+  const size_t n = v.nodes.size();
+  if (req.node >= n) {
+    return Status::InvalidArgument(fmt::format("the verdict (cut {}) covers nodes 0..{}; there is no node {}", v.cut,
+                                               n - 1, req.node));
+  }
+  if (v.status != cut::CutStatus::kConsistent && !req.force) {
+    return Status::Corruption(fmt::format("cut {} is {}: {}; refusing to restore it without --force", v.cut,
+                                          cut::CutStatusName(v.status), v.reason));
+  }
+  const VerdictNode& vn = v.nodes[req.node];
+  if (!vn.started) {
+    return Status::InvalidArgument(
+        fmt::format("cut {} has no CUT_START on node {}: there is nothing to restore that node to", v.cut, req.node));
+  }
+  if (!vn.finished && !req.force) {
+    return Status::InvalidArgument(fmt::format("cut {} has no CUT_FINISH on node {}", v.cut, req.node));
+  }
+  std::error_code ec;
+  if (!req.dry_run && !req.out.empty() && fs::exists(req.out, ec)) {
+    return Status::InvalidArgument(fmt::format("{}: already exists; refusing to overwrite", req.out));
+  }
+  // This node's WAL: node I's, from the verdict's cluster, holding the range.
+  std::vector<walfmt::Problem> problems;
+  auto listed = walfmt::ListSegments(req.wal_dir, [&](const walfmt::Problem& p) { problems.push_back(p); });
+  if (!listed.ok()) return listed.status();
+  if (listed->empty()) return Status::NotFound(fmt::format("{}: no WAL segments", req.wal_dir));
+  auto head = FirstHeader(listed->front());
+  if (!head.ok()) return head.status();
+  if (head->node_id != req.node) {
+    return Status::InvalidArgument(fmt::format("{}: holds node {}'s WAL (segment {}), not node {}'s", req.wal_dir,
+                                               head->node_id, listed->front().path, req.node));
+  }
+  if (v.cluster_known && head->cluster_id != v.cluster_id) {
+    return Status::InvalidArgument(fmt::format("{}: the WAL is from cluster {}, the verdict is for cluster {}",
+                                               req.wal_dir, Hex(head->cluster_id), Hex(v.cluster_id)));
+  }
+  const Lsn to = vn.finished ? vn.finish : vn.start;
+  if (listed->front().index > vn.from.segment) {
+    return Status::InvalidArgument(fmt::format(
+        "{}: node {}'s WAL starts at segment {}, but the restore of cut {} from base {} reads from {}", req.wal_dir,
+        req.node, listed->front().index, v.cut, v.base_name, vn.from.ToString()));
+  }
+
+  RestoreResult r;
+  r.cut = v.cut;
+  r.status = v.status;
+  r.reason = v.reason;
+  r.base.kind = v.base_kind;
+  r.base.name = v.base_name;
+  r.base.position.assign(n, Lsn{});
+  r.base.position[req.node] = vn.from;
+  r.cluster_json = v.cluster_json;
+
+  detail::NodeJob job;
+  job.node = req.node;
+  job.wal_dir = req.wal_dir;
+  cut::NodeCut nc;
+  nc.cut_id = v.cut;
+  nc.started = vn.started;
+  nc.start = vn.start;
+  nc.finished = vn.finished;
+  nc.finish = vn.finish;
+  nc.before = vn.before;
+  nc.after = vn.after;
+  job.k = detail::RuleOf(nc);
+  NodeRestore& o = job.out;
+  o.node = req.node;
+  o.from = vn.from;
+  o.to = to;
+  o.cut_start = vn.start;
+  o.continue_from = detail::ContinueFrom(nc);
+  if (v.base_kind == BaseKind::kFull) {
+    if (req.base_dir.empty()) {
+      return Status::InvalidArgument(
+          fmt::format("the verdict's base is full snapshot {}: give the directory holding its node-{}.snap", v.base_name,
+                      req.node));
+    }
+    r.base.dir = req.base_dir;
+    const std::string file = (fs::path(req.base_dir) / fmt::format("node-{}.snap", req.node)).string();
+    uint64_t entries = 0;
+    auto snap = walfmt::ReadSnapshotFile(file, [&entries](std::string_view, std::string_view) { ++entries; });
+    if (!snap.ok()) return Status::Corruption(snap.status().message());
+    if (snap->node_id != req.node) {
+      return Status::InvalidArgument(fmt::format("{}: holds node {}, expected node {}", file, snap->node_id, req.node));
+    }
+    if (snap->cluster_id != head->cluster_id) {
+      return Status::InvalidArgument(fmt::format("{}: from cluster {}, the WAL is from {}", file, Hex(snap->cluster_id),
+                                                 Hex(head->cluster_id)));
+    }
+    if (snap->name != v.base_name || snap->wal_position != vn.from) {
+      return Status::InvalidArgument(fmt::format("{}: snapshot {} taken at {}, the verdict's base is {} at {}", file,
+                                                 snap->name, snap->wal_position.ToString(), v.base_name,
+                                                 vn.from.ToString()));
+    }
+    if (snap->fingerprint != vn.snapshot_fingerprint) {
+      return Status::InvalidArgument(fmt::format("{}: fingerprint {}, the verdict's SNAPSHOT record says {}", file,
+                                                 Hex(snap->fingerprint), Hex(vn.snapshot_fingerprint)));
+    }
+    job.base_file = file;
+    job.base_fingerprint = snap->fingerprint;
+    o.base_entries = entries;
+  }
+  for (const auto& s : vn.segments) o.segments.push_back(s);
+  job.expect = Expectations(v, vn, vn.from, to);
+  job.origin = fmt::format("the verdict (cut {})", v.cut);
+  job.check_identity = true;
+  job.expect_cluster = v.cluster_known;
+  job.cluster_id = v.cluster_id;
+  job.keep_state = req.out.empty() && !req.dry_run;
+
+  if (!req.dry_run && !req.out.empty()) {
+    const fs::path target = fs::absolute(req.out, ec);
+    const fs::path stage = walfmt::TempNameBeside(target.string());
+    if (!fs::create_directories(stage, ec) || ec) {
+      return Status::Io(fmt::format("{}: cannot create: {}", stage.string(), ec.message()));
+    }
+    r.stage_dir = stage.string();
+    job.stage_file = (stage / fmt::format("node-{}.snap", req.node)).string();
+    job.header.node_id = req.node;
+    job.header.cluster_id = v.file_cluster_id;
+    job.header.wal_position = vn.start;
+    job.header.name = fmt::format("cut-{}", v.cut);
+  }
+  auto drop_stage = [&] {
+    if (!r.stage_dir.empty()) {
+      std::error_code ignored;
+      fs::remove_all(r.stage_dir, ignored);
+      r.stage_dir.clear();
+    }
+  };
+  Status st;
+  try {
+    st = detail::RunNode(job, req.dry_run, req.progress);
+  } catch (...) {
+    drop_stage();
+    throw;
+  }
+  if (st.ok() && vn.has_transactions && v.status == cut::CutStatus::kConsistent &&
+      job.out.txs_applied != vn.transactions) {
+    st = Status::InvalidArgument(fmt::format(
+        "node {}: the WAL range {}..{} holds {} transactions of cut {}, the summaries count {}: they do not describe "
+        "this WAL",
+        req.node, o.from.ToString(), o.to.ToString(), job.out.txs_applied, v.cut, vn.transactions));
+  }
+  if (!st.ok()) {
+    drop_stage();
+    return st;
+  }
+  r.bytes_read = job.out.bytes_to_read;
+  r.nodes.push_back(std::move(job.out));
+  return r;
+}
+
+walfmt::Status WritePart(RestoreResult& r, const Verdict& v, const std::string& out) {
+  std::error_code ec;
+  if (r.stage_dir.empty() || r.nodes.size() != 1) {
+    return Status::Internal("WritePart: not the staged result of RestorePart");
+  }
+  auto fail = [&](Status st) {
+    std::error_code ignored;
+    fs::remove_all(r.stage_dir, ignored);
+    r.stage_dir.clear();
+    return st;
+  };
+  if (fs::exists(out, ec)) return fail(Status::InvalidArgument(fmt::format("{}: already exists; refusing to overwrite", out)));
+  const NodeRestore& nr = r.nodes.front();
+  json m;
+  m["format"] = kPartFormat;
+  m["version"] = kManifestVersion;
+  m["cut"] = r.cut;
+  m["status"] = cut::CutStatusName(r.status);
+  m["forced"] = r.status != cut::CutStatus::kConsistent;
+  if (r.status != cut::CutStatus::kConsistent) m["problem"] = r.reason;
+  m["verdict"] = v.id;
+  m["node"] = nr.node;
+  m["nodes"] = v.nodes.size();
+  m["cluster_id"] = Hex(v.file_cluster_id);
+  m["base"] = {{"kind", BaseKindName(r.base.kind)}, {"name", r.base.name}};
+  if (!r.base.dir.empty()) m["base"]["dir"] = r.base.dir;
+  m["entry"] = detail::NodeEntryJson(nr);
+  m["bytes_read"] = nr.bytes_to_read;
+  if (!r.cluster_json.empty()) m["cluster_json"] = r.cluster_json;
+  const fs::path tmp(r.stage_dir);
+  if (Status st = walfmt::WriteNewFile((tmp / "manifest.json").string(), m.dump(2) + "\n"); !st.ok()) return fail(st);
+  if (Status st = walfmt::SyncDir(tmp.string()); !st.ok()) return fail(st);
+  if (Status st = walfmt::RenameDurable(tmp.string(), fs::absolute(out, ec).string()); !st.ok()) return fail(st);
+  r.stage_dir.clear();
+  return Status::Ok();
+}
+
+namespace {
+
+// One part as its manifest describes it.
+struct Part {
+  std::string dir;
+  uint64_t cut = 0;
+  std::string status;
+  std::string problem;
+  std::string verdict;
+  uint32_t node = 0;
+  uint64_t nodes = 0;
+  std::string cluster_id;
+  uint64_t cluster_id_value = 0;
+  std::string base_kind;
+  std::string base_name;
+  std::string cluster_json;
+  NodeRestore entry;
+};
+
+walfmt::Result<Part> ReadPart(const std::string& dir) {
+  const std::string path = (fs::path(dir) / "manifest.json").string();
+  std::error_code ec;
+  if (!fs::is_directory(dir, ec)) return Status::NotFound(fmt::format("{}: no such directory", dir));
+  if (!fs::exists(path, ec)) {
+    return Status::InvalidArgument(fmt::format("{}: not a per-node restore (no manifest.json)", dir));
+  }
+  auto text = ReadText(path);
+  if (!text.ok()) return text.status();
+  const json m = json::parse(*text, nullptr, false);
+  auto bad = [&](const std::string& what) {
+    return Status::InvalidArgument(fmt::format("{}: {}", path, what));
+  };
+  if (!m.is_object()) return bad("not JSON");
+  const auto format = m.find("format");
+  if (format == m.end() || !format->is_string() || format->get<std::string>() != kPartFormat) {
+    return bad(fmt::format("not a per-node restore manifest (format is not {}){}", kPartFormat,
+                           m.value("format", json()) == json("walcut-restore") ? ": it is a whole restore already" : ""));
+  }
+  Part p;
+  p.dir = dir;
+  try {
+    p.cut = m.at("cut").get<uint64_t>();
+    p.status = m.at("status").get<std::string>();
+    if (m.contains("problem")) p.problem = m.at("problem").get<std::string>();
+    p.verdict = m.at("verdict").get<std::string>();
+    p.node = m.at("node").get<uint32_t>();
+    p.nodes = m.at("nodes").get<uint64_t>();
+    p.cluster_id = m.at("cluster_id").get<std::string>();
+    if (p.cluster_id.size() != 16 || p.cluster_id.find_first_not_of("0123456789abcdef") != std::string::npos) {
+      throw std::invalid_argument("cluster_id is not 16 hex digits");
+    }
+    p.cluster_id_value = std::stoull(p.cluster_id, nullptr, 16);
+    p.base_kind = m.at("base").at("kind").get<std::string>();
+    p.base_name = m.at("base").at("name").get<std::string>();
+    if (m.contains("cluster_json")) p.cluster_json = m.at("cluster_json").get<std::string>();
+    const json& e = m.at("entry");
+    NodeRestore& nr = p.entry;
+    nr.node = e.at("node").get<uint32_t>();
+    const std::string fp = e.at("fingerprint").get<std::string>();
+    if (fp.size() != 16 || fp.find_first_not_of("0123456789abcdef") != std::string::npos) {
+      throw std::invalid_argument("entry.fingerprint is not 16 hex digits");
+    }
+    nr.fingerprint = std::stoull(fp, nullptr, 16);
+    nr.entries = e.at("entries").get<uint64_t>();
+    auto pos = [&](const char* key) {
+      auto l = Lsn::Parse(e.at(key).get<std::string>());
+      if (!l) throw std::invalid_argument(fmt::format("entry.{} is not a position", key));
+      return *l;
+    };
+    nr.from = pos("wal_from");
+    nr.to = pos("wal_to");
+    nr.cut_start = pos("cut_start");
+    nr.continue_from = pos("continue_from");
+    nr.txs_applied = e.at("txs_applied").get<uint64_t>();
+    nr.txs_skipped = e.at("txs_skipped").get<uint64_t>();
+    nr.writes_applied = e.at("writes_applied").get<uint64_t>();
+  } catch (const std::exception& x) {
+    return bad(fmt::format("malformed per-node manifest: {}", x.what()));
+  }
+  if (p.entry.node != p.node) return bad(fmt::format("names node {} and holds an entry of node {}", p.node, p.entry.node));
+  if (p.node >= p.nodes) return bad(fmt::format("node {} of a cluster of {} nodes", p.node, p.nodes));
+  return p;
+}
+
+}  // namespace
+
+walfmt::Result<RestoreResult> AssembleParts(const std::vector<std::string>& parts, const std::string& out) {
+  std::error_code ec;
+  if (parts.empty()) return Status::InvalidArgument("no parts to assemble");
+  if (fs::exists(out, ec)) return Status::InvalidArgument(fmt::format("{}: already exists; refusing to overwrite", out));
+  std::vector<Part> read;
+  for (const auto& d : parts) {
+    auto p = ReadPart(d);
+    if (!p.ok()) return p.status();
+    read.push_back(std::move(p.value()));
+  }
+  const Part& first = read.front();
+  std::map<uint32_t, const Part*> by_node;
+  for (const auto& p : read) {
+    auto differs = [&](const char* what, const std::string& a, const std::string& b) {
+      return Status::InvalidArgument(fmt::format("{} and {} are not parts of one restore: {} {} against {}", first.dir,
+                                                 p.dir, what, a, b));
+    };
+    if (p.cut != first.cut) return differs("cut", std::to_string(first.cut), std::to_string(p.cut));
+    if (p.cluster_id != first.cluster_id) return differs("cluster", first.cluster_id, p.cluster_id);
+    if (p.nodes != first.nodes) return differs("node count", std::to_string(first.nodes), std::to_string(p.nodes));
+    if (p.verdict != first.verdict) return differs("verdict", first.verdict, p.verdict);
+    if (p.base_kind != first.base_kind || p.base_name != first.base_name) {
+      return differs("base", first.base_name, p.base_name);
+    }
+    auto [it, inserted] = by_node.emplace(p.node, &p);
+    if (!inserted) {
+      return Status::InvalidArgument(fmt::format("node {} appears twice: in {} and in {}", p.node, it->second->dir, p.dir));
+    }
+  }
+  if (by_node.size() != first.nodes) {
+    std::vector<std::string> missing;
+    for (uint32_t i = 0; i < first.nodes; ++i) {
+      if (!by_node.count(i)) missing.push_back(std::to_string(i));
+    }
+    return Status::InvalidArgument(fmt::format("cut {} of a {}-node cluster: no part for node{} {}", first.cut,
+                                               first.nodes, missing.size() > 1 ? "s" : "", fmt::join(missing, ", ")));
+  }
+  RestoreResult r;
+  r.cut = first.cut;
+  r.status = cut::CutStatus::kConsistent;
+  for (auto s : {cut::CutStatus::kConsistent, cut::CutStatus::kInconsistent, cut::CutStatus::kIncomplete,
+                 cut::CutStatus::kUnavailable}) {
+    if (first.status == cut::CutStatusName(s)) r.status = s;
+  }
+  r.reason = first.problem;
+  r.base.kind = first.base_kind == BaseKindName(BaseKind::kFull) ? BaseKind::kFull : BaseKind::kGenesis;
+  r.base.name = first.base_name;
+  r.cluster_json = first.cluster_json;
+  const uint64_t cluster_id = first.cluster_id_value;
+
+  const fs::path target = fs::absolute(out, ec);
+  const fs::path stage = walfmt::TempNameBeside(target.string());
+  if (!fs::create_directories(stage, ec) || ec) {
+    return Status::Io(fmt::format("{}: cannot create: {}", stage.string(), ec.message()));
+  }
+  r.stage_dir = stage.string();
+  auto fail = [&](Status st) {
+    std::error_code ignored;
+    fs::remove_all(stage, ignored);
+    return st;
+  };
+  for (const auto& [node, p] : by_node) {
+    const std::string name = fmt::format("node-{}.snap", node);
+    const std::string from = (fs::path(p->dir) / name).string();
+    const std::string to = (stage / name).string();
+    if (Status st = walfmt::CopyToNewFile(from, to); !st.ok()) {
+      return fail(st.code() == walfmt::ErrorCode::kNotFound
+                      ? Status::InvalidArgument(fmt::format("{}: the part has no {}", p->dir, name))
+                      : st);
+    }
+    // Read back what was copied: the assembled file is what is checked.
+    uint64_t entries = 0;
+    auto snap = walfmt::ReadSnapshotFile(to, [&entries](std::string_view, std::string_view) { ++entries; });
+    if (!snap.ok()) return fail(Status::Corruption(fmt::format("{}: {}", from, snap.status().message())));
+    const NodeRestore& e = p->entry;
+    std::string wrong;
+    if (snap->node_id != node) wrong = fmt::format("holds node {}", snap->node_id);
+    else if (snap->cluster_id != cluster_id) wrong = fmt::format("is from cluster {}, the part says {}", Hex(snap->cluster_id), first.cluster_id);
+    else if (snap->fingerprint != e.fingerprint) wrong = fmt::format("has fingerprint {}, the part's manifest says {}", Hex(snap->fingerprint), Hex(e.fingerprint));
+    else if (entries != e.entries) wrong = fmt::format("holds {} keys, the part's manifest says {}", entries, e.entries);
+    else if (snap->name != fmt::format("cut-{}", first.cut) || snap->wal_position != e.cut_start) {
+      wrong = fmt::format("is {} at {}, not cut-{} at {}", snap->name, snap->wal_position.ToString(), first.cut,
+                          e.cut_start.ToString());
+    }
+    if (!wrong.empty()) return fail(Status::Corruption(fmt::format("{}: {}", from, wrong)));
+    r.nodes.push_back(e);
+  }
+  return r;
+}
+
+}  // namespace walcut::recovery

@@ -1,0 +1,92 @@
+// One node's WAL pass of a restore (recovery/restore.h): shared by the
+// single-host restore, which runs it for every node, and the per-node restore
+// of recovery/part.h, which runs it for the one node whose WAL is on this
+// host. Internal to recovery/.
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "cut/summary.h"
+#include "recovery/restore.h"
+#include "walfmt/lsn.h"
+#include "walfmt/record.h"
+#include "walfmt/snapshot.h"
+#include "walfmt/status.h"
+
+namespace walcut::recovery::detail {
+
+// Membership of one cut on one node, as docs/cut-rule.md section 2 states it. The
+// sets are small (the transactions in flight when the cut started) and asked
+// once per commit: sorted vectors.
+struct CutRule {
+  walfmt::Lsn start;
+  std::vector<walfmt::TxId> before;
+  std::vector<walfmt::TxId> after;
+  bool In(const walfmt::TxId& t, walfmt::Lsn p) const {
+    if (p < start) return !std::binary_search(after.begin(), after.end(), t);
+    return p > start && std::binary_search(before.begin(), before.end(), t);
+  }
+};
+
+CutRule RuleOf(const cut::NodeCut& nc);
+
+// Where a restore based on cut J must start reading on this node: nothing
+// outside cut J was written before it.
+walfmt::Lsn ContinueFrom(const cut::NodeCut& nc);
+
+// A record the pass must meet at a given position (the per-node restore
+// checks that the summaries it was given describe this WAL): its type and
+// what it names.
+struct ExpectedRecord {
+  walfmt::Lsn at;
+  walfmt::RecordType type = walfmt::RecordType::kCutStart;
+  bool data_or_prepare = false;           // kTxData or kTxPrepare (a transaction's first record)
+  uint64_t cut = 0;                       // CUT_START / CUT_FINISH
+  walfmt::TxId tx;                        // TX_COMMIT / TX_ROLLBACK / first record
+  uint64_t marker = 0;                    // TX_COMMIT
+  std::string snapshot;                   // SNAPSHOT: name
+  uint64_t fingerprint = 0;               //   and fingerprint
+  std::vector<walfmt::TxId> before;       // CUT_FINISH: the sets, sorted
+  std::vector<walfmt::TxId> after;
+  std::string what;                       // for messages: "CUT_FINISH(3)", "TX_COMMIT of 1:42"
+};
+
+struct NodeJob {
+  uint32_t node = 0;
+  std::string wal_dir;
+  CutRule k;
+  std::optional<CutRule> j;                  // restored base: cut J
+  std::string base_file;                     // the base's node-<i>.snap ("" : genesis), read by the job itself
+  uint64_t base_fingerprint = 0;             // as the caller checked it
+  NodeRestore out;
+  std::string stage_file;                    // write the restored state here ("" : do not)
+  walfmt::SnapshotFile header;               // its header fields
+  bool keep_state = false;
+  // Per-node restore: the records the summaries place in the range, sorted
+  // by position; a record that is not there (or not at a record boundary)
+  // fails the pass with kInvalidArgument naming it. `origin` names where the
+  // expectations came from ("the verdict", "the summaries").
+  std::vector<ExpectedRecord> expect;
+  std::string origin;
+  // Per-node restore: every segment read must carry this node id and cluster.
+  bool check_identity = false;
+  bool expect_cluster = false;
+  uint64_t cluster_id = 0;
+};
+
+// Reads the job's WAL range once, applies the transactions of the cut (and
+// not of the base cut J), and writes / keeps the state as the job says.
+walfmt::Status RunNode(NodeJob& job, bool dry_run, const std::function<void(uint64_t)>& progress);
+
+// A node's entry in a restore's manifest.json ("nodes"): the same in a
+// single-host restore, a per-node part and an assembled restore.
+nlohmann::json NodeEntryJson(const NodeRestore& nr);
+
+}  // namespace walcut::recovery::detail

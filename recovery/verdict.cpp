@@ -1,0 +1,351 @@
+#include "recovery/verdict.h"
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "walfmt/cluster_layout.h"
+#include "walfmt/file_io.h"
+
+namespace walcut::recovery {
+namespace {
+using nlohmann::json;
+using walfmt::Lsn;
+using walfmt::Status;
+
+uint64_t Fnv1a64(std::string_view s) {
+  uint64_t h = 0xcbf29ce484222325ull;
+  for (unsigned char c : s) {
+    h ^= c;
+    h *= 0x100000001b3ull;
+  }
+  return h;
+}
+
+std::string Hex(uint64_t x) { return fmt::format("{:016x}", x); }
+
+json TrackedJson(const cut::TrackedTx& t) {
+  json j = {{"tx", t.tx.ToString()}};
+  if (t.committed) {
+    j["commit"] = t.commit.ToString();
+    j["marker"] = t.marker;
+  }
+  if (t.rolled_back) j["rolled_back"] = t.commit.ToString();
+  if (t.committed || t.rolled_back) j["first_seen"] = t.first_seen.ToString();
+  return j;
+}
+
+// Everything but the id, in a fixed form: the id is the digest of its dump.
+json Body(const Verdict& v) {
+  json j;
+  j["schema"] = kVerdictSchema;
+  j["cut"] = v.cut;
+  j["status"] = cut::CutStatusName(v.status);
+  if (!v.reason.empty()) j["reason"] = v.reason;
+  j["cluster_id"] = v.cluster_known ? json(Hex(v.cluster_id)) : json(nullptr);
+  j["file_cluster_id"] = Hex(v.file_cluster_id);
+  if (!v.cluster_json.empty()) j["cluster_json"] = v.cluster_json;
+  j["base"] = {{"kind", BaseKindName(v.base_kind)}, {"name", v.base_name}, {"why", v.base_why}};
+  json nodes = json::array();
+  for (const auto& n : v.nodes) {
+    json e = {{"node", n.node}, {"from", n.from.ToString()}};
+    if (n.pruned) e["wal_start"] = n.wal_start.ToString();
+    if (n.started) e["start"] = n.start.ToString();
+    if (n.finished) e["finish"] = n.finish.ToString();
+    if (v.base_kind == BaseKind::kFull) e["snapshot_fingerprint"] = Hex(n.snapshot_fingerprint);
+    if (n.has_transactions) e["transactions"] = n.transactions;
+    json b = json::array(), a = json::array();
+    for (const auto& t : n.before) b.push_back(TrackedJson(t));
+    for (const auto& t : n.after) a.push_back(TrackedJson(t));
+    e["before"] = b;
+    e["after"] = a;
+    json segs = json::array();
+    for (const auto& s : n.segments) {
+      segs.push_back({{"index", s.index}, {"file", s.file}, {"compressed", s.compressed}, {"bytes", s.bytes},
+                      {"records", s.records}});
+    }
+    e["segments"] = segs;
+    nodes.push_back(std::move(e));
+  }
+  j["nodes"] = nodes;
+  return j;
+}
+
+// A field that is missing or of the wrong type: one line naming it.
+struct FieldError {
+  std::string field;
+  std::string what;
+};
+
+const json& Need(const json& j, const char* key, const std::string& path) {
+  if (!j.is_object()) throw FieldError{path, "is not an object"};
+  auto it = j.find(key);
+  if (it == j.end()) throw FieldError{path.empty() ? key : path + "." + key, "is missing"};
+  return *it;
+}
+std::string Join(const std::string& path, const char* key) { return path.empty() ? key : path + "." + key; }
+uint64_t U64(const json& j, const char* key, const std::string& path) {
+  const json& v = Need(j, key, path);
+  if (!v.is_number_unsigned()) throw FieldError{Join(path, key), "is not an unsigned integer"};
+  return v.get<uint64_t>();
+}
+std::string Str(const json& j, const char* key, const std::string& path) {
+  const json& v = Need(j, key, path);
+  if (!v.is_string()) throw FieldError{Join(path, key), "is not a string"};
+  return v.get<std::string>();
+}
+bool Bool(const json& j, const char* key, const std::string& path) {
+  const json& v = Need(j, key, path);
+  if (!v.is_boolean()) throw FieldError{Join(path, key), "is not a boolean"};
+  return v.get<bool>();
+}
+Lsn Pos(const json& j, const char* key, const std::string& path) {
+  auto l = Lsn::Parse(Str(j, key, path));
+  if (!l) throw FieldError{Join(path, key), "is not a position SEG/OFFSET"};
+  return *l;
+}
+uint64_t HexU64(const json& j, const char* key, const std::string& path) {
+  const std::string s = Str(j, key, path);
+  if (s.size() != 16 || s.find_first_not_of("0123456789abcdef") != std::string::npos) {
+    throw FieldError{Join(path, key), "is not 16 hex digits"};
+  }
+  return std::stoull(s, nullptr, 16);
+}
+const json& Arr(const json& j, const char* key, const std::string& path) {
+  const json& v = Need(j, key, path);
+  if (!v.is_array()) throw FieldError{Join(path, key), "is not an array"};
+  return v;
+}
+
+cut::TrackedTx TrackedFrom(const json& t, const std::string& p) {
+  cut::TrackedTx x;
+  if (!walfmt::TxId::Parse(Str(t, "tx", p), x.tx)) throw FieldError{p + ".tx", "is not a transaction id NODE:SEQ"};
+  if (t.contains("commit")) {
+    x.committed = true;
+    x.commit = Pos(t, "commit", p);
+    x.marker = U64(t, "marker", p);
+  }
+  if (t.contains("rolled_back")) {
+    x.rolled_back = true;
+    x.commit = Pos(t, "rolled_back", p);
+  }
+  if (x.committed || x.rolled_back) x.first_seen = Pos(t, "first_seen", p);
+  return x;
+}
+
+Verdict FromBody(const json& j) {
+  Verdict v;
+  v.cut = U64(j, "cut", "");
+  const std::string status = Str(j, "status", "");
+  bool known = false;
+  for (auto s : {cut::CutStatus::kConsistent, cut::CutStatus::kInconsistent, cut::CutStatus::kIncomplete,
+                 cut::CutStatus::kUnavailable}) {
+    if (status == cut::CutStatusName(s)) {
+      v.status = s;
+      known = true;
+    }
+  }
+  if (!known) throw FieldError{"status", "is not a cut status"};
+  if (j.contains("reason")) v.reason = Str(j, "reason", "");
+  if (!Need(j, "cluster_id", "").is_null()) {
+    v.cluster_known = true;
+    v.cluster_id = HexU64(j, "cluster_id", "");
+  }
+  v.file_cluster_id = HexU64(j, "file_cluster_id", "");
+  if (j.contains("cluster_json")) v.cluster_json = Str(j, "cluster_json", "");
+  const json& b = Need(j, "base", "");
+  const std::string kind = Str(b, "kind", "base");
+  if (kind == BaseKindName(BaseKind::kGenesis)) {
+    v.base_kind = BaseKind::kGenesis;
+  } else if (kind == BaseKindName(BaseKind::kFull)) {
+    v.base_kind = BaseKind::kFull;
+  } else {
+    throw FieldError{"base.kind", "is neither genesis nor full"};
+  }
+  v.base_name = Str(b, "name", "base");
+  v.base_why = Str(b, "why", "base");
+  const json& nodes = Arr(j, "nodes", "");
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    const std::string p = fmt::format("nodes[{}]", i);
+    const json& e = nodes[i];
+    VerdictNode n;
+    n.node = static_cast<uint32_t>(U64(e, "node", p));
+    if (n.node != i) throw FieldError{p + ".node", fmt::format("is {}, expected {} (nodes by id from 0)", n.node, i)};
+    n.from = Pos(e, "from", p);
+    if (e.contains("wal_start")) {
+      n.pruned = true;
+      n.wal_start = Pos(e, "wal_start", p);
+    }
+    if (e.contains("start")) {
+      n.started = true;
+      n.start = Pos(e, "start", p);
+    }
+    if (e.contains("finish")) {
+      n.finished = true;
+      n.finish = Pos(e, "finish", p);
+    }
+    if (v.base_kind == BaseKind::kFull) n.snapshot_fingerprint = HexU64(e, "snapshot_fingerprint", p);
+    if (e.contains("transactions")) {
+      n.has_transactions = true;
+      n.transactions = U64(e, "transactions", p);
+    }
+    for (int side = 0; side < 2; ++side) {
+      const char* key = side == 0 ? "before" : "after";
+      const json& l = Arr(e, key, p);
+      for (size_t x = 0; x < l.size(); ++x) {
+        (side == 0 ? n.before : n.after).push_back(TrackedFrom(l[x], fmt::format("{}.{}[{}]", p, key, x)));
+      }
+    }
+    const json& segs = Arr(e, "segments", p);
+    for (size_t x = 0; x < segs.size(); ++x) {
+      const std::string q = fmt::format("{}.segments[{}]", p, x);
+      cut::SegmentInfo s;
+      s.index = U64(segs[x], "index", q);
+      s.file = Str(segs[x], "file", q);
+      s.compressed = Bool(segs[x], "compressed", q);
+      s.bytes = U64(segs[x], "bytes", q);
+      s.records = U64(segs[x], "records", q);
+      n.segments.push_back(std::move(s));
+    }
+    v.nodes.push_back(std::move(n));
+  }
+  if (v.nodes.empty()) throw FieldError{"nodes", "is empty"};
+  return v;
+}
+
+}  // namespace
+
+walfmt::Result<Verdict> MakeVerdict(const cut::ClusterCuts& cc, uint64_t k, const VerdictOptions& opt) {
+  const cut::GlobalCut* g = cc.Find(k);
+  if (!g) return Status::NotFound(fmt::format("cut {} is not in the WAL", k));
+  const size_t n = cc.nodes.size();
+  Verdict v;
+  v.cut = k;
+  v.status = g->status;
+  v.reason = g->reason;
+  for (const auto& s : cc.nodes) {
+    if (s.cluster_known) {
+      v.cluster_known = true;
+      v.cluster_id = s.cluster_id;
+    }
+  }
+  if (!opt.cluster_json.empty()) {
+    auto info = walfmt::ParseClusterInfo(opt.cluster_json, "cluster.json");
+    if (!info.ok()) return Status::InvalidArgument(info.status().message());
+    if (info->nodes != n) {
+      return Status::InvalidArgument(
+          fmt::format("cluster.json describes {} nodes, the summaries {}", info->nodes, n));
+    }
+    if (v.cluster_known && info->cluster_id != v.cluster_id) {
+      return Status::InvalidArgument(fmt::format("cluster.json is cluster {:016x}, the summaries are from cluster {:016x}",
+                                                 info->cluster_id, v.cluster_id));
+    }
+    v.cluster_json = opt.cluster_json;
+    v.file_cluster_id = info->cluster_id;
+  }
+  const cut::SnapshotUse* snap = nullptr;
+  if (opt.base.empty()) {
+    auto choice = ChooseBaseFromSummaries(cc, k, opt.snapshot_files_missing);
+    if (!choice.ok()) return choice.status();
+    v.base_name = choice->base;
+    v.base_why = choice->why;
+  } else {
+    v.base_name = opt.base;
+    v.base_why = "given by --base";
+  }
+  if (v.base_name == "genesis") {
+    v.base_kind = BaseKind::kGenesis;
+    for (const auto& s : cc.nodes) {
+      if (s.pruned) {
+        return Status::InvalidArgument(fmt::format(
+            "base genesis needs every node's WAL from 0/00000000, but node {}'s WAL starts at {} (segments before it "
+            "were removed); use a full snapshot as the base",
+            s.node, s.wal_start.ToString()));
+      }
+    }
+  } else {
+    v.base_kind = BaseKind::kFull;
+    snap = cc.FindSnapshot(v.base_name);
+    if (!snap) return Status::NotFound(fmt::format("base '{}': the WAL records no full snapshot of that name", v.base_name));
+    if (!snap->usable) return Status::InvalidArgument(fmt::format("base {} cannot serve: {}", v.base_name, snap->why));
+  }
+  for (size_t i = 0; i < n; ++i) {
+    const cut::NodeCut* nc = g->nodes[i];
+    const cut::NodeSummary& s = cc.nodes[i];
+    VerdictNode e;
+    e.node = static_cast<uint32_t>(i);
+    e.pruned = s.pruned;
+    e.wal_start = s.wal_start;
+    if (nc) {
+      e.started = nc->started;
+      e.start = nc->start;
+      e.finished = nc->finished;
+      e.finish = nc->finish;
+      e.before = nc->before;
+      e.after = nc->after;
+    }
+    uint64_t before_base = 0;  // transactions of the cut the base already holds
+    if (snap) {
+      e.from = snap->at[i];
+      if (e.started && !(e.from < e.start)) {
+        return Status::InvalidArgument(fmt::format("base {} was taken on node {} at {}, after CUT_START({}) at {}",
+                                                   v.base_name, i, e.from.ToString(), k, e.start.ToString()));
+      }
+      for (const auto& m : s.snapshots) {
+        if (m.name == v.base_name && m.at == e.from) {
+          e.snapshot_fingerprint = m.fingerprint;
+          before_base = m.committed_before.count;
+        }
+      }
+    }
+    if (g->status == cut::CutStatus::kConsistent && i < g->node_transactions.size() &&
+        g->node_transactions[i] >= before_base) {
+      e.has_transactions = true;
+      e.transactions = g->node_transactions[i] - before_base;
+    }
+    const Lsn to = e.finished ? e.finish : e.start;
+    for (const auto& seg : s.segments) {
+      if (seg.index >= e.from.segment && seg.index <= to.segment) e.segments.push_back(seg);
+    }
+    v.nodes.push_back(std::move(e));
+  }
+  v.id = Hex(Fnv1a64(Body(v).dump()));
+  return v;
+}
+
+std::string VerdictToJson(const Verdict& v) {
+  json j = Body(v);
+  j["id"] = Hex(Fnv1a64(j.dump()));
+  return j.dump(1) + "\n";
+}
+
+walfmt::Result<Verdict> VerdictFromJson(const std::string& text, const std::string& origin) {
+  json j = json::parse(text, nullptr, false);
+  if (j.is_discarded() || !j.is_object()) return Status::InvalidArgument(fmt::format("{}: not JSON", origin));
+  const auto schema = j.find("schema");
+  if (schema == j.end() || !schema->is_string() || schema->get<std::string>() != kVerdictSchema) {
+    return Status::InvalidArgument(fmt::format("{}: not a walcut verdict (schema is not {})", origin, kVerdictSchema));
+  }
+  try {
+    const std::string id = Str(j, "id", "");
+    j.erase("id");
+    const std::string digest = Hex(Fnv1a64(j.dump()));
+    if (id != digest) {
+      return Status::InvalidArgument(
+          fmt::format("{}: its content does not match its id {} (digest {}): the file was edited or damaged", origin,
+                      id, digest));
+    }
+    Verdict v = FromBody(j);
+    v.id = id;
+    return v;
+  } catch (const FieldError& e) {
+    return Status::InvalidArgument(fmt::format("{}: field '{}' {}", origin, e.field, e.what));
+  }
+}
+
+walfmt::Result<Verdict> ReadVerdict(const std::string& path) {
+  auto text = walfmt::ReadWholeFile(path, walfmt::kMaxJsonFileBytes);
+  if (!text.ok()) return text.status();
+  return VerdictFromJson(*text, path);
+}
+
+}  // namespace walcut::recovery

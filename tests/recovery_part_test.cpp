@@ -1,0 +1,525 @@
+// Restoring where the WAL lives (recovery/verdict.h, recovery/part.h): each
+// node's WAL moved into its own directory tree (its "host"), scanned there,
+// the verdict made from the summaries alone, each node restored from its own
+// tree only, the parts assembled; the result must be byte for byte the
+// single-host restore of the same cut (node files, and the manifest but for
+// the base's directory). And every way the verdict, the WAL and the base can
+// fail to belong together is refused, naming what does not match.
+#include <algorithm>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <catch2/catch.hpp>
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "cut/cuts.h"
+#include "cut/load.h"
+#include "cut/scan.h"
+#include "cut_support.h"
+#include "node/cluster.h"
+#include "recovery/part.h"
+#include "recovery/restore.h"
+#include "recovery/verdict.h"
+#include "sweep_support.h"
+#include "walfmt/file_io.h"
+
+namespace fs = std::filesystem;
+using walcut::cut::ClusterCuts;
+using walcut::cut::CutStatus;
+using walcut::recovery::AssembleParts;
+using walcut::recovery::MakeVerdict;
+using walcut::recovery::PartRequest;
+using walcut::recovery::RestorePart;
+using walcut::recovery::Verdict;
+using walcut::recovery::VerdictOptions;
+using walcut::recovery::WritePart;
+using walcut::recovery::WriteRestore;
+using TempDir = walcut::test::ScratchDir;
+using nlohmann::json;
+
+namespace {
+
+std::string Slurp(const fs::path& p) {
+  std::ifstream f(p, std::ios::binary);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
+
+// A manifest without the base's directory (a single-host restore names the
+// snapshot directory of the cluster; the parts' bases lie on their hosts).
+std::string ManifestSansBaseDir(const fs::path& dir) {
+  json m = json::parse(Slurp(dir / "manifest.json"));
+  m["base"].erase("dir");
+  return m.dump(2);
+}
+
+// The cluster split into one tree per node: ROOT/host-<i>/node-<i>/wal and
+// ROOT/host-<i>/snapshots/<name>/node-<i>.snap. The cluster directory keeps
+// cluster.json and nothing of any node's WAL, so a restore that read from it
+// or from another host's tree would fail.
+struct Hosts {
+  std::vector<fs::path> node_dirs;   // host-<i>/node-<i>
+  std::vector<fs::path> snap_roots;  // host-<i>/snapshots
+  std::string cluster_json;
+};
+
+Hosts SplitIntoHosts(const std::string& cluster_dir, const fs::path& root, uint32_t nodes) {
+  Hosts h;
+  h.cluster_json = Slurp(fs::path(cluster_dir) / "cluster.json");
+  for (uint32_t i = 0; i < nodes; ++i) {
+    const fs::path host = root / fmt::format("host-{}", i);
+    fs::create_directories(host);
+    const fs::path nd = host / fmt::format("node-{}", i);
+    fs::rename(fs::path(cluster_dir) / fmt::format("node-{}", i), nd);
+    const fs::path snaps = host / "snapshots";
+    std::error_code ec;
+    if (fs::is_directory(fs::path(cluster_dir) / "snapshots", ec)) {
+      for (const auto& e : fs::directory_iterator(fs::path(cluster_dir) / "snapshots")) {
+        fs::create_directories(snaps / e.path().filename());
+        fs::copy_file(e.path() / fmt::format("node-{}.snap", i), snaps / e.path().filename() / fmt::format("node-{}.snap", i));
+      }
+    }
+    h.node_dirs.push_back(nd);
+    h.snap_roots.push_back(snaps);
+  }
+  fs::remove_all(fs::path(cluster_dir) / "snapshots");
+  return h;
+}
+
+// What `walcut scan` does on each host, then the reconstruction from the
+// summaries alone.
+ClusterCuts ScanHosts(const Hosts& h) {
+  std::vector<walcut::cut::NodeSummary> sums;
+  for (uint32_t i = 0; i < h.node_dirs.size(); ++i) {
+    walcut::cut::ScanOptions so;
+    so.node = i;
+    auto s = walcut::cut::ScanNode((h.node_dirs[i] / "wal").string(), so);
+    REQUIRE(s.ok());
+    // The summary travels as a file.
+    auto back = walcut::cut::SummaryFromJson(walcut::cut::SummaryToJson(*s), "summary");
+    REQUIRE(back.ok());
+    sums.push_back(std::move(back.value()));
+  }
+  auto cc = walcut::cut::Reconstruct(std::move(sums));
+  REQUIRE(cc.ok());
+  return std::move(cc.value());
+}
+
+// The verdict as the hosts receive it: through its file format.
+Verdict Shipped(const Verdict& v) {
+  auto back = walcut::recovery::VerdictFromJson(walcut::recovery::VerdictToJson(v), "verdict");
+  REQUIRE(back.ok());
+  CHECK(back->id == v.id);
+  return std::move(back.value());
+}
+
+PartRequest Request(const Verdict& v, const Hosts& h, uint32_t i, const fs::path& out) {
+  PartRequest r;
+  r.verdict = &v;
+  r.node = i;
+  r.wal_dir = (h.node_dirs[i] / "wal").string();
+  r.base_dir = v.base_kind == walcut::recovery::BaseKind::kFull ? (h.snap_roots[i] / v.base_name).string() : "";
+  r.out = out.string();
+  return r;
+}
+
+struct Counts {
+  uint64_t seeds = 0, cuts = 0, full_base = 0, refused = 0, forced = 0;
+};
+
+void CheckSeed(uint64_t seed, Counts& counts) {
+  INFO("seed " << seed << " (rerun: WALCUT_PART_SEED=" << seed << ")");
+  TempDir d("part");
+  walcut::node::ClusterOptions opt = walcut::test::SweepShape((d.path / "c").string(), seed);
+  if (seed % 2 == 0) opt.full_snapshot_at_tx = 100;  // a full base for the cuts after it
+  auto run = walcut::node::RunCluster(opt);
+  REQUIRE(run.ok());
+  auto layout = walcut::cut::FindClusterLayout(opt.dir);
+  REQUIRE(layout.ok());
+  const ClusterCuts cc = walcut::test::LoadCuts(opt.dir);
+
+  // Single host first: every consistent cut (and every forced one that
+  // started on every node), from the base restore chooses.
+  std::vector<uint64_t> restored, forced;
+  for (const auto& g : cc.cuts) {
+    bool all_started = true;
+    for (const auto* nc : g.nodes) all_started &= nc != nullptr && nc->started;
+    const bool consistent = g.status == CutStatus::kConsistent;
+    if (!consistent && !all_started) continue;
+    auto base = walcut::recovery::ChooseBase(cc, *layout, g.cut_id);
+    REQUIRE(base.ok());
+    walcut::recovery::RestoreRequest req;
+    req.cluster_dir = opt.dir;
+    req.cut = g.cut_id;
+    req.base = base->base;
+    req.force = !consistent;
+    req.out = (d.path / fmt::format("single-{}", g.cut_id)).string();
+    auto r = walcut::recovery::Restore(cc, *layout, req);
+    if (!consistent && !r.ok()) continue;  // a forced restore the WAL cannot serve (no CUT_FINISH anywhere near)
+    INFO("cut " << g.cut_id << ": " << r.status().message());
+    REQUIRE(r.ok());
+    REQUIRE(WriteRestore(*r, req.out).ok());
+    (consistent ? restored : forced).push_back(g.cut_id);
+  }
+  ++counts.seeds;
+
+  const Hosts h = SplitIntoHosts(opt.dir, d.path, opt.nodes);
+  const ClusterCuts per_host = ScanHosts(h);
+  REQUIRE(per_host.cuts.size() == cc.cuts.size());
+  for (size_t c = 0; c < cc.cuts.size(); ++c) CHECK(per_host.cuts[c].status == cc.cuts[c].status);
+
+  auto assemble_and_compare = [&](uint64_t k, const Verdict& v, bool force) {
+    INFO("cut " << k << (force ? " (forced)" : ""));
+    std::vector<std::string> parts;
+    for (uint32_t i = 0; i < opt.nodes; ++i) {
+      const fs::path out = d.path / fmt::format("part-{}-{}", k, i);
+      PartRequest req = Request(v, h, i, out);
+      req.force = force;
+      auto r = RestorePart(req);
+      INFO("node " << i << ": " << r.status().message());
+      REQUIRE(r.ok());
+      REQUIRE(WritePart(*r, v, out.string()).ok());
+      parts.push_back(out.string());
+    }
+    std::reverse(parts.begin(), parts.end());  // any order
+    const fs::path out = d.path / fmt::format("assembled-{}", k);
+    auto a = AssembleParts(parts, out.string());
+    INFO(a.status().message());
+    REQUIRE(a.ok());
+    REQUIRE(WriteRestore(*a, out.string()).ok());
+    const fs::path single = d.path / fmt::format("single-{}", k);
+    for (uint32_t i = 0; i < opt.nodes; ++i) {
+      const std::string f = fmt::format("node-{}.snap", i);
+      INFO(f);
+      CHECK(Slurp(out / f) == Slurp(single / f));
+    }
+    CHECK(ManifestSansBaseDir(out) == ManifestSansBaseDir(single));
+  };
+
+  VerdictOptions vo;
+  vo.cluster_json = h.cluster_json;
+  for (uint64_t k : restored) {
+    auto made = MakeVerdict(per_host, k, vo);
+    INFO("cut " << k << ": " << made.status().message());
+    REQUIRE(made.ok());
+    const Verdict v = Shipped(*made);
+    counts.full_base += v.base_kind == walcut::recovery::BaseKind::kFull;
+    assemble_and_compare(k, v, false);
+    ++counts.cuts;
+  }
+  for (uint64_t k : forced) {
+    auto made = MakeVerdict(per_host, k, vo);
+    REQUIRE(made.ok());
+    const Verdict v = Shipped(*made);
+    // Refused on every node without --force, named as a refusal.
+    for (uint32_t i = 0; i < opt.nodes; ++i) {
+      auto r = RestorePart(Request(v, h, i, d.path / fmt::format("refused-{}-{}", k, i)));
+      REQUIRE_FALSE(r.ok());
+      CHECK(r.status().code() == walfmt::ErrorCode::kCorruption);
+      CHECK_THAT(r.status().message(), Catch::Contains("refusing to restore it without --force"));
+      CHECK_FALSE(fs::exists(d.path / fmt::format("refused-{}-{}", k, i)));
+    }
+    ++counts.refused;
+    bool every_node_finished = true;
+    for (const auto& n : v.nodes) every_node_finished &= n.finished;
+    (void)every_node_finished;
+    assemble_and_compare(k, v, true);
+    ++counts.forced;
+  }
+}
+
+}  // namespace
+
+TEST_CASE("per-node restores + assembly equal the single-host restore, every cut of 100 seeds, each WAL on its own host") {
+  uint64_t first = 1, count = 100;
+  if (const char* s = std::getenv("WALCUT_PART_SEED")) {
+    first = std::strtoull(s, nullptr, 10);
+    count = 1;
+  } else if (const char* c = std::getenv("WALCUT_PART_SEEDS")) {
+    count = std::strtoull(c, nullptr, 10);
+  }
+  Counts counts;
+  for (uint64_t seed = first; seed < first + count; ++seed) CheckSeed(seed, counts);
+  WARN(fmt::format("{} seeds: {} consistent cuts restored per node and assembled ({} from a full snapshot), {} "
+                   "inconsistent cuts refused per node and then forced",
+                   counts.seeds, counts.cuts, counts.full_base, counts.refused));
+  CHECK(counts.cuts > 0);
+  if (count >= 100) {
+    CHECK(counts.full_base > 0);
+    CHECK(counts.refused > 0);
+  }
+}
+
+namespace {
+
+// One cluster split into hosts, with a consistent cut restorable from its
+// full snapshot, and that cut's verdict as shipped.
+struct Split {
+  std::unique_ptr<TempDir> dir;
+  walcut::node::ClusterOptions opt;
+  Hosts hosts;
+  ClusterCuts cc;
+  uint64_t cut = 0;
+  Verdict verdict;
+};
+
+Split MakeSplit(uint64_t seed, const std::string& tag) {
+  Split s;
+  s.dir = std::make_unique<TempDir>(tag);
+  s.opt = walcut::test::SweepShape((s.dir->path / "c").string(), seed);
+  s.opt.full_snapshot_at_tx = 100;
+  REQUIRE(walcut::node::RunCluster(s.opt).ok());
+  s.hosts = SplitIntoHosts(s.opt.dir, s.dir->path, s.opt.nodes);
+  s.cc = ScanHosts(s.hosts);
+  VerdictOptions vo;
+  vo.cluster_json = s.hosts.cluster_json;
+  // The last consistent cut: served by the full snapshot.
+  for (const auto& g : s.cc.cuts) {
+    if (g.status == CutStatus::kConsistent) s.cut = g.cut_id;
+  }
+  REQUIRE(s.cut > 0);
+  auto v = MakeVerdict(s.cc, s.cut, vo);
+  REQUIRE(v.ok());
+  REQUIRE(v->base_kind == walcut::recovery::BaseKind::kFull);
+  s.verdict = Shipped(*v);
+  return s;
+}
+
+// RestorePart must refuse, with this code and a message containing `what`,
+// and leave no output behind.
+void Refused(const PartRequest& req, walfmt::ErrorCode code, const std::string& what) {
+  auto r = RestorePart(req);
+  INFO(r.status().message());
+  REQUIRE_FALSE(r.ok());
+  CHECK(r.status().code() == code);
+  CHECK_THAT(r.status().message(), Catch::Contains(what));
+  CHECK_FALSE(fs::exists(req.out));
+  // Nothing staged beside OUT either.
+  for (const auto& e : fs::directory_iterator(fs::path(req.out).parent_path())) {
+    CHECK(e.path().filename().string().find(".tmp-") == std::string::npos);
+  }
+}
+
+}  // namespace
+
+TEST_CASE("a per-node restore refuses a verdict, a WAL or a base that do not belong together, naming the mismatch") {
+  Split s = MakeSplit(4, "part-refuse");
+  const fs::path out = s.dir->path / "out";
+  const Verdict& v = s.verdict;
+  // The unmodified request works (so each refusal below is the change's doing).
+  {
+    auto ok = RestorePart(Request(v, s.hosts, 0, out));
+    INFO(ok.status().message());
+    REQUIRE(ok.ok());
+    std::error_code ec;
+    fs::remove_all(ok->stage_dir, ec);
+  }
+
+  SECTION("a verdict of another cluster") {
+    Split other = MakeSplit(6, "part-other");
+    REQUIRE(other.verdict.cluster_id != v.cluster_id);
+    Refused(Request(other.verdict, s.hosts, 0, out), walfmt::ErrorCode::kInvalidArgument,
+            fmt::format("the WAL is from cluster {:016x}, the verdict is for cluster {:016x}", v.cluster_id,
+                        other.verdict.cluster_id));
+  }
+  SECTION("another node's WAL") {
+    PartRequest req = Request(v, s.hosts, 0, out);
+    req.wal_dir = (s.hosts.node_dirs[1] / "wal").string();
+    Refused(req, walfmt::ErrorCode::kInvalidArgument, "holds node 1's WAL (segment");
+  }
+  SECTION("a node the verdict does not cover") {
+    PartRequest req = Request(v, s.hosts, 0, out);
+    req.node = static_cast<uint32_t>(v.nodes.size());
+    Refused(req, walfmt::ErrorCode::kInvalidArgument, fmt::format("there is no node {}", v.nodes.size()));
+  }
+  SECTION("another node's summary in the verdict: its base is not this node's") {
+    Verdict bad = v;
+    bad.nodes[0] = v.nodes[1];
+    bad.nodes[0].node = 0;
+    Refused(Request(bad, s.hosts, 0, out), walfmt::ErrorCode::kInvalidArgument,
+            fmt::format("snapshot {} taken at {}, the verdict's base is {} at {}", v.base_name,
+                        v.nodes[0].from.ToString(), v.base_name, v.nodes[1].from.ToString()));
+  }
+  SECTION("another node's summary in the verdict: its positions are not this WAL's") {
+    VerdictOptions vo;
+    vo.cluster_json = s.hosts.cluster_json;
+    vo.base = "genesis";
+    auto made = MakeVerdict(s.cc, v.cut, vo);
+    REQUIRE(made.ok());
+    Verdict bad = *made;
+    bad.nodes[0] = made->nodes[1];
+    bad.nodes[0].node = 0;
+    Refused(Request(bad, s.hosts, 0, out), walfmt::ErrorCode::kInvalidArgument,
+            fmt::format("node 0: the verdict (cut {}) places ", v.cut));
+  }
+  SECTION("a verdict of another cut") {
+    Verdict bad = v;
+    bad.cut = v.cut - 1;
+    Refused(Request(bad, s.hosts, 0, out), walfmt::ErrorCode::kInvalidArgument,
+            fmt::format("places CUT_START({}) at {}, but node 0's WAL has CUT_START({}) there", v.cut - 1,
+                        v.nodes[0].start.ToString(), v.cut));
+  }
+  SECTION("CUT_FINISH where no record starts") {
+    Verdict bad = v;
+    bad.nodes[0].finish.offset += 1;
+    Refused(Request(bad, s.hosts, 0, out), walfmt::ErrorCode::kInvalidArgument,
+            fmt::format("places CUT_FINISH({}) tracking", v.cut));
+  }
+  SECTION("CUT_START where no record starts") {
+    Verdict bad = v;
+    bad.nodes[0].start.offset += 1;
+    Refused(Request(bad, s.hosts, 0, out), walfmt::ErrorCode::kInvalidArgument,
+            fmt::format("places CUT_START({}) at {}, but node 0's WAL has no record starting there",
+                        v.cut, bad.nodes[0].start.ToString()));
+  }
+  SECTION("tracked sets that are not the CUT_FINISH record's") {
+    Verdict bad = v;
+    uint32_t i = 0;
+    while (i < bad.nodes.size() && bad.nodes[i].before.empty() && bad.nodes[i].after.empty()) ++i;
+    REQUIRE(i < bad.nodes.size());
+    auto& list = bad.nodes[i].before.empty() ? bad.nodes[i].after : bad.nodes[i].before;
+    list.pop_back();
+    Refused(Request(bad, s.hosts, i, out), walfmt::ErrorCode::kInvalidArgument, "not the ");
+  }
+  SECTION("a tracked transaction's commit elsewhere") {
+    Verdict bad = v;
+    uint32_t i = 0;
+    auto committed = [](const walcut::recovery::VerdictNode& n) {
+      for (const auto& t : n.before) if (t.committed) return true;
+      return false;
+    };
+    while (i < bad.nodes.size() && !committed(bad.nodes[i])) ++i;
+    REQUIRE(i < bad.nodes.size());
+    for (auto& t : bad.nodes[i].before) {
+      if (t.committed) {
+        t.marker += 1;
+        break;
+      }
+    }
+    Refused(Request(bad, s.hosts, i, out), walfmt::ErrorCode::kInvalidArgument, "expected marker");
+  }
+  SECTION("a transaction count the WAL does not hold") {
+    Verdict bad = v;
+    REQUIRE(bad.nodes[2].has_transactions);
+    bad.nodes[2].transactions += 1;
+    Refused(Request(bad, s.hosts, 2, out), walfmt::ErrorCode::kInvalidArgument,
+            fmt::format("transactions of cut {}, the summaries count {}", v.cut, bad.nodes[2].transactions));
+  }
+  SECTION("another node's base file") {
+    const fs::path wrong = s.dir->path / "wrong-base";
+    fs::create_directories(wrong);
+    fs::copy_file(s.hosts.snap_roots[1] / v.base_name / "node-1.snap", wrong / "node-0.snap");
+    PartRequest req = Request(v, s.hosts, 0, out);
+    req.base_dir = wrong.string();
+    Refused(req, walfmt::ErrorCode::kInvalidArgument, "holds node 1, expected node 0");
+  }
+  SECTION("a base the verdict's SNAPSHOT record does not describe") {
+    Verdict bad = v;
+    bad.nodes[0].snapshot_fingerprint ^= 1;
+    Refused(Request(bad, s.hosts, 0, out), walfmt::ErrorCode::kInvalidArgument, "the verdict's SNAPSHOT record says");
+  }
+  SECTION("a verdict file edited by hand") {
+    std::string text = walcut::recovery::VerdictToJson(v);
+    const std::string from = fmt::format("\"cut\": {}", v.cut);
+    REQUIRE(text.find(from) != std::string::npos);
+    text.replace(text.find(from), from.size(), fmt::format("\"cut\": {}", v.cut + 1));
+    auto back = walcut::recovery::VerdictFromJson(text, "v.json");
+    REQUIRE_FALSE(back.ok());
+    CHECK_THAT(back.status().message(), Catch::Contains("v.json: its content does not match its id"));
+  }
+  SECTION("an output that exists") {
+    fs::create_directories(out);
+    auto r = RestorePart(Request(v, s.hosts, 0, out));
+    REQUIRE_FALSE(r.ok());
+    CHECK_THAT(r.status().message(), Catch::Contains("already exists"));
+  }
+}
+
+TEST_CASE("assembly refuses parts that are not one restore: a node missing or twice, another verdict, a damaged file") {
+  Split s = MakeSplit(4, "part-assemble");
+  const Verdict& v = s.verdict;
+  auto part = [&](const Verdict& vv, uint32_t i, const std::string& name) {
+    const fs::path out = s.dir->path / name;
+    auto r = RestorePart(Request(vv, s.hosts, i, out));
+    REQUIRE(r.ok());
+    REQUIRE(WritePart(*r, vv, out.string()).ok());
+    return out.string();
+  };
+  std::vector<std::string> parts;
+  for (uint32_t i = 0; i < s.opt.nodes; ++i) parts.push_back(part(v, i, fmt::format("p{}", i)));
+  const std::string out = (s.dir->path / "assembled").string();
+  auto refused = [&](const std::vector<std::string>& ps, const std::string& what) {
+    auto a = AssembleParts(ps, out);
+    INFO(a.status().message());
+    REQUIRE_FALSE(a.ok());
+    CHECK_THAT(a.status().message(), Catch::Contains(what));
+    CHECK_FALSE(fs::exists(out));
+  };
+  {  // all of them: fine
+    auto a = AssembleParts(parts, out);
+    REQUIRE(a.ok());
+    REQUIRE(WriteRestore(*a, out).ok());
+    fs::remove_all(out);
+  }
+  SECTION("a node missing") {
+    std::vector<std::string> ps = parts;
+    ps.erase(ps.begin() + 1);
+    refused(ps, fmt::format("cut {} of a {}-node cluster: no part for node 1", v.cut, s.opt.nodes));
+  }
+  SECTION("a node twice") {
+    std::vector<std::string> ps = parts;
+    fs::copy(parts[1], s.dir->path / "p1-copy", fs::copy_options::recursive);
+    ps.push_back((s.dir->path / "p1-copy").string());
+    refused(ps, "node 1 appears twice");
+  }
+  SECTION("a part of another cut") {
+    // The previous consistent cut's verdict, for node 1.
+    uint64_t earlier = 0;
+    for (const auto& g : s.cc.cuts) {
+      if (g.status == CutStatus::kConsistent && g.cut_id < v.cut) earlier = g.cut_id;
+    }
+    REQUIRE(earlier > 0);
+    VerdictOptions vo;
+    vo.cluster_json = s.hosts.cluster_json;
+    auto made = MakeVerdict(s.cc, earlier, vo);
+    REQUIRE(made.ok());
+    const Verdict ve = Shipped(*made);
+    refused({parts[0], part(ve, 1, "p1-earlier"), parts[2]}, fmt::format("cut {} against {}", v.cut, earlier));
+  }
+  SECTION("a part of another verdict for the same cut") {
+    VerdictOptions vo;
+    vo.cluster_json = s.hosts.cluster_json;
+    vo.base = "genesis";
+    auto made = MakeVerdict(s.cc, v.cut, vo);
+    REQUIRE(made.ok());
+    const Verdict vg = Shipped(*made);
+    refused({parts[0], part(vg, 1, "p1-genesis"), parts[2]}, fmt::format("verdict {} against {}", v.id, vg.id));
+  }
+  SECTION("a node file that does not read back") {
+    const std::string f = parts[2] + "/node-2.snap";
+    std::string bytes = Slurp(f);
+    bytes[bytes.size() / 2] ^= 0x01;
+    std::ofstream(f, std::ios::binary | std::ios::trunc) << bytes;
+    refused(parts, parts[2] + "/node-2.snap");
+  }
+  SECTION("a part manifest edited by hand") {
+    const std::string mf = parts[1] + "/manifest.json";
+    json m = json::parse(Slurp(mf));
+    m["cluster_id"] = "not hex";
+    std::ofstream(mf, std::ios::binary | std::ios::trunc) << m.dump(2);
+    refused(parts, parts[1] + "/manifest.json: malformed per-node manifest: cluster_id is not 16 hex digits");
+  }
+  SECTION("a whole restore is not a part") {
+    const std::string whole = (s.dir->path / "whole").string();
+    auto a = AssembleParts(parts, whole);
+    REQUIRE(a.ok());
+    REQUIRE(WriteRestore(*a, whole).ok());
+    refused({whole}, "it is a whole restore already");
+  }
+}
