@@ -15,6 +15,7 @@
 
 #include <walfmt/reader.h>
 #include <walfmt/record.h>
+#include <walfmt/record_text.h>
 #include <walfmt/writer.h>
 
 namespace {
