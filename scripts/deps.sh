@@ -4,7 +4,7 @@
 set -euo pipefail
 pkgs=(cmake ninja-build g++ clang libclang-rt-14-dev libcli11-dev libzstd-dev libfmt-dev
       nlohmann-json3-dev catch2 zstd librsvg2-bin libxxhash-dev ccache
-      dpkg-dev pkgconf groff-base zsh)
+      dpkg-dev pkgconf groff-base zsh parallel)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
