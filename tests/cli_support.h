@@ -16,20 +16,18 @@
 
 #include <fmt/format.h>
 
+#include "scratch_dir.h"
 #include "walfmt/source.h"
 #include "walfmt/writer.h"
 
 namespace walcut::test {
 
+// ScratchDir, created, with its path as a string (the CLI suites build
+// shell command lines from it).
 struct TempDir {
-  std::string path;
-  TempDir() {
-    char tmpl[] = "/tmp/walcut-cli-XXXXXX";
-    const char* p = mkdtemp(tmpl);
-    if (p == nullptr) std::abort();
-    path = p;
-  }
-  ~TempDir() { (void)std::system(fmt::format("rm -rf '{}'", path).c_str()); }
+  ScratchDir dir{"cli"};
+  std::string path = dir.path.string();
+  TempDir() { std::filesystem::create_directories(dir.path); }
 };
 
 struct Run {

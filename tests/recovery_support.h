@@ -18,22 +18,14 @@
 #include "node/cluster.h"
 #include "recovery/cluster_info.h"
 #include "recovery/invariants.h"
+#include "scratch_dir.h"
 #include "recovery/state_set.h"
 
 namespace walcut::recovery::testing {
 
-struct TempDir {
-  std::filesystem::path path;
-  explicit TempDir(const std::string& tag) {
-    static int counter = 0;
-    path = std::filesystem::temp_directory_path() / fmt::format("walcut-rec-{}-{}-{}", tag, ::getpid(), counter++);
-    std::filesystem::remove_all(path);
-    std::filesystem::create_directories(path);
-  }
-  ~TempDir() {
-    std::error_code ec;
-    std::filesystem::remove_all(path, ec);
-  }
+// ScratchDir, created.
+struct TempDir : walcut::test::ScratchDir {
+  explicit TempDir(const std::string& tag) : ScratchDir("rec-" + tag) { std::filesystem::create_directories(path); }
   std::string str() const { return path.string(); }
 };
 

@@ -1,8 +1,6 @@
 // File helpers shared by the walfmt test suites: a temporary directory that
-// removes itself, and whole-file reads and writes that fail the test on error.
+// removes itself (tests/scratch_dir.h), and whole-file reads and writes that fail the test on error.
 #pragma once
-
-#include <stdlib.h>
 
 #include <filesystem>
 #include <fstream>
@@ -11,25 +9,19 @@
 
 #include <catch2/catch.hpp>
 
+#include "scratch_dir.h"
+
 namespace walcut::testing {
 
+// The walfmt suites' scratch directory: ScratchDir, created, its path as a
+// string through path().
 class TempDir {
  public:
-  TempDir() {
-    char tmpl[] = "/tmp/walfmt_test.XXXXXX";
-    const char* p = mkdtemp(tmpl);
-    REQUIRE(p != nullptr);
-    path_ = p;
-  }
-  ~TempDir() {
-    std::error_code ec;
-    std::filesystem::remove_all(path_, ec);
-  }
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
+  TempDir() : dir_("walfmt"), path_(dir_.path.string()) { std::filesystem::create_directories(dir_.path); }
   const std::string& path() const { return path_; }
 
  private:
+  walcut::test::ScratchDir dir_;
   std::string path_;
 };
 

@@ -651,3 +651,17 @@ TEST_CASE("record: WriteWritesDescription writes what AppendWritesDescription ap
     }
   }
 }
+
+TEST_CASE("record: CUT_ABORT with an invalid reason is rejected", "[record]") {
+  for (uint16_t reason : {uint16_t{0}, uint16_t{5}, uint16_t{0xFFFF}}) {
+    INFO("reason " << reason);
+    std::string payload;
+    REQUIRE(walfmt::EncodePayload(walfmt::CutAbort{3, 4, walfmt::CutAbortReason::kOther, "x"}, payload).ok());
+    payload[16] = static_cast<char>(reason & 0xFF);
+    payload[17] = static_cast<char>(reason >> 8);
+    auto r = walfmt::DecodePayload(walfmt::RecordType::kCutAbort,
+                           {reinterpret_cast<const uint8_t*>(payload.data()), payload.size()});
+    REQUIRE_FALSE(r.ok());
+    CHECK(r.status().message() == "CUT_ABORT payload: invalid cut abort reason " + std::to_string(reason));
+  }
+}

@@ -237,3 +237,32 @@ TEST_CASE("segment: the worked example of FORMAT.md", "[segment]") {
   CHECK(std::vector<uint8_t>(seg.begin() + 0x44, seg.begin() + 0x4C) == lens);
   CHECK(std::all_of(seg.begin() + 0x50, seg.end(), [](uint8_t b) { return b == 0; }));
 }
+TEST_CASE("segment header: unknown flags and a non-zero reserved field are rejected", "[segment]") {
+  SegmentHeader h;
+  h.node_id = 2;
+  uint8_t b[kSegmentHeaderSize];
+  SegmentHeader out;
+  HeaderError err;
+  SECTION("flags") {
+    h.flags = 0x4;
+    EncodeSegmentHeader(h, b);  // signs the header, unknown bit included
+    CHECK_FALSE(DecodeSegmentHeader({b, sizeof(b)}, out, err));
+    CHECK(err.what == "unsupported segment header flags");
+    CHECK(err.offset == 44);
+    CHECK(err.actual == "00000004");
+  }
+  SECTION("reserved") {
+    EncodeSegmentHeader(h, b);
+    b[57] = 1;
+    StoreU32(b + 60, MaskCrc(crc32c::Value(b, 60)));  // re-signed, so the field check is reached
+    CHECK_FALSE(DecodeSegmentHeader({b, sizeof(b)}, out, err));
+    CHECK(err.what == "reserved segment header field is not zero");
+    CHECK(err.offset == 56);
+    CHECK(err.actual == "00000100");
+  }
+  SECTION("both clear: accepted") {
+    EncodeSegmentHeader(h, b);
+    CHECK(DecodeSegmentHeader({b, sizeof(b)}, out, err));
+    CHECK(out.node_id == 2);
+  }
+}
