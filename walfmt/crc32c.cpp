@@ -32,7 +32,7 @@ constexpr Tables kTables;
 __attribute__((target("sse4.2"))) uint32_t ExtendHw(uint32_t crc, const uint8_t* p, size_t n) {
   uint64_t c = ~crc;
   // One stream: about 9 GB/s on this machine kind, far above what record
-  // parsing needs for records of a few hundred bytes (bench/RESULTS.md).
+  // parsing needs for records of a few hundred bytes (bench/HISTORY.md).
   while (n >= 8) {
     uint64_t w;
     std::memcpy(&w, p, 8);
