@@ -114,8 +114,30 @@ const GlobalCut* ClusterCuts::LatestBefore(uint64_t time_us) const {
   return best;
 }
 
-walfmt::Result<ClusterCuts> Reconstruct(std::vector<NodeSummary> nodes, const ReconstructOptions& opt) {
-  ClusterCuts out;
+namespace {
+
+// Why a cut is not consistent, by kind; the first reason of each kind is
+// the one reported.
+struct Reasons {
+  std::string inconsistent;
+  std::string unavailable;
+  std::string incomplete;
+  static void Note(std::string& slot, std::string text) {
+    if (slot.empty()) slot = std::move(text);
+  }
+};
+
+// What the cross-node digests of one cut are compared against: genesis (no
+// cut, no snapshot), an earlier cut, or a full snapshot (an index into the
+// snapshots); not comparable when neither is in every node's WAL.
+struct DigestBase {
+  const GlobalCut* cut = nullptr;
+  int snapshot = -1;
+  bool comparable = true;
+};
+
+// Summaries in node order, checked to be nodes 0..N-1 of one cluster.
+walfmt::Status CheckNodes(std::vector<NodeSummary>& nodes) {
   std::sort(nodes.begin(), nodes.end(), [](const NodeSummary& a, const NodeSummary& b) { return a.node < b.node; });
   for (size_t i = 0; i < nodes.size(); ++i) {
     if (nodes[i].node != i) {
@@ -130,79 +152,102 @@ walfmt::Result<ClusterCuts> Reconstruct(std::vector<NodeSummary> nodes, const Re
     }
   }
   if (nodes.empty()) return walfmt::Status::InvalidArgument("no nodes");
-  out.nodes = std::move(nodes);
-  const auto& ns = out.nodes;
-  const uint32_t n = static_cast<uint32_t>(ns.size());
+  return walfmt::Status::Ok();
+}
 
-  std::set<uint64_t> ids;
-  uint64_t last_id = 0;
-  for (const auto& s : ns) {
-    for (const auto& c : s.cuts) ids.insert(c.cut_id);
-    if (!s.cuts.empty()) last_id = std::max(last_id, s.cuts.back().cut_id);
+// Reconstruct in named steps, over the summaries in `out.nodes`.
+class Reconstruction {
+ public:
+  Reconstruction(ClusterCuts& out, const ReconstructOptions& opt)
+      : out_(out), ns_(out.nodes), n_(static_cast<uint32_t>(out.nodes.size())), opt_(opt) {}
+
+  void Run() {
+    for (const auto& s : ns_) out_.pruned |= s.pruned;
+    SnapshotUses();
+    // Findings not tied to a cut: kept globally; a transaction finding also
+    // fails the cuts whose CUT_START on that node follows it (they contain it).
+    for (const auto& s : ns_) {
+      for (const auto& f : s.findings) {
+        if (f.cut == 0) out_.findings.push_back(f);
+      }
+    }
+    std::set<uint64_t> ids;
+    for (const auto& s : ns_) {
+      for (const auto& c : s.cuts) ids.insert(c.cut_id);
+    }
+    for (uint64_t k : ids) out_.cuts.push_back(Cut(k));
+    NearestConsistent();
+    SnapshotServes();
+    Window();
   }
-  for (const auto& s : ns) out.pruned |= s.pruned;
+
+ private:
   // The full snapshots whose SNAPSHOT record every node's WAL still holds.
-  std::vector<std::string> snapshot_names;
-  for (const auto& s : ns) {
-    for (const auto& m : s.snapshots) {
-      if (std::find(snapshot_names.begin(), snapshot_names.end(), m.name) == snapshot_names.end()) {
-        snapshot_names.push_back(m.name);
+  void SnapshotUses() {
+    std::vector<std::string> snapshot_names;
+    for (const auto& s : ns_) {
+      for (const auto& m : s.snapshots) {
+        if (std::find(snapshot_names.begin(), snapshot_names.end(), m.name) == snapshot_names.end()) {
+          snapshot_names.push_back(m.name);
+        }
       }
     }
-  }
-  std::vector<std::vector<const SnapshotMark*>> snapshot_marks;  // by snapshot, by node
-  for (const auto& name : snapshot_names) {
-    SnapshotUse u;
-    u.name = name;
-    std::vector<const SnapshotMark*> marks(n, nullptr);
-    for (uint32_t i = 0; i < n; ++i) {
-      for (const auto& m : ns[i].snapshots) {
-        if (m.name == name) marks[i] = &m;
+    for (const auto& name : snapshot_names) {
+      SnapshotUse u;
+      u.name = name;
+      std::vector<const SnapshotMark*> marks(n_, nullptr);
+      for (uint32_t i = 0; i < n_; ++i) {
+        for (const auto& m : ns_[i].snapshots) {
+          if (m.name == name) marks[i] = &m;
+        }
+        if (marks[i]) {
+          u.time_us = std::max(u.time_us, marks[i]->time_us);
+        } else if (u.why.empty()) {
+          u.why = ns_[i].pruned ? fmt::format(
+                                      "node {}'s WAL starts at {} (segments before it were removed), after its "
+                                      "SNAPSHOT({}) record",
+                                      i, ns_[i].wal_start.ToString(), name)
+                                : fmt::format("node {}'s WAL has no SNAPSHOT({}) record", i, name);
+        }
       }
-      if (marks[i]) {
-        u.time_us = std::max(u.time_us, marks[i]->time_us);
-      } else if (u.why.empty()) {
-        u.why = ns[i].pruned ? fmt::format("node {}'s WAL starts at {} (segments before it were removed), after its "
-                                           "SNAPSHOT({}) record",
-                                           i, ns[i].wal_start.ToString(), name)
-                             : fmt::format("node {}'s WAL has no SNAPSHOT({}) record", i, name);
+      u.usable = u.why.empty();
+      if (u.usable) {
+        for (const auto* m : marks) u.at.push_back(m->at);
       }
-    }
-    u.usable = u.why.empty();
-    if (u.usable) {
-      for (const auto* m : marks) u.at.push_back(m->at);
-    }
-    out.snapshots.push_back(std::move(u));
-    snapshot_marks.push_back(std::move(marks));
-  }
-
-  // Findings not tied to a cut: kept globally; a transaction finding also
-  // fails the cuts whose CUT_START on that node follows it (they contain it).
-  for (const auto& s : ns) {
-    for (const auto& f : s.findings) {
-      if (f.cut == 0) out.findings.push_back(f);
+      out_.snapshots.push_back(std::move(u));
+      marks_.push_back(std::move(marks));
     }
   }
 
-  for (uint64_t k : ids) {
+  // Cut k: what each node holds of it, the checks across nodes, its status.
+  GlobalCut Cut(uint64_t k) {
     GlobalCut g;
     g.cut_id = k;
-    g.nodes.assign(n, nullptr);
-    g.node_transactions.assign(n, 0);
-    std::string incomplete_reason;
-    std::string inconsistent_reason;
-    std::string unavailable_reason;
-    auto note = [](std::string& slot, std::string text) {
-      if (slot.empty()) slot = std::move(text);
-    };
+    g.nodes.assign(n_, nullptr);
+    g.node_transactions.assign(n_, 0);
+    Reasons r;
+    NodeFacts(g, r);
+    SetAtomicity(g);
+    const DigestBase b = ChooseDigestBase(g, r);
+    DigestAtomicity(g, b);
+    Conclude(g, r);
+    return g;
+  }
+
+  // Per node: its record of the cut, the findings that concern it, its
+  // counts; whether its evidence was removed (unavailable) and whether it
+  // finished the cut (completeness, check 5).
+  void NodeFacts(GlobalCut& g, Reasons& r) const {
+    const uint64_t k = g.cut_id;
     // The earliest CUT_START(k) anywhere: a pruned node without any record
     // of k whose first segment was created after it lost k's start.
     uint64_t first_start_us = UINT64_MAX;
-    for (const auto& s : ns) {
-      if (const NodeCut* nc = s.FindCut(k); nc && nc->started) first_start_us = std::min(first_start_us, nc->start_time_us);
+    for (const auto& s : ns_) {
+      if (const NodeCut* nc = s.FindCut(k); nc && nc->started)
+        first_start_us = std::min(first_start_us, nc->start_time_us);
     }
-    for (uint32_t i = 0; i < n; ++i) {
-      const NodeSummary& s = ns[i];
+    for (uint32_t i = 0; i < n_; ++i) {
+      const NodeSummary& s = ns_[i];
       const NodeCut* nc = s.FindCut(k);
       g.nodes[i] = nc;
       for (const auto& f : s.findings) {
@@ -216,7 +261,8 @@ walfmt::Result<ClusterCuts> Reconstruct(std::vector<NodeSummary> nodes, const Re
       g.node_transactions[i] = c.count;
       g.transactions += c.owned;
       if (nc) {
-        if (nc->started) g.start_time_us = g.start_time_us == 0 ? nc->start_time_us : std::min(g.start_time_us, nc->start_time_us);
+        if (nc->started)
+          g.start_time_us = g.start_time_us == 0 ? nc->start_time_us : std::min(g.start_time_us, nc->start_time_us);
         if (nc->finished) g.finish_time_us = std::max(g.finish_time_us, nc->finish_time_us);
         g.before += nc->before.size();
         g.after += nc->after.size();
@@ -229,73 +275,86 @@ walfmt::Result<ClusterCuts> Reconstruct(std::vector<NodeSummary> nodes, const Re
       if (s.pruned && !present_trouble &&
           ((nc && nc->evidence_pruned) ||
            (!nc && ((!s.cuts.empty() && s.cuts.front().cut_id > k) || first_start_us < s.wal_start_time_us)))) {
-        note(unavailable_reason,
-             nc && nc->started
-                 ? fmt::format("node {}'s WAL starts at {} (segments before it were removed); a transaction that cut "
-                               "{} tracks there began before it",
-                               i, s.wal_start.ToString(), k)
-                 : fmt::format("node {}'s WAL starts at {} (segments before it were removed); cut {} started before it",
-                               i, s.wal_start.ToString(), k));
+        Reasons::Note(
+            r.unavailable,
+            nc && nc->started
+                ? fmt::format("node {}'s WAL starts at {} (segments before it were removed); a transaction that cut "
+                              "{} tracks there began before it",
+                              i, s.wal_start.ToString(), k)
+                : fmt::format("node {}'s WAL starts at {} (segments before it were removed); cut {} started before it",
+                              i, s.wal_start.ToString(), k));
         continue;
       }
       // Completeness (rule 6 / check 5).
       if (nc && nc->started && nc->finished && nc->aborts.empty() && !nc->restarted) continue;
-      Finding f;
-      f.check = Check::kCompleteness;
-      f.node = i;
-      f.cut = k;
       bool failure = true;
-      if (nc && !nc->aborts.empty()) {
-        const auto& a = nc->aborts.front();
-        f.has_position = true;
-        f.position = a.at;
-        f.message = fmt::format("CUT_ABORT({}) on node {} at {}: {}{}{}", k, i, a.at.ToString(),
-                                walfmt::CutAbortReasonName(a.reason), a.detail.empty() ? "" : ": ", a.detail);
-      } else if (nc && nc->restarted) {
-        Lsn at = nc->start;
-        for (const auto& st : s.starts) {
-          if (st.at > nc->start) {
-            at = st.at;
-            break;
-          }
-        }
-        f.has_position = true;
-        f.position = at;
-        f.message = fmt::format("node {} restarted during cut {} (NODE_START at {})", i, k, at.ToString());
-      } else if (nc && nc->end == CutEnd::kSuperseded) {
-        f.has_position = true;
-        f.position = nc->start;
-        f.message = fmt::format("node {} started cut {} at {} but a later CUT_START came before its CUT_FINISH", i, k,
-                                nc->start.ToString());
-      } else if (nc && !nc->started) {
-        f.has_position = nc->finished;
-        f.position = nc->finish;
-        f.message = fmt::format("node {} has no CUT_START({})", i, k);
-      } else if (nc && nc->end == CutEnd::kDamaged) {
-        failure = false;
-        f.has_position = true;
-        f.position = s.damage_at;
-        f.message = fmt::format("missing CUT_FINISH({}) on node {}: {}", k, i, WalEnd(s));
-      } else if (nc) {
-        failure = false;
-        f.has_position = true;
-        f.position = s.torn_tail ? s.torn_at : s.end;
-        f.message = fmt::format("missing CUT_FINISH({}) on node {}, {}", k, i, WalEnd(s));
-      } else if (!s.cuts.empty() && s.cuts.back().cut_id > k) {
-        f.message = fmt::format("node {} has no record of cut {} (no CUT_START), yet took part in cut {}", i, k,
-                                s.cuts.back().cut_id);
-      } else {
-        failure = false;
-        f.has_position = true;
-        f.position = s.damaged ? s.damage_at : s.end;
-        f.message = fmt::format("no CUT_START({}) on node {}, {}", k, i, WalEnd(s));
-      }
-      note(failure ? inconsistent_reason : incomplete_reason, f.message);
+      Finding f = Unfinished(s, nc, i, k, failure);
+      Reasons::Note(failure ? r.inconsistent : r.incomplete, f.message);
       g.findings.push_back(std::move(f));
     }
-    // Atomicity from the sets: one transaction on both sides.
+  }
+
+  // Why node i did not finish cut k (completeness, check 5), as a finding;
+  // `failure` false when the WAL merely ends first (incomplete, not
+  // inconsistent).
+  static Finding Unfinished(const NodeSummary& s, const NodeCut* nc, uint32_t i, uint64_t k, bool& failure) {
+    Finding f;
+    f.check = Check::kCompleteness;
+    f.node = i;
+    f.cut = k;
+    if (nc && !nc->aborts.empty()) {
+      const auto& a = nc->aborts.front();
+      f.has_position = true;
+      f.position = a.at;
+      f.message = fmt::format("CUT_ABORT({}) on node {} at {}: {}{}{}", k, i, a.at.ToString(),
+                              walfmt::CutAbortReasonName(a.reason), a.detail.empty() ? "" : ": ", a.detail);
+    } else if (nc && nc->restarted) {
+      Lsn at = nc->start;
+      for (const auto& st : s.starts) {
+        if (st.at > nc->start) {
+          at = st.at;
+          break;
+        }
+      }
+      f.has_position = true;
+      f.position = at;
+      f.message = fmt::format("node {} restarted during cut {} (NODE_START at {})", i, k, at.ToString());
+    } else if (nc && nc->end == CutEnd::kSuperseded) {
+      f.has_position = true;
+      f.position = nc->start;
+      f.message = fmt::format("node {} started cut {} at {} but a later CUT_START came before its CUT_FINISH", i, k,
+                              nc->start.ToString());
+    } else if (nc && !nc->started) {
+      f.has_position = nc->finished;
+      f.position = nc->finish;
+      f.message = fmt::format("node {} has no CUT_START({})", i, k);
+    } else if (nc && nc->end == CutEnd::kDamaged) {
+      failure = false;
+      f.has_position = true;
+      f.position = s.damage_at;
+      f.message = fmt::format("missing CUT_FINISH({}) on node {}: {}", k, i, WalEnd(s));
+    } else if (nc) {
+      failure = false;
+      f.has_position = true;
+      f.position = s.torn_tail ? s.torn_at : s.end;
+      f.message = fmt::format("missing CUT_FINISH({}) on node {}, {}", k, i, WalEnd(s));
+    } else if (!s.cuts.empty() && s.cuts.back().cut_id > k) {
+      f.message = fmt::format("node {} has no record of cut {} (no CUT_START), yet took part in cut {}", i, k,
+                              s.cuts.back().cut_id);
+    } else {
+      failure = false;
+      f.has_position = true;
+      f.position = s.damaged ? s.damage_at : s.end;
+      f.message = fmt::format("no CUT_START({}) on node {}, {}", k, i, WalEnd(s));
+    }
+    return f;
+  }
+
+  // Atomicity from the sets: one transaction on both sides.
+  void SetAtomicity(GlobalCut& g) const {
+    const uint64_t k = g.cut_id;
     std::unordered_map<TxId, std::pair<uint32_t, bool>, walfmt::TxIdHash> side;
-    for (uint32_t i = 0; i < n; ++i) {
+    for (uint32_t i = 0; i < n_; ++i) {
       const NodeCut* nc = g.nodes[i];
       if (!nc) continue;
       for (int b = 0; b < 2; ++b) {
@@ -312,73 +371,84 @@ walfmt::Result<ClusterCuts> Reconstruct(std::vector<NodeSummary> nodes, const Re
           f.position = t.commit;
           const uint32_t in_node = b == 0 ? i : it->second.first;
           const uint32_t out_node = b == 0 ? it->second.first : i;
-          f.message = fmt::format("transaction {} before cut {} on node {} but after it on node {}", t.tx.ToString(),
-                                  k, in_node, out_node);
+          f.message = fmt::format("transaction {} before cut {} on node {} but after it on node {}", t.tx.ToString(), k,
+                                  in_node, out_node);
           g.findings.push_back(std::move(f));
         }
       }
     }
-    // What the digests compare against. With the whole WAL: everything
-    // (genesis). When segments were removed: only the transactions the cut
-    // adds to a base every node still holds entirely (a full snapshot taken
-    // before CUT_START(k) everywhere, or an earlier consistent cut whose
-    // evidence is complete), so that a pruned WAL gives no false finding.
-    const GlobalCut* base_cut = nullptr;
-    int base_snapshot = -1;
-    bool comparable = true;
+  }
+
+  // What the digests compare against. With the whole WAL: everything
+  // (genesis). When segments were removed: only the transactions the cut
+  // adds to a base every node still holds entirely (a full snapshot taken
+  // before CUT_START(k) everywhere, or an earlier consistent cut whose
+  // evidence is complete), so that a pruned WAL gives no false finding.
+  DigestBase ChooseDigestBase(GlobalCut& g, Reasons& r) const {
+    const uint64_t k = g.cut_id;
+    DigestBase b;
     g.checked_against = "genesis";
-    if (out.pruned) {
+    if (out_.pruned) {
       bool started_everywhere = true;
       for (const NodeCut* nc : g.nodes) started_everywhere &= nc && nc->started;
-      for (const auto& prev : out.cuts) {
-        if ((prev.status == CutStatus::kConsistent || opt.attested_cut == prev.cut_id) && out.EvidenceComplete(prev)) {
-          base_cut = &prev;
+      for (const auto& prev : out_.cuts) {
+        if ((prev.status == CutStatus::kConsistent || opt_.attested_cut == prev.cut_id) &&
+            out_.EvidenceComplete(prev)) {
+          b.cut = &prev;
           break;
         }
       }
-      for (size_t x = 0; x < snapshot_marks.size() && started_everywhere; ++x) {
-        if (!out.snapshots[x].usable) continue;
+      for (size_t x = 0; x < marks_.size() && started_everywhere; ++x) {
+        if (!out_.snapshots[x].usable) continue;
         bool before_start = true;
-        for (uint32_t i = 0; i < n; ++i) before_start &= snapshot_marks[x][i]->at < g.nodes[i]->start;
+        for (uint32_t i = 0; i < n_; ++i) before_start &= marks_[x][i]->at < g.nodes[i]->start;
         if (before_start) {
-          base_snapshot = static_cast<int>(x);
+          b.snapshot = static_cast<int>(x);
           break;
         }
       }
       // The earlier of the two checks more transactions.
-      if (base_cut && base_snapshot >= 0 && snapshot_marks[base_snapshot][0]->at < base_cut->nodes[0]->start) {
-        base_cut = nullptr;
+      if (b.cut && b.snapshot >= 0 && marks_[b.snapshot][0]->at < b.cut->nodes[0]->start) {
+        b.cut = nullptr;
       }
-      if (base_cut) {
-        g.checked_against = fmt::format("cut {}", base_cut->cut_id);
-        g.base_cut = base_cut->cut_id;
-        base_snapshot = -1;
-      } else if (base_snapshot >= 0) {
-        g.checked_against = fmt::format("full snapshot {}", out.snapshots[base_snapshot].name);
-        g.base_snapshot = out.snapshots[base_snapshot].name;
+      if (b.cut) {
+        g.checked_against = fmt::format("cut {}", b.cut->cut_id);
+        g.base_cut = b.cut->cut_id;
+        b.snapshot = -1;
+      } else if (b.snapshot >= 0) {
+        g.checked_against = fmt::format("full snapshot {}", out_.snapshots[b.snapshot].name);
+        g.base_snapshot = out_.snapshots[b.snapshot].name;
       } else {
-        comparable = false;
+        b.comparable = false;
         g.checked_against.clear();
         if (started_everywhere) {
           const NodeSummary* first = nullptr;
-          for (const auto& s : ns) {
+          for (const auto& s : ns_) {
             if (s.pruned && (!first || first->wal_start < s.wal_start)) first = &s;
           }
-          note(unavailable_reason,
-               fmt::format("no full snapshot or consistent cut before cut {} is still in every node's WAL to check it "
-                           "against (node {}'s WAL starts at {}; segments before it were removed)",
-                           k, first->node, first->wal_start.ToString()));
+          Reasons::Note(
+              r.unavailable,
+              fmt::format("no full snapshot or consistent cut before cut {} is still in every node's WAL to check it "
+                          "against (node {}'s WAL starts at {}; segments before it were removed)",
+                          k, first->node, first->wal_start.ToString()));
         }
       }
     }
+    return b;
+  }
+
+  // Atomicity over every shared transaction: the digests of what each pair
+  // of nodes holds in the cut must agree.
+  void DigestAtomicity(GlobalCut& g, const DigestBase& b) const {
+    const uint64_t k = g.cut_id;
     auto digest = [&](uint32_t node, uint32_t peer) {
-      TxDigest d = DigestUpTo(ns[node], peer, k);
-      if (base_cut) {
-        const TxDigest b = DigestUpTo(ns[node], peer, base_cut->cut_id);
-        d.x ^= b.x;
-        d.n -= b.n;
-      } else if (base_snapshot >= 0) {
-        const auto& before = snapshot_marks[base_snapshot][node]->shared_before;
+      TxDigest d = DigestUpTo(ns_[node], peer, k);
+      if (b.cut) {
+        const TxDigest c = DigestUpTo(ns_[node], peer, b.cut->cut_id);
+        d.x ^= c.x;
+        d.n -= c.n;
+      } else if (b.snapshot >= 0) {
+        const auto& before = marks_[b.snapshot][node]->shared_before;
         if (auto it = before.find(peer); it != before.end()) {
           d.x ^= it->second.x;
           d.n -= it->second.n;
@@ -386,13 +456,11 @@ walfmt::Result<ClusterCuts> Reconstruct(std::vector<NodeSummary> nodes, const Re
       }
       return d;
     };
-    // Atomicity over every shared transaction: the digests of what each pair
-    // of nodes holds in the cut must agree.
-    for (uint32_t i = 0; i < n && comparable; ++i) {
-      for (uint32_t j = i + 1; j < n; ++j) {
+    for (uint32_t i = 0; i < n_ && b.comparable; ++i) {
+      for (uint32_t j = i + 1; j < n_; ++j) {
         const NodeCut* a = g.nodes[i];
-        const NodeCut* b = g.nodes[j];
-        if (!a || !b || !a->finished || !b->finished || !a->started || !b->started) continue;
+        const NodeCut* c = g.nodes[j];
+        if (!a || !c || !a->finished || !c->finished || !a->started || !c->started) continue;
         const TxDigest di = digest(i, j);
         const TxDigest dj = digest(j, i);
         if (di == dj) continue;
@@ -409,122 +477,145 @@ walfmt::Result<ClusterCuts> Reconstruct(std::vector<NodeSummary> nodes, const Re
         g.findings.push_back(std::move(f));
       }
     }
+  }
+
+  static void Conclude(GlobalCut& g, Reasons& r) {
     for (const auto& f : g.findings) {
       SetCheck(g.checks, f.check);
-      if (f.check != Check::kCompleteness) note(inconsistent_reason, f.message);
+      if (f.check != Check::kCompleteness) Reasons::Note(r.inconsistent, f.message);
     }
-    if (!inconsistent_reason.empty()) {
+    if (!r.inconsistent.empty()) {
       g.status = CutStatus::kInconsistent;
-      g.reason = inconsistent_reason;
-    } else if (!unavailable_reason.empty()) {
+      g.reason = r.inconsistent;
+    } else if (!r.unavailable.empty()) {
       g.status = CutStatus::kUnavailable;
-      g.reason = unavailable_reason;
-    } else if (!incomplete_reason.empty()) {
+      g.reason = r.unavailable;
+    } else if (!r.incomplete.empty()) {
       g.status = CutStatus::kIncomplete;
-      g.reason = incomplete_reason;
+      g.reason = r.incomplete;
     }
-    out.cuts.push_back(std::move(g));
   }
 
   // Nearest consistent cuts on each side.
-  std::optional<uint64_t> prev;
-  for (auto& g : out.cuts) {
-    g.consistent_before = prev;
-    if (g.status == CutStatus::kConsistent) prev = g.cut_id;
-  }
-  std::optional<uint64_t> next;
-  for (auto it = out.cuts.rbegin(); it != out.cuts.rend(); ++it) {
-    it->consistent_after = next;
-    if (it->status == CutStatus::kConsistent) next = it->cut_id;
+  void NearestConsistent() {
+    std::optional<uint64_t> prev;
+    for (auto& g : out_.cuts) {
+      g.consistent_before = prev;
+      if (g.status == CutStatus::kConsistent) prev = g.cut_id;
+    }
+    std::optional<uint64_t> next;
+    for (auto it = out_.cuts.rbegin(); it != out_.cuts.rend(); ++it) {
+      it->consistent_after = next;
+      if (it->status == CutStatus::kConsistent) next = it->cut_id;
+    }
   }
 
   // The cuts each full snapshot can serve as a restore base.
-  for (size_t x = 0; x < out.snapshots.size(); ++x) {
-    SnapshotUse& u = out.snapshots[x];
-    if (!u.usable) continue;
-    for (const auto& g : out.cuts) {
-      if (g.status != CutStatus::kConsistent) continue;
-      bool after = true;
-      for (uint32_t i = 0; i < n; ++i) after &= g.nodes[i] && g.nodes[i]->started && u.at[i] < g.nodes[i]->start;
-      if (after) u.serves.push_back(g.cut_id);
+  void SnapshotServes() {
+    for (size_t x = 0; x < out_.snapshots.size(); ++x) {
+      SnapshotUse& u = out_.snapshots[x];
+      if (!u.usable) continue;
+      for (const auto& g : out_.cuts) {
+        if (g.status != CutStatus::kConsistent) continue;
+        bool after = true;
+        for (uint32_t i = 0; i < n_; ++i) after &= g.nodes[i] && g.nodes[i]->started && u.at[i] < g.nodes[i]->start;
+        if (after) u.serves.push_back(g.cut_id);
+      }
     }
   }
 
   // The restore window.
-  RestoreWindow& w = out.window;
-  const GlobalCut* first = nullptr;
-  const GlobalCut* last = nullptr;
-  for (const auto& g : out.cuts) {
-    if (g.status != CutStatus::kConsistent) continue;
-    if (!first) first = &g;
-    last = &g;
-  }
-  const NodeSummary* damaged = nullptr;
-  for (const auto& s : ns) {
-    if (s.damaged && (!damaged || s.damage_at < damaged->damage_at)) damaged = &s;
-  }
-  const NodeSummary* truncated = nullptr;  // the oldest segments are gone: genesis is not reachable
-  for (const auto& s : ns) {
-    if (!s.segments.empty() && s.segments.front().index != 0) truncated = &s;
-  }
-  if (!first) {
-    w.any = false;
-    if (out.cuts.empty()) {
-      w.latest_limit = "the WAL holds no cut";
+  void Window() {
+    RestoreWindow& w = out_.window;
+    const GlobalCut* first = nullptr;
+    const GlobalCut* last = nullptr;
+    for (const auto& g : out_.cuts) {
+      if (g.status != CutStatus::kConsistent) continue;
+      if (!first) first = &g;
+      last = &g;
+    }
+    const NodeSummary* damaged = nullptr;
+    for (const auto& s : ns_) {
+      if (s.damaged && (!damaged || s.damage_at < damaged->damage_at)) damaged = &s;
+    }
+    const NodeSummary* truncated = nullptr;  // the oldest segments are gone: genesis is not reachable
+    for (const auto& s : ns_) {
+      if (!s.segments.empty() && s.segments.front().index != 0) truncated = &s;
+    }
+    if (!first) {
+      w.any = false;
+      if (out_.cuts.empty()) {
+        w.latest_limit = "the WAL holds no cut";
+      } else {
+        w.latest_limit = fmt::format("no cut is consistent; the last, cut {}, is {}: {}", out_.cuts.back().cut_id,
+                                     CutStatusName(out_.cuts.back().status), out_.cuts.back().reason);
+      }
+      if (damaged)
+        w.latest_limit = fmt::format("node {}'s WAL is damaged at {}; {}", damaged->node, damaged->damage_at.ToString(),
+                                     w.latest_limit);
+      w.earliest_limit = w.latest_limit;
+      return;
+    }
+    w.any = true;
+    w.earliest = first->cut_id;
+    w.latest = last->cut_id;
+    if (truncated) {
+      // The lower end is set by the oldest base still usable.
+      const SnapshotUse* oldest = nullptr;
+      for (const auto& u : out_.snapshots) {
+        if (u.usable && !u.serves.empty() && (!oldest || u.serves.front() < oldest->serves.front())) oldest = &u;
+      }
+      const std::string removed = fmt::format("node {}'s WAL starts at {} (segments before it were removed)",
+                                              truncated->node, Lsn{truncated->segments.front().index, 0}.ToString());
+      if (oldest && oldest->serves.front() <= last->cut_id) {
+        w.earliest = oldest->serves.front();
+        w.earliest_limit =
+            fmt::format("base {}, the oldest full snapshot every node's WAL still holds; {}", oldest->name, removed);
+      } else {
+        w.earliest_limit = fmt::format(
+            "{}; no full snapshot remains in every node's WAL, so a restore needs an earlier restore output as its "
+            "base (--base DIR)",
+            removed);
+      }
+    } else if (first->consistent_before || first != &out_.cuts.front()) {
+      const GlobalCut& c0 = out_.cuts.front();
+      w.earliest_limit =
+          fmt::format("base genesis; cut {} before it is {}: {}", c0.cut_id, CutStatusName(c0.status), c0.reason);
     } else {
-      w.latest_limit = fmt::format("no cut is consistent; the last, cut {}, is {}: {}", out.cuts.back().cut_id,
-                                   CutStatusName(out.cuts.back().status), out.cuts.back().reason);
+      w.earliest_limit = "base genesis (the empty cluster at creation): the first cut of the WAL";
     }
-    if (damaged) w.latest_limit = fmt::format("node {}'s WAL is damaged at {}; {}", damaged->node,
-                                              damaged->damage_at.ToString(), w.latest_limit);
-    w.earliest_limit = w.latest_limit;
-    return out;
-  }
-  w.any = true;
-  w.earliest = first->cut_id;
-  w.latest = last->cut_id;
-  if (truncated) {
-    // The lower end is set by the oldest base still usable.
-    const SnapshotUse* oldest = nullptr;
-    for (const auto& u : out.snapshots) {
-      if (u.usable && !u.serves.empty() && (!oldest || u.serves.front() < oldest->serves.front())) oldest = &u;
+    const GlobalCut* after_last = nullptr;
+    for (const auto& g : out_.cuts) {
+      if (g.cut_id > last->cut_id) {
+        after_last = &g;
+        break;
+      }
     }
-    const std::string removed = fmt::format("node {}'s WAL starts at {} (segments before it were removed)",
-                                            truncated->node, Lsn{truncated->segments.front().index, 0}.ToString());
-    if (oldest && oldest->serves.front() <= last->cut_id) {
-      w.earliest = oldest->serves.front();
-      w.earliest_limit = fmt::format("base {}, the oldest full snapshot every node's WAL still holds; {}",
-                                     oldest->name, removed);
+    if (damaged) {
+      w.latest_limit = fmt::format("node {}'s WAL is damaged at {} ({}), so no cut after {} can be restored",
+                                   damaged->node, damaged->damage_at.ToString(), damaged->damage, last->cut_id);
+    } else if (after_last) {
+      w.latest_limit = fmt::format("cut {} after it is {}: {}", after_last->cut_id, CutStatusName(after_last->status),
+                                   after_last->reason);
     } else {
-      w.earliest_limit = fmt::format(
-          "{}; no full snapshot remains in every node's WAL, so a restore needs an earlier restore output as its "
-          "base (--base DIR)",
-          removed);
-    }
-  } else if (first->consistent_before || first != &out.cuts.front()) {
-    const GlobalCut& c0 = out.cuts.front();
-    w.earliest_limit = fmt::format("base genesis; cut {} before it is {}: {}", c0.cut_id, CutStatusName(c0.status),
-                                   c0.reason);
-  } else {
-    w.earliest_limit = "base genesis (the empty cluster at creation): the first cut of the WAL";
-  }
-  const GlobalCut* after_last = nullptr;
-  for (const auto& g : out.cuts) {
-    if (g.cut_id > last->cut_id) {
-      after_last = &g;
-      break;
+      w.latest_limit = "the last cut in the WAL";
     }
   }
-  if (damaged) {
-    w.latest_limit = fmt::format("node {}'s WAL is damaged at {} ({}), so no cut after {} can be restored",
-                                 damaged->node, damaged->damage_at.ToString(), damaged->damage, last->cut_id);
-  } else if (after_last) {
-    w.latest_limit = fmt::format("cut {} after it is {}: {}", after_last->cut_id, CutStatusName(after_last->status),
-                                 after_last->reason);
-  } else {
-    w.latest_limit = "the last cut in the WAL";
-  }
-  (void)last_id;
+
+  ClusterCuts& out_;
+  const std::vector<NodeSummary>& ns_;
+  const uint32_t n_;
+  const ReconstructOptions& opt_;
+  std::vector<std::vector<const SnapshotMark*>> marks_;  // by snapshot, by node
+};
+
+}  // namespace
+
+walfmt::Result<ClusterCuts> Reconstruct(std::vector<NodeSummary> nodes, const ReconstructOptions& opt) {
+  if (walfmt::Status st = CheckNodes(nodes); !st.ok()) return st;
+  ClusterCuts out;
+  out.nodes = std::move(nodes);
+  Reconstruction(out, opt).Run();
   return out;
 }
 
