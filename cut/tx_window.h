@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "cut/tx_table.h"
+#include "walfmt/assert.h"
 #include "walfmt/lsn.h"
 #include "walfmt/record.h"
 
@@ -87,11 +88,13 @@ class TxWindow {
       first = s->at;
       s->state = rolled_back ? kRolledBack : kCommitted;
       s->at = at;
+      WALCUT_ASSERT(size_ > 0, "TxWindow: a slot in flight while the window counts none");
       --size_;
       if (ring_writes_ < mirror_until_) [[unlikely]] Push(t, at, rolled_back);
       return true;
     }
     if (overflow_.size() == 0 || !overflow_.Erase(t, first)) return false;
+    WALCUT_ASSERT(size_ > 0, "TxWindow: a table entry in flight while the window counts none");
     --size_;
     Remember(t, at, rolled_back);
     return true;
@@ -209,6 +212,7 @@ class TxWindow {
     }
     overflow_.Insert(t, at);
     ++size_;
+    WALCUT_ASSERT(size_ >= overflow_.size(), "TxWindow: more table entries than transactions in flight");
     return true;
   }
 
