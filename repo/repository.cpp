@@ -919,7 +919,11 @@ Result<Manifest> DecodeManifest(const std::string& text, const std::string& orig
   std::string zeroed = text;
   zeroed.replace(at, 32, kZeroSum);
   const std::string actual = Xxh3Hex(zeroed);
-  if (!IsHex32(stored) || stored != actual) {
+  if (!IsHex32(stored)) {
+    // Not quoted: the 32 bytes may hold anything, a line break included.
+    return Status::Corruption(fmt::format("{}: the {} value is not 32 hex digits", origin, kManifestChecksumKey));
+  }
+  if (stored != actual) {
     return Status::Corruption(
         fmt::format("{}: checksum mismatch: the manifest says xxh3-128 {}, its bytes give {}", origin, stored, actual));
   }

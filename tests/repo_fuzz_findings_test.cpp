@@ -1,0 +1,50 @@
+// Regressions for what fuzz/fuzz_repo_manifest found in the artifact
+// manifest decoder (fuzz/README.md, "Findings"); each crashing input is also
+// kept in fuzz/corpus/repo_manifest/.
+#include <string>
+
+#include <catch2/catch.hpp>
+
+#include "repo/repository.h"
+
+namespace walcut::repo {
+namespace {
+
+std::string SampleManifest() {
+  Manifest m;
+  m.name = "f-cut-1";
+  m.type = "full";
+  m.source = "restore";
+  m.seq = 1;
+  m.cut = 1;
+  m.files.push_back({"node-0.snap", 10, Xxh3Hex("x")});
+  return EncodeManifest(m);
+}
+
+}  // namespace
+
+TEST_CASE("repo: a manifest checksum that is not hex is refused in one line, without quoting its bytes", "[repo]") {
+  const std::string good = SampleManifest();
+  REQUIRE(DecodeManifest(good, "m").ok());
+  const std::string key = std::string("\"") + kManifestChecksumKey + "\": \"";
+  const size_t at = good.find(key);
+  REQUIRE(at != std::string::npos);
+  // The 32 bytes after the key hold a line break and a quote (fuzz input
+  // finding-checksum-multiline.json): the error used to quote them, so it
+  // spanned lines.
+  std::string bad = good;
+  bad.replace(at + key.size(), 32, "0123456789abcdef\n\"x\": 1,\n \"y\"zz");
+  auto r = DecodeManifest(bad, "m");
+  REQUIRE_FALSE(r.ok());
+  INFO(r.status().message());
+  CHECK(r.status().message() == std::string("m: the ") + kManifestChecksumKey + " value is not 32 hex digits");
+  CHECK(r.status().message().find('\n') == std::string::npos);
+  // A well-formed but wrong checksum still names both values.
+  std::string wrong = good;
+  wrong.replace(at + key.size(), 32, std::string(32, 'a'));
+  auto w = DecodeManifest(wrong, "m");
+  REQUIRE_FALSE(w.ok());
+  CHECK(w.status().message().find("the manifest says xxh3-128 " + std::string(32, 'a')) != std::string::npos);
+}
+
+}  // namespace walcut::repo
