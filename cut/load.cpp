@@ -131,7 +131,9 @@ Finding FindingFrom(Reader& r, const json& j, const std::string& p) {
   if (auto c = ParseCheck(check)) {
     f.check = *c;
   } else if (r.ok()) {
-    r.Fail(p + ".check", fmt::format("\"{}\" is not a known check", check));
+    // Shown with JSON escapes: a line break in it cannot break the one-line error.
+    r.Fail(p + ".check", fmt::format("{} is not a known check",
+                                     json(check).dump(-1, ' ', false, json::error_handler_t::replace)));
   }
   f.node = static_cast<uint32_t>(r.U64(j, "node", p));
   f.cut = r.U64(j, "cut", p, false);
