@@ -1,6 +1,7 @@
 #include "cut/load.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <atomic>
 #include <deque>
 #include <filesystem>
@@ -77,6 +78,19 @@ class Reader {
     }
     return v->get<uint64_t>();
   }
+  // An unsigned integer that must fit `max` (node ids, codes): a larger one is
+  // an error, never truncated into another id.
+  uint64_t Bounded(const json& j, const char* key, const std::string& path, uint64_t max) {
+    const uint64_t v = U64(j, key, path);
+    if (v > max) {
+      Fail(path + "." + key, fmt::format("{} is larger than {}", v, max));
+      return 0;
+    }
+    return v;
+  }
+  uint32_t U32(const json& j, const char* key, const std::string& path) {
+    return static_cast<uint32_t>(Bounded(j, key, path, UINT32_MAX));
+  }
   bool Bool(const json& j, const char* key, const std::string& path) {
     const json* v = Get(j, key, path, false);
     if (!v) return false;
@@ -135,7 +149,7 @@ Finding FindingFrom(Reader& r, const json& j, const std::string& p) {
     r.Fail(p + ".check", fmt::format("{} is not a known check",
                                      json(check).dump(-1, ' ', false, json::error_handler_t::replace)));
   }
-  f.node = static_cast<uint32_t>(r.U64(j, "node", p));
+  f.node = r.U32(j, "node", p);
   f.cut = r.U64(j, "cut", p, false);
   f.message = r.Str(j, "message", p);
   if (j.contains("position")) {
@@ -263,7 +277,7 @@ walfmt::Result<NodeSummary> SummaryFromJson(const std::string& text, const std::
         r.ok() ? fmt::format("{}: not a walcut summary (schema is not walcut.summary/1)", origin) : r.error());
   }
   NodeSummary s;
-  s.node = static_cast<uint32_t>(r.U64(j, "node", ""));
+  s.node = r.U32(j, "node", "");
   if (j.contains("cluster_id")) {
     const std::string c = r.Str(j, "cluster_id", "");
     s.cluster_known = true;
@@ -365,7 +379,7 @@ walfmt::Result<NodeSummary> SummaryFromJson(const std::string& text, const std::
           CutAbortMark m;
           m.at = r.Position((*ab)[x], "at", q);
           m.time_us = r.U64((*ab)[x], "time_us", q);
-          m.reason = static_cast<walfmt::CutAbortReason>(r.U64((*ab)[x], "reason_code", q));
+          m.reason = static_cast<walfmt::CutAbortReason>(r.Bounded((*ab)[x], "reason_code", q, UINT16_MAX));
           m.detail = r.Str((*ab)[x], "detail", q);
           c.aborts.push_back(std::move(m));
         }
@@ -388,7 +402,7 @@ walfmt::Result<NodeSummary> SummaryFromJson(const std::string& text, const std::
       if (const json* sb = r.Array((*a)[i], "shared_before", p, false)) {
         for (size_t x = 0; x < sb->size(); ++x) {
           const std::string q = fmt::format("{}.shared_before[{}]", p, x);
-          auto& d = m.shared_before[static_cast<uint32_t>(r.U64((*sb)[x], "peer", q))];
+          auto& d = m.shared_before[r.U32((*sb)[x], "peer", q)];
           d.x = std::strtoull(r.Str((*sb)[x], "digest", q).c_str(), nullptr, 16);
           d.n = r.U64((*sb)[x], "count", q);
         }
@@ -400,7 +414,7 @@ walfmt::Result<NodeSummary> SummaryFromJson(const std::string& text, const std::
     for (size_t i = 0; i < a->size(); ++i) {
       const std::string p = fmt::format("starts[{}]", i);
       StartMark m;
-      m.incarnation = static_cast<uint32_t>(r.U64((*a)[i], "incarnation", p));
+      m.incarnation = r.U32((*a)[i], "incarnation", p);
       m.at = r.Position((*a)[i], "at", p);
       m.time_us = r.U64((*a)[i], "time_us", p);
       s.starts.push_back(m);
@@ -418,7 +432,7 @@ walfmt::Result<NodeSummary> SummaryFromJson(const std::string& text, const std::
     for (size_t i = 0; i < a->size(); ++i) {
       const std::string p = fmt::format("shared[{}]", i);
       const json& e = (*a)[i];
-      auto& d = s.shared[static_cast<uint32_t>(r.U64(e, "peer", p))][r.U64(e, "first_cut", p)];
+      auto& d = s.shared[r.U32(e, "peer", p)][r.U64(e, "first_cut", p)];
       d.x = std::strtoull(r.Str(e, "digest", p).c_str(), nullptr, 16);
       d.n = r.U64(e, "count", p);
     }

@@ -6,6 +6,7 @@
 //   - any input either loads or fails with a kCorruption error whose message
 //     is one line starting with the file's name (no exception, crash, leak or
 //     undefined behaviour);
+//   - the node id is the file's, never a 64-bit number truncated;
 //   - what loads is written back (SummaryToJson), and the written text loads
 //     again and is written back to the same text: parse -> write -> parse is
 //     stable.
@@ -14,6 +15,8 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+
+#include <nlohmann/json.hpp>
 
 #include "cut/load.h"
 #include "fuzz/check.h"
@@ -36,6 +39,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (!s.ok()) {
     CheckError(s.status(), "load");
     return 0;
+  }
+  // Ids are 32-bit: a larger number is refused, never truncated into another node.
+  const nlohmann::json doc = nlohmann::json::parse(text, nullptr, false);
+  if (doc.is_object() && doc.contains("node") && doc["node"].is_number_unsigned()) {
+    Check(doc["node"].get<uint64_t>() <= UINT32_MAX, "node id over 32 bits accepted");
+    Check(doc["node"].get<uint64_t>() == s->node, "node id changed");
   }
   const std::string once = walcut::cut::SummaryToJson(*s);
   auto again = walcut::cut::SummaryFromJson(once, kOrigin);

@@ -25,3 +25,26 @@ TEST_CASE("a summary naming an unknown check with a line break in it is refused 
   REQUIRE_FALSE(r.ok());
   CHECK(r.status().message() == R"(s.json: field 'findings[0].check' "x\ny" is not a known check)");
 }
+
+TEST_CASE("a summary whose node id or peer does not fit 32 bits is refused, not truncated to another node", "[cut]") {
+  walcut::cut::NodeSummary s;
+  s.node = 1;
+  s.shared[2][0] = {};
+  const std::string good = walcut::cut::SummaryToJson(s);
+  REQUIRE(walcut::cut::SummaryFromJson(good, "s.json").ok());
+  // Node 2^32 + 1 used to load as node 1.
+  std::string big = good;
+  const size_t at = big.find("\"node\": 1");
+  REQUIRE(at != std::string::npos);
+  big.replace(at, 9, "\"node\": 4294967297");
+  auto r = walcut::cut::SummaryFromJson(big, "s.json");
+  REQUIRE_FALSE(r.ok());
+  CHECK(r.status().message() == "s.json: field '.node' 4294967297 is larger than 4294967295");
+  std::string peer = good;
+  const size_t p = peer.find("\"peer\": 2");
+  REQUIRE(p != std::string::npos);
+  peer.replace(p, 9, "\"peer\": 4294967298");
+  auto q = walcut::cut::SummaryFromJson(peer, "s.json");
+  REQUIRE_FALSE(q.ok());
+  CHECK(q.status().message() == "s.json: field 'shared[0].peer' 4294967298 is larger than 4294967295");
+}
