@@ -22,6 +22,8 @@
 #include <random>
 #include <string>
 
+#include <nlohmann/json.hpp>
+
 #include "fuzz/check.h"
 #include "repo/repository.h"
 
@@ -53,6 +55,16 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   Check(m->type == "full" || m->type == "incremental", "accepted type " + m->type);
   if (m->type == "incremental") Check(!m->parent.empty() && m->cut.has_value(), "an increment without parent or cut");
   for (size_t i = 0; i < m->nodes.size(); ++i) Check(m->nodes[i].node == i, "nodes out of order");
+  // The ids as written, before any narrowing: node 2^32 is not node 0.
+  const nlohmann::json doc = nlohmann::json::parse(text, nullptr, false);
+  if (doc.is_object() && doc.contains("nodes") && doc["nodes"].is_array()) {
+    for (size_t i = 0; i < doc["nodes"].size(); ++i) {
+      const auto& n = doc["nodes"][i];
+      if (n.is_object() && n.contains("node") && n["node"].is_number_unsigned()) {
+        Check(n["node"].get<uint64_t>() == i, "node " + n["node"].dump() + " accepted as nodes[" + std::to_string(i) + "]");
+      }
+    }
+  }
   for (const auto& f : m->files) {
     Check(!f.path.empty() && f.path[0] != '/' && f.path.find("..") == std::string::npos, "a file path outside: " + f.path);
     Check(f.xxh3_128.size() == 32, "a file checksum that is not 32 digits");

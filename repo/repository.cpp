@@ -952,10 +952,12 @@ Result<Manifest> DecodeManifest(const std::string& text, const std::string& orig
     return Status::Corruption(fmt::format("{}: an incremental artifact needs a parent and a cut", origin));
   }
   if (j.contains("nodes") && j["nodes"].is_array()) {
-    for (const auto& n : j["nodes"]) m.nodes.push_back(NodeFromJson(n));
-  }
-  for (size_t i = 0; i < m.nodes.size(); ++i) {
-    if (m.nodes[i].node != i) return Status::Corruption(fmt::format("{}: nodes[{}] is node {}", origin, i, m.nodes[i].node));
+    for (const auto& n : j["nodes"]) {
+      // Compared before the narrowing to 32 bits: node 2^32 is not node 0.
+      const uint64_t id = U64(n, "node");
+      if (id != m.nodes.size()) return Status::Corruption(fmt::format("{}: nodes[{}] is node {}", origin, m.nodes.size(), id));
+      m.nodes.push_back(NodeFromJson(n));
+    }
   }
   if (j.contains("files") && j["files"].is_array()) {
     for (const auto& f : j["files"]) {

@@ -47,4 +47,27 @@ TEST_CASE("repo: a manifest checksum that is not hex is refused in one line, wit
   CHECK(w.status().message().find("the manifest says xxh3-128 " + std::string(32, 'a')) != std::string::npos);
 }
 
+TEST_CASE("repo: a manifest node numbered 2^32 is not taken for node 0", "[repo]") {
+  Manifest m;
+  m.name = "f-cut-1";
+  m.type = "full";
+  m.source = "restore";
+  m.cut = 1;
+  m.nodes.resize(1);
+  const std::string good = EncodeManifest(m);
+  REQUIRE(DecodeManifest(good, "m").ok());
+  std::string text = good;
+  const size_t at = text.find("\"node\": 0");
+  REQUIRE(at != std::string::npos);
+  text.replace(at, 9, "\"node\": 4294967296");
+  // The checksum of the edited text, so that only the node id is wrong.
+  const std::string key = std::string("\"") + kManifestChecksumKey + "\": \"";
+  const size_t sum = text.find(key) + key.size();
+  text.replace(sum, 32, std::string(32, '0'));
+  text.replace(sum, 32, Xxh3Hex(text));
+  auto r = DecodeManifest(text, "m");
+  REQUIRE_FALSE(r.ok());
+  CHECK(r.status().message() == "m: nodes[0] is node 4294967296");
+}
+
 }  // namespace walcut::repo
