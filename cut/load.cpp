@@ -1,6 +1,7 @@
 #include "cut/load.h"
 
 #include <algorithm>
+#include <charconv>
 #include <cstdint>
 #include <atomic>
 #include <deque>
@@ -90,6 +91,18 @@ class Reader {
   }
   uint32_t U32(const json& j, const char* key, const std::string& path) {
     return static_cast<uint32_t>(Bounded(j, key, path, UINT32_MAX));
+  }
+  // A 64-bit value written as 1 to 16 hex digits (ids, digests, fingerprints).
+  uint64_t Hex64(const json& j, const char* key, const std::string& path) {
+    const std::string t = Str(j, key, path);
+    if (!ok()) return 0;
+    uint64_t v = 0;
+    const auto [end, ec] = std::from_chars(t.data(), t.data() + t.size(), v, 16);
+    if (t.empty() || t.size() > 16 || ec != std::errc() || end != t.data() + t.size()) {
+      Fail(path + "." + key, "is not 1 to 16 hex digits");
+      return 0;
+    }
+    return v;
   }
   bool Bool(const json& j, const char* key, const std::string& path) {
     const json* v = Get(j, key, path, false);
@@ -279,9 +292,8 @@ walfmt::Result<NodeSummary> SummaryFromJson(const std::string& text, const std::
   NodeSummary s;
   s.node = r.U32(j, "node", "");
   if (j.contains("cluster_id")) {
-    const std::string c = r.Str(j, "cluster_id", "");
     s.cluster_known = true;
-    s.cluster_id = std::strtoull(c.c_str(), nullptr, 16);
+    s.cluster_id = r.Hex64(j, "cluster_id", "");
   }
   s.wal_dir = r.Str(j, "wal_dir", "", false);
   if (j.contains("wal_start")) {
@@ -394,7 +406,7 @@ walfmt::Result<NodeSummary> SummaryFromJson(const std::string& text, const std::
       m.name = r.Str((*a)[i], "name", p);
       m.at = r.Position((*a)[i], "at", p);
       m.time_us = r.U64((*a)[i], "time_us", p);
-      m.fingerprint = std::strtoull(r.Str((*a)[i], "fingerprint", p).c_str(), nullptr, 16);
+      m.fingerprint = r.Hex64((*a)[i], "fingerprint", p);
       if (const json* cb = r.Get((*a)[i], "committed_before", p, false)) {
         m.committed_before.count = r.U64(*cb, "count", p + ".committed_before");
         m.committed_before.owned = r.U64(*cb, "owned", p + ".committed_before");
@@ -403,7 +415,7 @@ walfmt::Result<NodeSummary> SummaryFromJson(const std::string& text, const std::
         for (size_t x = 0; x < sb->size(); ++x) {
           const std::string q = fmt::format("{}.shared_before[{}]", p, x);
           auto& d = m.shared_before[r.U32((*sb)[x], "peer", q)];
-          d.x = std::strtoull(r.Str((*sb)[x], "digest", q).c_str(), nullptr, 16);
+          d.x = r.Hex64((*sb)[x], "digest", q);
           d.n = r.U64((*sb)[x], "count", q);
         }
       }
@@ -433,7 +445,7 @@ walfmt::Result<NodeSummary> SummaryFromJson(const std::string& text, const std::
       const std::string p = fmt::format("shared[{}]", i);
       const json& e = (*a)[i];
       auto& d = s.shared[r.U32(e, "peer", p)][r.U64(e, "first_cut", p)];
-      d.x = std::strtoull(r.Str(e, "digest", p).c_str(), nullptr, 16);
+      d.x = r.Hex64(e, "digest", p);
       d.n = r.U64(e, "count", p);
     }
   }

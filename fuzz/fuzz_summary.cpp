@@ -6,7 +6,8 @@
 //   - any input either loads or fails with a kCorruption error whose message
 //     is one line starting with the file's name (no exception, crash, leak or
 //     undefined behaviour);
-//   - the node id is the file's, never a 64-bit number truncated;
+//   - the node id is the file's, never a 64-bit number truncated; a cluster
+//     id is hex digits, never read as 0 when it is not;
 //   - what loads is written back (SummaryToJson), and the written text loads
 //     again and is written back to the same text: parse -> write -> parse is
 //     stable.
@@ -45,6 +46,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (doc.is_object() && doc.contains("node") && doc["node"].is_number_unsigned()) {
     Check(doc["node"].get<uint64_t>() <= UINT32_MAX, "node id over 32 bits accepted");
     Check(doc["node"].get<uint64_t>() == s->node, "node id changed");
+  }
+  if (doc.is_object() && doc.contains("cluster_id") && doc["cluster_id"].is_string()) {
+    const std::string id = doc["cluster_id"].get<std::string>();
+    Check(!id.empty() && id.size() <= 16 && id.find_first_not_of("0123456789abcdefABCDEF") == std::string::npos,
+          "cluster id \"" + id + "\" accepted");
   }
   const std::string once = walcut::cut::SummaryToJson(*s);
   auto again = walcut::cut::SummaryFromJson(once, kOrigin);

@@ -48,3 +48,32 @@ TEST_CASE("a summary whose node id or peer does not fit 32 bits is refused, not 
   REQUIRE_FALSE(q.ok());
   CHECK(q.status().message() == "s.json: field 'shared[0].peer' 4294967298 is larger than 4294967295");
 }
+
+TEST_CASE("a summary whose cluster id or digest is not hex is refused, not read as 0", "[cut]") {
+  walcut::cut::NodeSummary s;
+  s.node = 1;
+  s.cluster_known = true;
+  s.cluster_id = 0xabc;
+  s.shared[2][0].x = 0x1234;
+  const std::string good = walcut::cut::SummaryToJson(s);
+  auto back = walcut::cut::SummaryFromJson(good, "s.json");
+  REQUIRE(back.ok());
+  CHECK(back->cluster_id == 0xabc);
+  CHECK(back->shared.at(2).at(0).x == 0x1234);
+  struct Case {
+    std::string from, to, field;
+  } cases[] = {{"0000000000000abc", "zz", "'.cluster_id'"},
+               {"0000000000000abc", "", "'.cluster_id'"},
+               {"0000000000000abc", "10000000000000abc", "'.cluster_id'"},
+               {"0000000000001234", "12 34", "'shared[0].digest'"}};
+  for (const Case& c : cases) {
+    std::string text = good;
+    const size_t at = text.find(c.from);
+    REQUIRE(at != std::string::npos);
+    text.replace(at, c.from.size(), c.to);
+    auto r = walcut::cut::SummaryFromJson(text, "s.json");
+    INFO(c.to);
+    REQUIRE_FALSE(r.ok());
+    CHECK(r.status().message() == "s.json: field " + c.field + " is not 1 to 16 hex digits");
+  }
+}
