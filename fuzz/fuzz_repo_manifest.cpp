@@ -31,9 +31,10 @@ namespace {
 
 const std::string kOrigin = "fuzz/manifest.json";
 
-// Where the checksum's 32 hex digits are (as repository.cpp finds them), or npos.
+// Where the checksum's 32 hex digits are (as repository.cpp finds them: the
+// top-level member, indented by two spaces), or npos.
 size_t ChecksumAt(const std::string& text) {
-  const std::string key = std::string("\"") + walcut::repo::kManifestChecksumKey + "\": \"";
+  const std::string key = std::string("\n  \"") + walcut::repo::kManifestChecksumKey + "\": \"";
   const size_t at = text.find(key);
   if (at == std::string::npos || at + key.size() + 32 > text.size()) return std::string::npos;
   return at + key.size();

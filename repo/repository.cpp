@@ -155,9 +155,14 @@ json ManifestToJson(const Manifest& m) {
 }
 
 // The self-checksum: XXH3-128 of the manifest's bytes with its own value
-// replaced by 32 zeros. Returns the offset of the value, or npos.
+// replaced by 32 zeros. Returns the offset of the value, or npos. The member
+// is found at the top level: a line indented by exactly two spaces, as
+// dump(2) writes the top-level members (a raw line break only occurs between
+// tokens, never inside a string). A nested member of that name (the embedded
+// restore manifest or the evidence may hold any key) sorts earlier and used
+// to be taken for it, which broke the checksum of the encoded text.
 size_t ChecksumOffset(const std::string& text) {
-  const std::string key = fmt::format("\"{}\": \"", kManifestChecksumKey);
+  const std::string key = fmt::format("\n  \"{}\": \"", kManifestChecksumKey);
   const size_t at = text.find(key);
   if (at == std::string::npos || at + key.size() + 32 > text.size()) return std::string::npos;
   return at + key.size();

@@ -4,6 +4,7 @@
 #include <string>
 
 #include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
 
 #include "repo/repository.h"
 
@@ -68,6 +69,32 @@ TEST_CASE("repo: a manifest node numbered 2^32 is not taken for node 0", "[repo]
   auto r = DecodeManifest(text, "m");
   REQUIRE_FALSE(r.ok());
   CHECK(r.status().message() == "m: nodes[0] is node 4294967296");
+}
+
+TEST_CASE("repo: a nested member named like the manifest checksum does not take its place", "[repo]") {
+  // fuzz input finding-nested-checksum-key.json: the embedded restore
+  // manifest held "manifest_xxh3_128": "wal"; the checksum was written over
+  // that nested value, and the encoded manifest did not decode.
+  Manifest m;
+  m.name = "f-cut-1";
+  m.type = "full";
+  m.source = "restore";
+  m.cut = 1;
+  m.restore = nlohmann::json{{"format", "walcut-restore"}, {"cluster", {{kManifestChecksumKey, "wal"}}}};
+  m.evidence = nlohmann::json{{kManifestChecksumKey, std::string(40, 'x')}};
+  const std::string text = EncodeManifest(m);
+  auto back = DecodeManifest(text, "m");
+  INFO(text);
+  REQUIRE(back.ok());
+  CHECK(back->restore == m.restore);
+  CHECK(back->evidence == m.evidence);
+  CHECK(EncodeManifest(*back) == text);
+  // The nested values are covered by the checksum like any other byte.
+  std::string t = text;
+  const size_t at = t.find("\"wal\"");
+  REQUIRE(at != std::string::npos);
+  t[at + 1] = 'W';
+  CHECK_FALSE(DecodeManifest(t, "m").ok());
 }
 
 }  // namespace walcut::repo
