@@ -1,6 +1,8 @@
 #include "cut/load.h"
 
 #include <algorithm>
+#include <charconv>
+#include <cstdint>
 #include <atomic>
 #include <deque>
 #include <filesystem>
@@ -77,6 +79,31 @@ class Reader {
     }
     return v->get<uint64_t>();
   }
+  // An unsigned integer that must fit `max` (node ids, codes): a larger one is
+  // an error, never truncated into another id.
+  uint64_t Bounded(const json& j, const char* key, const std::string& path, uint64_t max) {
+    const uint64_t v = U64(j, key, path);
+    if (v > max) {
+      Fail(path + "." + key, fmt::format("{} is larger than {}", v, max));
+      return 0;
+    }
+    return v;
+  }
+  uint32_t U32(const json& j, const char* key, const std::string& path) {
+    return static_cast<uint32_t>(Bounded(j, key, path, UINT32_MAX));
+  }
+  // A 64-bit value written as 1 to 16 hex digits (ids, digests, fingerprints).
+  uint64_t Hex64(const json& j, const char* key, const std::string& path) {
+    const std::string t = Str(j, key, path);
+    if (!ok()) return 0;
+    uint64_t v = 0;
+    const auto [end, ec] = std::from_chars(t.data(), t.data() + t.size(), v, 16);
+    if (t.empty() || t.size() > 16 || ec != std::errc() || end != t.data() + t.size()) {
+      Fail(path + "." + key, "is not 1 to 16 hex digits");
+      return 0;
+    }
+    return v;
+  }
   bool Bool(const json& j, const char* key, const std::string& path) {
     const json* v = Get(j, key, path, false);
     if (!v) return false;
@@ -131,9 +158,11 @@ Finding FindingFrom(Reader& r, const json& j, const std::string& p) {
   if (auto c = ParseCheck(check)) {
     f.check = *c;
   } else if (r.ok()) {
-    r.Fail(p + ".check", fmt::format("\"{}\" is not a known check", check));
+    // Shown with JSON escapes: a line break in it cannot break the one-line error.
+    r.Fail(p + ".check", fmt::format("{} is not a known check",
+                                     json(check).dump(-1, ' ', false, json::error_handler_t::replace)));
   }
-  f.node = static_cast<uint32_t>(r.U64(j, "node", p));
+  f.node = r.U32(j, "node", p);
   f.cut = r.U64(j, "cut", p, false);
   f.message = r.Str(j, "message", p);
   if (j.contains("position")) {
@@ -261,11 +290,10 @@ walfmt::Result<NodeSummary> SummaryFromJson(const std::string& text, const std::
         r.ok() ? fmt::format("{}: not a walcut summary (schema is not walcut.summary/1)", origin) : r.error());
   }
   NodeSummary s;
-  s.node = static_cast<uint32_t>(r.U64(j, "node", ""));
+  s.node = r.U32(j, "node", "");
   if (j.contains("cluster_id")) {
-    const std::string c = r.Str(j, "cluster_id", "");
     s.cluster_known = true;
-    s.cluster_id = std::strtoull(c.c_str(), nullptr, 16);
+    s.cluster_id = r.Hex64(j, "cluster_id", "");
   }
   s.wal_dir = r.Str(j, "wal_dir", "", false);
   if (j.contains("wal_start")) {
@@ -363,7 +391,7 @@ walfmt::Result<NodeSummary> SummaryFromJson(const std::string& text, const std::
           CutAbortMark m;
           m.at = r.Position((*ab)[x], "at", q);
           m.time_us = r.U64((*ab)[x], "time_us", q);
-          m.reason = static_cast<walfmt::CutAbortReason>(r.U64((*ab)[x], "reason_code", q));
+          m.reason = static_cast<walfmt::CutAbortReason>(r.Bounded((*ab)[x], "reason_code", q, UINT16_MAX));
           m.detail = r.Str((*ab)[x], "detail", q);
           c.aborts.push_back(std::move(m));
         }
@@ -378,7 +406,7 @@ walfmt::Result<NodeSummary> SummaryFromJson(const std::string& text, const std::
       m.name = r.Str((*a)[i], "name", p);
       m.at = r.Position((*a)[i], "at", p);
       m.time_us = r.U64((*a)[i], "time_us", p);
-      m.fingerprint = std::strtoull(r.Str((*a)[i], "fingerprint", p).c_str(), nullptr, 16);
+      m.fingerprint = r.Hex64((*a)[i], "fingerprint", p);
       if (const json* cb = r.Get((*a)[i], "committed_before", p, false)) {
         m.committed_before.count = r.U64(*cb, "count", p + ".committed_before");
         m.committed_before.owned = r.U64(*cb, "owned", p + ".committed_before");
@@ -386,8 +414,8 @@ walfmt::Result<NodeSummary> SummaryFromJson(const std::string& text, const std::
       if (const json* sb = r.Array((*a)[i], "shared_before", p, false)) {
         for (size_t x = 0; x < sb->size(); ++x) {
           const std::string q = fmt::format("{}.shared_before[{}]", p, x);
-          auto& d = m.shared_before[static_cast<uint32_t>(r.U64((*sb)[x], "peer", q))];
-          d.x = std::strtoull(r.Str((*sb)[x], "digest", q).c_str(), nullptr, 16);
+          auto& d = m.shared_before[r.U32((*sb)[x], "peer", q)];
+          d.x = r.Hex64((*sb)[x], "digest", q);
           d.n = r.U64((*sb)[x], "count", q);
         }
       }
@@ -398,7 +426,7 @@ walfmt::Result<NodeSummary> SummaryFromJson(const std::string& text, const std::
     for (size_t i = 0; i < a->size(); ++i) {
       const std::string p = fmt::format("starts[{}]", i);
       StartMark m;
-      m.incarnation = static_cast<uint32_t>(r.U64((*a)[i], "incarnation", p));
+      m.incarnation = r.U32((*a)[i], "incarnation", p);
       m.at = r.Position((*a)[i], "at", p);
       m.time_us = r.U64((*a)[i], "time_us", p);
       s.starts.push_back(m);
@@ -416,8 +444,8 @@ walfmt::Result<NodeSummary> SummaryFromJson(const std::string& text, const std::
     for (size_t i = 0; i < a->size(); ++i) {
       const std::string p = fmt::format("shared[{}]", i);
       const json& e = (*a)[i];
-      auto& d = s.shared[static_cast<uint32_t>(r.U64(e, "peer", p))][r.U64(e, "first_cut", p)];
-      d.x = std::strtoull(r.Str(e, "digest", p).c_str(), nullptr, 16);
+      auto& d = s.shared[r.U32(e, "peer", p)][r.U64(e, "first_cut", p)];
+      d.x = r.Hex64(e, "digest", p);
       d.n = r.U64(e, "count", p);
     }
   }

@@ -31,6 +31,18 @@ using walfmt::TxId;
 
 namespace {
 
+// The fields a restore manifest is known by, each of the right type (a
+// value of another type is not read as a default): "format" the string
+// "walcut-restore", "cut" an unsigned number, "forced" absent or a boolean.
+bool IsRestoreManifest(const nlohmann::json& m) {
+  if (!m.is_object()) return false;
+  const auto format = m.find("format");
+  const auto cut = m.find("cut");
+  const auto forced = m.find("forced");
+  return format != m.end() && format->is_string() && *format == "walcut-restore" && cut != m.end() &&
+         cut->is_number_unsigned() && (forced == m.end() || forced->is_boolean());
+}
+
 double ThreadCpuSeconds() {
   timespec ts{};
   clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
@@ -410,11 +422,10 @@ walfmt::Result<BaseInfo> ResolveBase(const cut::ClusterCuts& cc, const cut::Clus
     if (!text.ok()) return text.status();
     json m = json::parse(*text, nullptr, false);
     const std::string origin = (fs::path(req.base) / "manifest.json").string();
-    if (m.is_discarded() || !m.is_object() || m.value("format", "") != "walcut-restore" ||
-        !m.contains("cut") || !m["cut"].is_number_unsigned()) {
+    if (!IsRestoreManifest(m)) {
       return Status::Corruption(fmt::format("{}: not a walcut restore manifest", origin));
     }
-    if (m.value("forced", false)) {
+    if (m.contains("forced") && m["forced"].get<bool>()) {
       return Status::InvalidArgument(fmt::format(
           "{}: a forced restore of a cut that was not consistent cannot serve as a base", req.base));
     }
@@ -504,10 +515,7 @@ std::optional<uint64_t> RestoredBaseCut(const std::string& dir) {
   auto text = ReadText(path);
   if (!text.ok()) return std::nullopt;
   const json m = json::parse(*text, nullptr, false);
-  if (!m.is_object() || m.value("format", "") != "walcut-restore" || m.value("forced", false) || !m.contains("cut") ||
-      !m["cut"].is_number_unsigned()) {
-    return std::nullopt;
-  }
+  if (!IsRestoreManifest(m) || (m.contains("forced") && m["forced"].get<bool>())) return std::nullopt;
   return m["cut"].get<uint64_t>();
 }
 

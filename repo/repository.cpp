@@ -155,9 +155,14 @@ json ManifestToJson(const Manifest& m) {
 }
 
 // The self-checksum: XXH3-128 of the manifest's bytes with its own value
-// replaced by 32 zeros. Returns the offset of the value, or npos.
+// replaced by 32 zeros. Returns the offset of the value, or npos. The member
+// is found at the top level: a line indented by exactly two spaces, as
+// dump(2) writes the top-level members (a raw line break only occurs between
+// tokens, never inside a string). A nested member of that name (the embedded
+// restore manifest or the evidence may hold any key) sorts earlier and used
+// to be taken for it, which broke the checksum of the encoded text.
 size_t ChecksumOffset(const std::string& text) {
-  const std::string key = fmt::format("\"{}\": \"", kManifestChecksumKey);
+  const std::string key = fmt::format("\n  \"{}\": \"", kManifestChecksumKey);
   const size_t at = text.find(key);
   if (at == std::string::npos || at + key.size() + 32 > text.size()) return std::string::npos;
   return at + key.size();
@@ -919,7 +924,11 @@ Result<Manifest> DecodeManifest(const std::string& text, const std::string& orig
   std::string zeroed = text;
   zeroed.replace(at, 32, kZeroSum);
   const std::string actual = Xxh3Hex(zeroed);
-  if (!IsHex32(stored) || stored != actual) {
+  if (!IsHex32(stored)) {
+    // Not quoted: the 32 bytes may hold anything, a line break included.
+    return Status::Corruption(fmt::format("{}: the {} value is not 32 hex digits", origin, kManifestChecksumKey));
+  }
+  if (stored != actual) {
     return Status::Corruption(
         fmt::format("{}: checksum mismatch: the manifest says xxh3-128 {}, its bytes give {}", origin, stored, actual));
   }
@@ -948,10 +957,12 @@ Result<Manifest> DecodeManifest(const std::string& text, const std::string& orig
     return Status::Corruption(fmt::format("{}: an incremental artifact needs a parent and a cut", origin));
   }
   if (j.contains("nodes") && j["nodes"].is_array()) {
-    for (const auto& n : j["nodes"]) m.nodes.push_back(NodeFromJson(n));
-  }
-  for (size_t i = 0; i < m.nodes.size(); ++i) {
-    if (m.nodes[i].node != i) return Status::Corruption(fmt::format("{}: nodes[{}] is node {}", origin, i, m.nodes[i].node));
+    for (const auto& n : j["nodes"]) {
+      // Compared before the narrowing to 32 bits: node 2^32 is not node 0.
+      const uint64_t id = U64(n, "node");
+      if (id != m.nodes.size()) return Status::Corruption(fmt::format("{}: nodes[{}] is node {}", origin, m.nodes.size(), id));
+      m.nodes.push_back(NodeFromJson(n));
+    }
   }
   if (j.contains("files") && j["files"].is_array()) {
     for (const auto& f : j["files"]) {

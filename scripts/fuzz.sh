@@ -1,23 +1,48 @@
 #!/usr/bin/env bash
-# Builds the libFuzzer target for the segment reader with clang
-# (ASan + UBSan) in build-fuzz/, writes the seed corpus, and fuzzes for
-# SECONDS (default 60). Exits non-zero on any crash, leak, timeout, OOM or
-# sanitizer report; the reproducer is left in build-fuzz/artifacts/.
+# Builds the libFuzzer targets with clang (ASan + UBSan) in build-fuzz/ and
+# fuzzes each in turn, splitting SECONDS (default 60) evenly between them.
+# Exits non-zero when any target reports a crash, leak, timeout, OOM,
+# sanitizer report or violated invariant; the reproducer is left in
+# build-fuzz/artifacts/.
 #
-#   scripts/fuzz.sh [SECONDS]
+#   scripts/fuzz.sh [SECONDS] [TARGET...]
 #
-# Environment: FUZZ_BUILD_DIR (default build-fuzz), FUZZ_JOBS (parallel
-# fuzzing processes, default 1), FUZZ_EXTRA (more libFuzzer flags).
+# A target is fuzz/fuzz_<name>.cpp (built as fuzz_<name>, listed in
+# fuzz/CMakeLists.txt). Its seeds are fuzz/corpus/<name>/ (read only; new
+# inputs go to build-fuzz/corpus/<name>/), its dictionary fuzz/dict/<name>.dict
+# when present, and its own libFuzzer flags the "// fuzz.sh:" line of the
+# .cpp. TARGET names a subset (default: every target).
+#
+# Environment: FUZZ_BUILD_DIR (default build-fuzz), FUZZ_EXTRA (more libFuzzer
+# flags for every target, e.g. "-fork=2" or "-seed=1").
 set -euo pipefail
 
-seconds="${1:-60}"
-if ! [[ "$seconds" =~ ^[0-9]+$ ]] || [ "$seconds" -lt 1 ]; then
-  echo "usage: scripts/fuzz.sh [SECONDS]" >&2
+usage() {
+  echo "usage: scripts/fuzz.sh [SECONDS] [TARGET...]" >&2
   exit 2
+}
+seconds=60
+if [ $# -gt 0 ] && [[ "$1" =~ ^[0-9]+$ ]]; then
+  seconds="$1"
+  shift
 fi
+[ "$seconds" -ge 1 ] || usage
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 build="${FUZZ_BUILD_DIR:-$root/build-fuzz}"
-jobs="${FUZZ_JOBS:-1}"
+
+all=()
+for f in "$root"/fuzz/fuzz_*.cpp; do
+  n="$(basename "$f" .cpp)"
+  all+=("${n#fuzz_}")
+done
+targets=("$@")
+[ ${#targets[@]} -gt 0 ] || targets=("${all[@]}")
+for t in "${targets[@]}"; do
+  [ -f "$root/fuzz/fuzz_$t.cpp" ] || {
+    echo "fuzz.sh: no target '$t' (targets: ${all[*]})" >&2
+    exit 2
+  }
+done
 
 for tool in clang clang++ cmake ninja; do
   if ! command -v "$tool" >/dev/null; then
@@ -27,50 +52,68 @@ for tool in clang clang++ cmake ninja; do
 done
 
 mkdir -p "$build"
-CC=clang CXX=clang++ cmake -S "$root" -B "$build" -G Ninja \
+launcher=()
+command -v ccache >/dev/null && launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
+CC=clang CXX=clang++ cmake -S "$root" -B "$build" -G Ninja "${launcher[@]}" \
   -DCMAKE_BUILD_TYPE=RelWithDebInfo -DWALCUT_FUZZ=ON -DBUILD_TESTING=OFF >"$build/configure.log" 2>&1 || {
   cat "$build/configure.log" >&2
   echo "fuzz.sh: configure failed" >&2
   exit 3
 }
-ninja -C "$build" fuzz_segment_reader fuzz_seedgen
+ninja -C "$build" "${targets[@]/#/fuzz_}"
 
-seeds="$build/fuzz-seeds"
-corpus="$build/fuzz-corpus"
-artifacts="$build/artifacts"
-mkdir -p "$corpus" "$artifacts"
-rm -rf "$seeds"
-"$build/fuzz/fuzz_seedgen" "$seeds"
-
-# The first corpus dir receives new inputs; the seeds and the committed
-# corpus (fuzz/corpus, if any) are read only.
-dirs=("$corpus" "$seeds")
-[ -d "$root/fuzz/corpus" ] && dirs+=("$root/fuzz/corpus")
-
-log="$build/fuzz.log"
-parallel=()
-if [ "$jobs" -gt 1 ]; then
-  # Each worker logs to fuzz-<n>.log in the current directory.
-  parallel=(-jobs="$jobs" -workers="$jobs")
-  cd "$build"
+# Targets that go through files (snapshot, restore_manifest) write them
+# under TMPDIR; tmpfs keeps the snapshot writer's fsync cheap.
+if [ -z "${TMPDIR:-}" ] && [ -d /dev/shm ] && [ -w /dev/shm ]; then
+  export TMPDIR=/dev/shm
 fi
-echo "fuzz.sh: fuzzing for ${seconds}s (log: $log)"
-set +e
-ASAN_OPTIONS="detect_leaks=1:abort_on_error=1:${ASAN_OPTIONS:-}" \
-UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1:${UBSAN_OPTIONS:-}" \
-"$build/fuzz/fuzz_segment_reader" \
-  -max_total_time="$seconds" -max_len=65536 -rss_limit_mb=2048 -timeout=30 \
-  -dict="$root/fuzz/segment.dict" -artifact_prefix="$artifacts/" -print_final_stats=1 \
-  "${parallel[@]}" ${FUZZ_EXTRA:-} \
-  "${dirs[@]}" >"$log" 2>&1
-rc=$?
-set -e
-logs=("$log")
-[ "$jobs" -gt 1 ] && logs+=("$build"/fuzz-*.log)
-tail -n 25 "$log"
-if [ "$rc" -ne 0 ] || grep -qE "ERROR: (AddressSanitizer|LeakSanitizer|libFuzzer)|runtime error:|SUMMARY: |invariant violated" "${logs[@]}"; then
-  echo "fuzz.sh: FAILED (exit $rc); reproducers in $artifacts/:" >&2
+
+# The time is split evenly; every target gets at least one second.
+each=$((seconds / ${#targets[@]}))
+[ "$each" -ge 1 ] || each=1
+artifacts="$build/artifacts"
+mkdir -p "$artifacts"
+failed=()
+printf '%-18s %5s %10s %8s %7s %7s  %s\n' target secs execs exec/s cov ft result
+for t in "${targets[@]}"; do
+  corpus="$build/corpus/$t"
+  seeds="$root/fuzz/corpus/$t"
+  mkdir -p "$corpus"
+  dirs=("$corpus")
+  [ -d "$seeds" ] && dirs+=("$seeds")
+  flags=()
+  [ -f "$root/fuzz/dict/$t.dict" ] && flags+=(-dict="$root/fuzz/dict/$t.dict")
+  # shellcheck disable=SC2207
+  flags+=($(sed -n 's|^// fuzz.sh:||p' "$root/fuzz/fuzz_$t.cpp"))
+  log="$build/fuzz-$t.log"
+  set +e
+  ASAN_OPTIONS="detect_leaks=1:abort_on_error=1:${ASAN_OPTIONS:-}" \
+  UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1:${UBSAN_OPTIONS:-}" \
+  "$build/fuzz/fuzz_$t" \
+    -max_total_time="$each" -rss_limit_mb=2048 -timeout=30 -print_final_stats=1 \
+    -artifact_prefix="$artifacts/$t-" "${flags[@]}" ${FUZZ_EXTRA:-} \
+    "${dirs[@]}" >"$log" 2>&1
+  rc=$?
+  set -e
+  final() { sed -n "s/^stat::$1: *//p" "$log" | tail -n 1; }
+  cov="$(grep -oE 'cov: [0-9]+' "$log" | tail -n 1 | cut -d' ' -f2 || true)"
+  ft="$(grep -oE 'ft: [0-9]+' "$log" | tail -n 1 | cut -d' ' -f2 || true)"
+  result=ok
+  if [ "$rc" -ne 0 ] || grep -qE "ERROR: (AddressSanitizer|LeakSanitizer|libFuzzer)|runtime error:|SUMMARY: |invariant violated" "$log"; then
+    result="FAILED (exit $rc, log $log)"
+    failed+=("$t")
+  fi
+  printf '%-18s %5s %10s %8s %7s %7s  %s\n' "$t" "$each" "$(final number_of_executed_units)" \
+    "$(final average_exec_per_sec)" "${cov:-?}" "${ft:-?}" "$result"
+done
+
+if [ ${#failed[@]} -gt 0 ]; then
+  for t in "${failed[@]}"; do
+    echo "--- fuzz_$t (build-fuzz/fuzz-$t.log):" >&2
+    grep -E -m 5 -A 12 "ERROR: |runtime error:|invariant violated" "$build/fuzz-$t.log" >&2 || tail -n 25 "$build/fuzz-$t.log" >&2
+  done
+  echo "fuzz.sh: FAILED: ${failed[*]}; reproducers in $artifacts/:" >&2
   ls -l "$artifacts" >&2 || true
   exit 1
 fi
-echo "fuzz.sh: OK, no crash in ${seconds}s"
+echo "fuzz.sh: OK, ${#targets[@]} targets, no crash in ${each}s each"

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Builds walcut and runs every test: the Catch2 suites through CTest, then a
-# short libFuzzer run of the segment reader (FUZZ_SECONDS, default 60; 0 skips).
+# short libFuzzer run of every fuzz target (FUZZ_SECONDS in all, default 60; 0 skips).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/build.sh

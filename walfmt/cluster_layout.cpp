@@ -30,6 +30,13 @@ std::string Shown(const json& v) {
   return s;
 }
 
+// A string from the document as an error shows it: in double quotes, with
+// JSON escapes, so that a line break or a quote in it cannot break the
+// one-line message.
+std::string Quoted(std::string_view s) {
+  return json(std::string(s)).dump(-1, ' ', false, json::error_handler_t::replace);
+}
+
 // Reads fields of one JSON document and turns every problem into a one-line
 // kCorruption naming the origin and the field's path.
 class Reader {
@@ -135,7 +142,7 @@ Status ParseSnapshots(const Reader& r, const json& doc, ClusterInfo& ci) {
     FullSnapshotInfo fs;
     if (Status st = r.String(e, base + ".name", "name", fs.name); !st.ok()) return st;
     if (fs.name.empty()) return r.Error(base + ".name", "empty");
-    if (ci.FindSnapshot(fs.name) != nullptr) return r.Error(base + ".name", fmt::format("\"{}\" is listed twice", fs.name));
+    if (ci.FindSnapshot(fs.name) != nullptr) return r.Error(base + ".name", fmt::format("{} is listed twice", Quoted(fs.name)));
     if (Status st = r.String(e, base + ".dir", "dir", fs.dir); !st.ok()) return st;
     if (Status st = r.Unsigned(e, base + ".at_tx", "at_tx", UINT64_MAX, fs.at_tx); !st.ok()) return st;
     if (Status st = r.Unsigned(e, base + ".time_us", "time_us", UINT64_MAX, fs.time_us); !st.ok()) return st;
@@ -154,11 +161,11 @@ Status ParseSnapshots(const Reader& r, const json& doc, ClusterInfo& ci) {
       std::string text;
       if (Status st = r.String(n, nb + ".wal_position", "wal_position", text); !st.ok()) return st;
       auto lsn = Lsn::Parse(text);
-      if (!lsn) return r.Error(nb + ".wal_position", fmt::format("\"{}\" is not a position (SEGMENT/OFFSET in hex)", text));
+      if (!lsn) return r.Error(nb + ".wal_position", fmt::format("{} is not a position (SEGMENT/OFFSET in hex)", Quoted(text)));
       fn.wal_position = *lsn;
       if (Status st = r.String(n, nb + ".fingerprint", "fingerprint", text); !st.ok()) return st;
       if (!ParseHex64(text, fn.fingerprint)) {
-        return r.Error(nb + ".fingerprint", fmt::format("\"{}\" is not a 64-bit hex fingerprint", text));
+        return r.Error(nb + ".fingerprint", fmt::format("{} is not a 64-bit hex fingerprint", Quoted(text)));
       }
       fs.nodes.push_back(std::move(fn));
     }
@@ -171,7 +178,7 @@ Status ParseDocument(const Reader& r, const json& doc, ClusterInfo& ci) {
   if (!doc.is_object()) return r.Error("(document)", fmt::format("expected an object, found {}", Shown(doc)));
   std::string text;
   if (Status st = r.String(doc, "format", "format", text); !st.ok()) return st;
-  if (text != kClusterFormat) return r.Error("format", fmt::format("expected \"{}\", found \"{}\"", kClusterFormat, text));
+  if (text != kClusterFormat) return r.Error("format", fmt::format("expected \"{}\", found {}", kClusterFormat, Quoted(text)));
   uint64_t version = 0;
   if (Status st = r.Unsigned(doc, "format_version", "format_version", UINT64_MAX, version); !st.ok()) return st;
   if (version != kClusterFormatVersion) {
@@ -187,7 +194,7 @@ Status ParseDocument(const Reader& r, const json& doc, ClusterInfo& ci) {
     return r.Error("backups", fmt::format("{} backups need more than {} nodes", ci.backups, ci.nodes));
   }
   if (Status st = r.String(doc, "key_hash", "key_hash", text); !st.ok()) return st;
-  if (text != kKeyHash) return r.Error("key_hash", fmt::format("expected \"{}\", found \"{}\"", kKeyHash, text));
+  if (text != kKeyHash) return r.Error("key_hash", fmt::format("expected \"{}\", found {}", kKeyHash, Quoted(text)));
 
   // The partition table must be the one the topology computes: the tools
   // place keys by recomputing it, not by reading this table.
@@ -234,7 +241,7 @@ Status ParseDocument(const Reader& r, const json& doc, ClusterInfo& ci) {
     if (Status st = r.String((*dirs)[i], base + ".wal_dir", "wal_dir", dir); !st.ok()) return st;
     if (!IsInsideRelative(dir)) {
       return r.Error(base + ".wal_dir",
-                     fmt::format("expected a relative path inside the cluster directory, found \"{}\"", dir));
+                     fmt::format("expected a relative path inside the cluster directory, found {}", Quoted(dir)));
     }
     ci.node_wal_dirs.push_back(std::move(dir));
   }
@@ -243,7 +250,7 @@ Status ParseDocument(const Reader& r, const json& doc, ClusterInfo& ci) {
   if (Status st = r.Member(doc, "parameters", "parameters", params); !st.ok()) return st;
   if (Status st = r.String(*params, "parameters.workload", "workload", text); !st.ok()) return st;
   if (!ParseWorkload(text, ci.workload)) {
-    return r.Error("parameters.workload", fmt::format("expected bank, cycle or mixed, found \"{}\"", text));
+    return r.Error("parameters.workload", fmt::format("expected bank, cycle or mixed, found {}", Quoted(text)));
   }
   constexpr uint64_t kMaxKeys = 1000000;  // keys are named with six digits
   if (Status st = r.U32(*params, "parameters.accounts", "accounts", kMaxKeys, ci.accounts); !st.ok()) return st;
