@@ -12,6 +12,7 @@
 #include <cstring>
 #include <filesystem>
 #include <mutex>
+#include <map>
 #include <set>
 
 #include <fmt/format.h>
@@ -31,7 +32,9 @@ namespace fs = std::filesystem;
 struct Registry {
   std::mutex mu;
   std::multiset<std::string> paths;
-  std::set<std::string> held_locks;  // lock files this process holds (for nested Acquire)
+  // Lock files held, with the pid that took them: a child made by fork(2)
+  // inherits the table but not the right to nest (its flock would conflict).
+  std::map<std::string, pid_t> held_locks;
 };
 Registry& Reg() {
   static Registry* r = new Registry;  // never destroyed: the signal thread may use it during exit
@@ -152,7 +155,9 @@ Result<std::unique_ptr<OutputLock>> OutputLock::Acquire(const std::string& targe
   const std::string path = LockPathFor(abs.string());
   {
     std::lock_guard<std::mutex> lock(Reg().mu);
-    if (Reg().held_locks.count(path)) return std::unique_ptr<OutputLock>(new OutputLock(path, -1));
+    if (auto it = Reg().held_locks.find(path); it != Reg().held_locks.end() && it->second == ::getpid()) {
+      return std::unique_ptr<OutputLock>(new OutputLock(path, -1));
+    }
   }
   // A bounded number of tries: each retry means the file was replaced between
   // our open and our flock by a holder that finished (see SameFile).
@@ -187,7 +192,7 @@ Result<std::unique_ptr<OutputLock>> OutputLock::Acquire(const std::string& targe
     }
     {
       std::lock_guard<std::mutex> lock(Reg().mu);
-      Reg().held_locks.insert(path);
+      Reg().held_locks[path] = ::getpid();
       Reg().paths.insert(path);  // a signal's cleanup removes it too
     }
     return std::unique_ptr<OutputLock>(new OutputLock(path, fd));
@@ -232,7 +237,7 @@ namespace {
 bool LockIsFree(const std::string& path, bool remove, int64_t* pid) {
   {
     std::lock_guard<std::mutex> lock(Reg().mu);
-    if (Reg().held_locks.count(path)) return false;
+    if (auto it = Reg().held_locks.find(path); it != Reg().held_locks.end() && it->second == ::getpid()) return false;
   }
   const int fd = OpenLock(path, false);
   if (fd < 0) return false;
