@@ -10,6 +10,7 @@
 #include "cli/output.h"
 #include "cli/repo_commands.h"
 #include "cli/restore_check.h"
+#include "cli/signals.h"
 #include "cut/load.h"
 #include "recovery/cluster_info.h"
 #include "recovery/invariants.h"
@@ -17,6 +18,7 @@
 #include "recovery/restore.h"
 #include "recovery/verdict.h"
 #include "walfmt/file_io.h"
+#include "walfmt/staging.h"
 #include "recovery/state_set.h"
 #include "walfmt/duration.h"
 
@@ -42,6 +44,7 @@ struct RestoreOptions {
   std::string verdict;
   std::vector<std::string> summaries;
   std::string cluster_json;
+  bool clean_stale = false;
 };
 
 }  // namespace
@@ -288,6 +291,10 @@ int RunRestoreNode(const RestoreOptions& o) {
 }
 
 int RunRestore(const RestoreOptions& o) {
+  // Leftovers of a killed restore beside OUT: named (or removed with --clean-stale).
+  if (!o.dry_run && !o.out.empty()) {
+    if (const int rc = NoteStaleStaging(o.out, o.clean_stale); rc != kExitOk) return rc;
+  }
   if (!o.verdict.empty() || !o.summaries.empty()) return RunRestoreNode(o);
   if (o.node >= 0 || !o.cluster_json.empty()) {
     PrintError("--node and --cluster-json go with --verdict FILE or --summaries FILE... (a per-node restore)");
@@ -405,8 +412,7 @@ int RunRestore(const RestoreOptions& o) {
   if (!o.check.empty()) {
     auto cj = CheckRestored(*r, o.dir, o.check, check_lines);
     if (!cj.ok()) {
-      std::error_code ec;
-      std::filesystem::remove_all(r->stage_dir, ec);
+      walfmt::RemoveStaging(r->stage_dir);
       PrintError(cj.status().message());
       return ExitForStatus(cj.status());
     }
@@ -504,6 +510,9 @@ void RegisterRestore(CLI::App& root, Registry& reg) {
       ->expected(1, -1);
   cmd->add_option("--node", o->node, "With --verdict/--summaries: the node id (default: from NODE_DIR's name node-<i>)");
   cmd->add_option("--cluster-json", o->cluster_json, "With --summaries: the cluster's cluster.json");
+  cmd->add_flag("--clean-stale", o->clean_stale,
+                "Remove the staging directories and lock files that killed walcut processes left beside OUT "
+                "(without it they are only named on stderr)");
   AddFormatOption(cmd, o->format);
   // `restore assemble` (cli/cmd_restore_assemble.cpp) is a subcommand of
   // this one: when it was given, its action runs, not the restore's.

@@ -8,8 +8,10 @@
 #include "cli/command.h"
 #include "cli/output.h"
 #include "cli/restore_check.h"
+#include "cli/signals.h"
 #include "recovery/part.h"
 #include "recovery/restore.h"
+#include "walfmt/staging.h"
 
 namespace walcut::cli {
 namespace {
@@ -20,6 +22,7 @@ struct AssembleOptions {
   std::vector<std::string> parts;
   std::string check;  // "", bank, cycle, auto
   Format format = Format::kText;
+  bool clean_stale = false;
 };
 
 int RunAssemble(const AssembleOptions& o) {
@@ -27,14 +30,14 @@ int RunAssemble(const AssembleOptions& o) {
     PrintError(p);
     return kExitUsage;
   }
+  if (const int rc = NoteStaleStaging(o.out, o.clean_stale); rc != kExitOk) return rc;
   auto r = recovery::AssembleParts(o.parts, o.out);
   if (!r.ok()) {
     PrintError(r.status().message());
     return ExitForStatus(r.status());
   }
   auto drop_stage = [&] {
-    std::error_code ec;
-    if (!r->stage_dir.empty()) std::filesystem::remove_all(r->stage_dir, ec);
+    if (!r->stage_dir.empty()) walfmt::RemoveStaging(r->stage_dir);
   };
   std::vector<std::string> check_lines;
   json check_json;
@@ -111,6 +114,8 @@ void RegisterRestoreAssemble(CLI::App& root, Registry& reg) {
                   "Check the workload invariants on the assembled state, as restore --check does (the cluster "
                   "description comes from the verdict's cluster.json)")
       ->check(CLI::IsMember({"bank", "cycle", "auto"}));
+  cmd->add_flag("--clean-stale", o->clean_stale,
+                "Remove the staging directories and lock files that killed walcut processes left beside OUT");
   AddFormatOption(cmd, o->format);
   reg.Add(cmd, [o] { return RunAssemble(*o); });
 }

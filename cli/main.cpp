@@ -11,6 +11,7 @@
 #include <fmt/format.h>
 
 #include "cli/command.h"
+#include "cli/signals.h"
 
 namespace walcut::cli {
 std::vector<CommandEntry>& CommandTable() {
@@ -41,6 +42,7 @@ int FinishOutput(int rc) {
 
 int main(int argc, char** argv) {
   using namespace walcut::cli;
+  InstallSignalCleanup();  // before any thread: a signal removes the staging directories (cli/signals.h)
   try {
     CLI::App app{"walcut: inspect, cut, restore and validate the write-ahead logs of a distributed KV store"};
     app.set_version_flag("--version", "walcut 0.1.0 (WAL format version 1)");

@@ -21,7 +21,7 @@ _walcut_options() {
     cut) echo "-h --help" ;;
     "cut show") echo "-h --help --format -j --jobs --svg" ;;
     diff) echo "-h --help --format -n --limit --max-bytes" ;;
-    restore) echo "-h --help --repo --cut --latest --before --base -o --out --dry-run --force -j --jobs --check --format" ;;
+    restore) echo "-h --help --repo --cut --latest --before --base -o --out --dry-run --force -j --jobs --check --clean-stale --format" ;;
     snapshot) echo "-h --help" ;;
     "snapshot check") echo "-h --help --restore -o --output -j --jobs --check --cluster --max-findings --format" ;;
     "snapshot show") echo "-h --help --node -k --keys --max-bytes --format" ;;

@@ -231,11 +231,10 @@ walfmt::Result<RestoreResult> RestorePart(const PartRequest& req) {
   job.keep_state = req.out.empty() && !req.dry_run;
 
   if (!req.dry_run && !req.out.empty()) {
-    const fs::path target = fs::absolute(req.out, ec);
-    const fs::path stage = walfmt::TempNameBeside(target.string());
-    if (!fs::create_directories(stage, ec) || ec) {
-      return Status::Io(fmt::format("{}: cannot create: {}", stage.string(), ec.message()));
-    }
+    auto staged = walfmt::BeginStagedDir(req.out);
+    if (!staged.ok()) return staged.status();
+    r.out_lock = staged->lock;
+    const fs::path stage = staged->dir;
     r.stage_dir = stage.string();
     job.stage_file = (stage / fmt::format("node-{}.snap", req.node)).string();
     job.header.node_id = req.node;
@@ -245,8 +244,7 @@ walfmt::Result<RestoreResult> RestorePart(const PartRequest& req) {
   }
   auto drop_stage = [&] {
     if (!r.stage_dir.empty()) {
-      std::error_code ignored;
-      fs::remove_all(r.stage_dir, ignored);
+      walfmt::RemoveStaging(r.stage_dir);
       r.stage_dir.clear();
     }
   };
@@ -279,8 +277,7 @@ walfmt::Status WritePart(RestoreResult& r, const Verdict& v, const std::string& 
     return Status::Internal("WritePart: not the staged result of RestorePart");
   }
   auto fail = [&](Status st) {
-    std::error_code ignored;
-    fs::remove_all(r.stage_dir, ignored);
+    walfmt::RemoveStaging(r.stage_dir);
     r.stage_dir.clear();
     return st;
   };
@@ -305,8 +302,9 @@ walfmt::Status WritePart(RestoreResult& r, const Verdict& v, const std::string& 
   const fs::path tmp(r.stage_dir);
   if (Status st = walfmt::WriteNewFile((tmp / "manifest.json").string(), m.dump(2) + "\n"); !st.ok()) return fail(st);
   if (Status st = walfmt::SyncDir(tmp.string()); !st.ok()) return fail(st);
-  if (Status st = walfmt::RenameDurable(tmp.string(), fs::absolute(out, ec).string()); !st.ok()) return fail(st);
+  if (Status st = walfmt::CommitStaging(tmp.string(), fs::absolute(out, ec).string()); !st.ok()) return fail(st);
   r.stage_dir.clear();
+  r.out_lock.reset();
   return Status::Ok();
 }
 
@@ -446,15 +444,13 @@ walfmt::Result<RestoreResult> AssembleParts(const std::vector<std::string>& part
   r.cluster_json = first.cluster_json;
   const uint64_t cluster_id = first.cluster_id_value;
 
-  const fs::path target = fs::absolute(out, ec);
-  const fs::path stage = walfmt::TempNameBeside(target.string());
-  if (!fs::create_directories(stage, ec) || ec) {
-    return Status::Io(fmt::format("{}: cannot create: {}", stage.string(), ec.message()));
-  }
+  auto staged = walfmt::BeginStagedDir(out);
+  if (!staged.ok()) return staged.status();
+  r.out_lock = staged->lock;
+  const fs::path stage = staged->dir;
   r.stage_dir = stage.string();
   auto fail = [&](Status st) {
-    std::error_code ignored;
-    fs::remove_all(stage, ignored);
+    walfmt::RemoveStaging(stage.string());
     return st;
   };
   for (const auto& [node, p] : by_node) {

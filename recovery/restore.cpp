@@ -644,11 +644,21 @@ walfmt::Result<RestoreResult> Restore(const cut::ClusterCuts& cc, const cut::Clu
   // With an output directory, each node's file is written as soon as the node
   // is restored (into a staging directory next to OUT, renamed into place by
   // WriteRestore), so that only the nodes being restored are in memory.
+  // OUT is locked first (walfmt/staging.h): a second restore into the same
+  // OUT fails here, before it reads anything, and leaves nothing behind.
   if (!req.dry_run && !req.out.empty()) {
     std::error_code ec;
     const fs::path target = fs::absolute(req.out, ec);
+    auto lock = walfmt::OutputLock::Acquire(target.string());
+    if (!lock.ok()) return lock.status();
+    r.out_lock = std::move(lock.value());
+    if (fs::exists(fs::symlink_status(target, ec))) {
+      return Status::InvalidArgument(fmt::format("{}: already exists; refusing to overwrite", req.out));
+    }
     const fs::path stage = walfmt::TempNameBeside(target.string());
+    walfmt::RegisterStaging(stage.string());  // before it exists: a signal from now on removes it
     if (!fs::create_directories(stage, ec) || ec) {
+      walfmt::RemoveStaging(stage.string());
       return Status::Io(fmt::format("{}: cannot create: {}", stage.string(), ec.message()));
     }
     r.stage_dir = stage.string();
@@ -685,18 +695,12 @@ walfmt::Result<RestoreResult> Restore(const cut::ClusterCuts& cc, const cut::Clu
   try {
     walfmt::RunWorkers(threads, work);
   } catch (...) {
-    if (!r.stage_dir.empty()) {
-      std::error_code ec;
-      fs::remove_all(r.stage_dir, ec);
-    }
+    if (!r.stage_dir.empty()) walfmt::RemoveStaging(r.stage_dir);
     throw;
   }
   for (size_t i = 0; i < n; ++i) {
     if (!status[i].ok()) {
-      if (!r.stage_dir.empty()) {
-        std::error_code ec;
-        fs::remove_all(r.stage_dir, ec);
-      }
+      if (!r.stage_dir.empty()) walfmt::RemoveStaging(r.stage_dir);
       return status[i];
     }
   }
@@ -714,14 +718,23 @@ walfmt::Status WriteRestore(RestoreResult& r, const std::string& out, const std:
   const bool staged = !r.stage_dir.empty();
   const fs::path tmp = staged ? fs::path(r.stage_dir) : fs::path(walfmt::TempNameBeside(target.string()));
   if (!staged) {
-    fs::remove_all(tmp, ec);
+    if (!r.out_lock) {
+      auto lock = walfmt::OutputLock::Acquire(target.string());
+      if (!lock.ok()) return lock.status();
+      r.out_lock = std::move(lock.value());
+      if (fs::exists(fs::symlink_status(target, ec))) {
+        return Status::InvalidArgument(fmt::format("{}: already exists; refusing to overwrite", out));
+      }
+    }
+    walfmt::RegisterStaging(tmp.string());
     if (!fs::create_directories(tmp, ec) || ec) {
+      walfmt::RemoveStaging(tmp.string());
       return Status::Io(fmt::format("{}: cannot create: {}", tmp.string(), ec.message()));
     }
   }
   auto fail = [&](Status st) {
-    std::error_code ignored;
-    fs::remove_all(tmp, ignored);
+    walfmt::RemoveStaging(tmp.string());
+    r.stage_dir.clear();
     return st;
   };
   // The cluster_id the node files carry, from the one cluster.json parser
@@ -772,8 +785,9 @@ walfmt::Status WriteRestore(RestoreResult& r, const std::string& out, const std:
   // renamed into place durably: OUT appears complete or not at all.
   if (Status st = walfmt::WriteNewFile((tmp / "manifest.json").string(), m.dump(2) + "\n"); !st.ok()) return fail(st);
   if (Status st = walfmt::SyncDir(tmp.string()); !st.ok()) return fail(st);
-  if (Status st = walfmt::RenameDurable(tmp.string(), target.string()); !st.ok()) return fail(st);
+  if (Status st = walfmt::CommitStaging(tmp.string(), target.string()); !st.ok()) return fail(st);
   r.stage_dir.clear();
+  r.out_lock.reset();
   return Status::Ok();
 }
 

@@ -18,6 +18,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -25,6 +26,7 @@
 #include "cut/cuts.h"
 #include "cut/load.h"
 #include "walfmt/lsn.h"
+#include "walfmt/staging.h"
 #include "walfmt/status.h"
 
 namespace walcut::recovery {
@@ -86,6 +88,9 @@ struct RestoreResult {
   uint64_t bytes_read = 0;
   std::string cluster_json;          // cluster.json, copied into the manifest
   std::string stage_dir;             // node files written so far (with RestoreRequest::out), until WriteRestore
+  // The lock on OUT (walfmt/staging.h), held from the staging directory's
+  // creation until the result is dropped: a second writer of OUT fails at once.
+  std::shared_ptr<walfmt::OutputLock> out_lock;
 };
 
 // Checks the request against the cluster (the cut exists and is consistent,

@@ -21,6 +21,7 @@
 #include "recovery/cluster_info.h"
 #include "recovery/restore.h"
 #include "walfmt/file_io.h"
+#include "walfmt/staging.h"
 #include "walfmt/reader.h"
 #include "walfmt/snapshot.h"
 #include "walfmt/workers.h"
@@ -174,16 +175,18 @@ bool IsHex32(const std::string& s) {
 
 Result<std::string> ReadSmall(const std::string& path) { return walfmt::ReadWholeFile(path, kMaxManifestBytes); }
 
-// A staging directory that is removed unless kept.
+// A staging directory that is removed unless kept; registered from the start
+// so that a termination signal removes it too (walfmt/staging.h). It is kept
+// by renaming it into place with walfmt::CommitStaging.
 struct Staging {
+  explicit Staging(std::string d) : dir(std::move(d)) { walfmt::RegisterStaging(dir); }
+  Staging(const Staging&) = delete;
+  Staging& operator=(const Staging&) = delete;
+  ~Staging() {
+    if (!dir.empty() && !keep) walfmt::RemoveStaging(dir);
+  }
   std::string dir;
   bool keep = false;
-  ~Staging() {
-    if (!dir.empty() && !keep) {
-      std::error_code ec;
-      fs::remove_all(dir, ec);
-    }
-  }
 };
 
 Status MakeDir(const std::string& d) {
@@ -251,7 +254,7 @@ Status Publish(Staging& s, const std::string& repo, Manifest& m) {
   if (fs::exists(target, ec)) {
     return Status::InvalidArgument(fmt::format("{}: an artifact of that name already exists", target));
   }
-  if (Status st = walfmt::RenameDurable(s.dir, target); !st.ok()) return st;
+  if (Status st = walfmt::CommitStaging(s.dir, target); !st.ok()) return st;
   s.keep = true;
   return Status::Ok();
 }
@@ -1175,6 +1178,10 @@ Result<RepoRestoreResult> RestoreFromRepository(const RepoRestoreRequest& req) {
   if (req.dry_run) return res;
   std::error_code ec;
   if (req.out.empty()) return Status::InvalidArgument("--out OUT is required (or --dry-run)");
+  // OUT locked for the whole chain (walfmt/staging.h): a second restore into
+  // it fails at once; the last step's own lock on OUT is this one, nested.
+  auto out_lock = walfmt::OutputLock::Acquire(req.out);
+  if (!out_lock.ok()) return out_lock.status();
   if (fs::exists(req.out, ec)) return Status::InvalidArgument(fmt::format("{}: already exists; refusing to overwrite", req.out));
   const Artifact& full = *chain->front();
   if (chain->size() == 1) {
@@ -1203,7 +1210,7 @@ Result<RepoRestoreResult> RestoreFromRepository(const RepoRestoreRequest& req) {
       if (Status st = walfmt::WriteNewFile(Join(s.dir, kManifestFile), *data); !st.ok()) return st;
     }
     if (Status st = walfmt::SyncDir(s.dir); !st.ok()) return st;
-    if (Status st = walfmt::RenameDurable(s.dir, req.out); !st.ok()) return st;
+    if (Status st = walfmt::CommitStaging(s.dir, req.out); !st.ok()) return st;
     s.keep = true;
     for (const auto& n : full.m.nodes) res.fingerprints.push_back(n.fingerprint);
     if (req.after_step) {
