@@ -94,6 +94,9 @@ Result<CheckState> CheckStateFromJson(const std::string& text, const std::string
         !n["segments"].is_array()) {
       return bad("a node entry lacks \"node\" or \"segments\"");
     }
+    // A node id above 32 bits, or a time past int64, is refused, never read
+    // as another value (found by fuzz_check_state).
+    if (n["node"].get<uint64_t>() > UINT32_MAX) return bad("a node id above 4294967295");
     auto& segs = s.nodes[n["node"].get<uint32_t>()];
     for (const json& g : n["segments"]) {
       if (!g.is_object() || !g.contains("file") || !g["file"].is_string() || !g.contains("index") ||
@@ -101,6 +104,9 @@ Result<CheckState> CheckStateFromJson(const std::string& text, const std::string
           !g.contains("mtime_ns") || !g["mtime_ns"].is_number_integer() || !g.contains("crc32c") ||
           !g["crc32c"].is_string()) {
         return bad("a segment entry lacks file, index, size, mtime_ns or crc32c");
+      }
+      if (g["mtime_ns"].is_number_unsigned() && g["mtime_ns"].get<uint64_t>() > uint64_t{INT64_MAX}) {
+        return bad("mtime_ns above 9223372036854775807");
       }
       SegmentState st;
       st.file = g["file"].get<std::string>();

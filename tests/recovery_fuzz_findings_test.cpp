@@ -6,6 +6,7 @@
 
 #include <catch2/catch.hpp>
 
+#include "recovery/check.h"
 #include "recovery/restore.h"
 #include "scratch_dir.h"
 
@@ -23,4 +24,23 @@ TEST_CASE("a restore manifest whose fields have the wrong type is not a restore,
   CHECK_FALSE(with(R"({"format":"walcut-restore","cut":1,"forced":true})").has_value());
   CHECK_FALSE(with(R"({"format":"walcut-restore","cut":-1})").has_value());
   CHECK_FALSE(with(R"(["format","walcut-restore"])").has_value());
+}
+
+TEST_CASE("a check state file with a node id above 32 bits or a time past int64 is refused, not misread",
+          "[check][fuzz]") {
+  auto parse = [](const std::string& node, const std::string& mtime) {
+    return walcut::recovery::CheckStateFromJson(
+        R"({"schema":"walcut.check-state/1","nodes":[{"node":)" + node +
+            R"(,"segments":[{"file":"0000000000000000.wal","index":0,"size":64,"mtime_ns":)" + mtime +
+            R"(,"crc32c":"00000000"}]}]})",
+        "state.json");
+  };
+  REQUIRE(parse("1", "5").ok());
+  CHECK(parse("1", "5")->nodes.count(1) == 1);
+  const auto wide = parse("4294967297", "5");
+  REQUIRE_FALSE(wide.ok());
+  CHECK_THAT(wide.status().message(), Catch::Contains("a node id above 4294967295"));
+  const auto late = parse("1", "9223372036854775808");
+  REQUIRE_FALSE(late.ok());
+  CHECK_THAT(late.status().message(), Catch::Contains("mtime_ns above"));
 }
