@@ -11,7 +11,7 @@ _walcut_record_types="tx_data tx_prepare tx_commit tx_rollback cut_start cut_fin
 
 _walcut_options() {
   case $1 in
-    "") echo "-h --help --version" ;;
+    "") echo "-h --help -V --version" ;;
     verify) echo "-h --help --format -j --jobs -v --verbose" ;;
     dump) echo "-h --help --format -t --type -x --tx -k --key -s --from -e --to --node -n --limit --max-bytes --mode -j --jobs" ;;
     stats) echo "-h --help --format -j --jobs" ;;
