@@ -15,6 +15,7 @@
 #include <fmt/format.h>
 
 #include "cli/command.h"
+#include "cli/output.h"
 
 namespace walcut::cli {
 std::vector<CommandEntry>& CommandTable() {
@@ -217,6 +218,11 @@ int main(int argc, char** argv) {
     auto table = CommandTable();
     std::sort(table.begin(), table.end(), [](const CommandEntry& a, const CommandEntry& b) { return a.order < b.order; });
     for (const auto& e : table) e.fn(app, reg);
+    for (const auto& [sub, action] : reg.commands()) {
+      sub->add_flag_callback("-q,--quiet", [] { SetQuiet(true); },
+                             "No notes and no progress on stderr; errors, findings, standard output and the exit "
+                             "code stay the same");
+    }
     OneValuePerOccurrence(app);
     auto args = HelpAndVersion(app, std::vector<std::string>(argv + 1, argv + argc));
     if (const int* rc = std::get_if<int>(&args)) return *rc;

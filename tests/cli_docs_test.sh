@@ -170,8 +170,8 @@ done
   trap 'rmdir "$PWD"' EXIT
   expect_completion "assemble " walcut restore a
   expect_completion "merge " walcut check m
-  expect_completion "--check --format --help -h " walcut restore assemble -
-  expect_completion "--format --help --output -h -o " walcut check merge -
+  expect_completion "--check --format --help --quiet -h -q " walcut restore assemble -
+  expect_completion "--format --help --output --quiet -h -o -q " walcut check merge -
   expect_completion "json junit text " walcut check merge --format ""
   [ $fail = 0 ]
 ) || fail=1

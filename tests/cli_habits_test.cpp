@@ -178,3 +178,59 @@ TEST_CASE("an out-of-range --node is a usage error (exit 2) in every command tha
   CHECK(Walcut(fmt::format("dump --node 2 -n 1 {}", kHealthy)).code == 0);
   CHECK(Walcut(fmt::format("check {}/node-0 --node 0", kHealthy)).code == 0);
 }
+
+TEST_CASE("quiet (-q, --quiet) drops the notes on stderr, never stdout, findings or the exit code") {
+  const std::string torn = std::string(WALCUT_SOURCE_DIR) + "/samples/torn-tail";
+  const std::string corrupt = std::string(WALCUT_SOURCE_DIR) + "/samples/corrupted-segment";
+  // A torn tail at the end is a note (exit 0).
+  const Run loud = Walcut("dump " + torn);
+  REQUIRE(loud.code == 0);
+  REQUIRE(loud.err.find("walcut: note: ") != std::string::npos);
+  for (const std::string q : {"-q", "--quiet"}) {
+    CAPTURE(q);
+    const Run quiet = Walcut(fmt::format("dump {} {}", q, torn));
+    CHECK(quiet.code == 0);
+    CHECK(quiet.out == loud.out);
+    CHECK(quiet.err.empty());
+  }
+  // Damage in the middle is a finding: still on stderr, still exit 1.
+  const Run damaged = Walcut("dump " + corrupt);
+  const Run damaged_q = Walcut("dump -q " + corrupt);
+  REQUIRE(damaged.code == 1);
+  CHECK(damaged_q.code == 1);
+  CHECK(damaged_q.out == damaged.out);
+  CHECK(damaged_q.err.find("walcut: corruption: ") != std::string::npos);
+  // Usage errors too.
+  const Run usage = Walcut("dump -q --node 7 " + kHealthy);
+  CHECK(usage.code == 2);
+  CHECK(usage.err.find("--node 7") != std::string::npos);
+  // The same output and exit code where there is nothing to drop.
+  for (const std::string cmd : {"verify", "stats", "cuts"}) {
+    CAPTURE(cmd);
+    const Run a = Walcut(fmt::format("{} {}", cmd, corrupt));
+    const Run b = Walcut(fmt::format("{} -q {}", cmd, corrupt));
+    CHECK(a.code == b.code);
+    CHECK(a.out == b.out);
+  }
+  // Every command takes it.
+  std::vector<std::string> paths;
+  const auto subcommands = [](const std::string& help) {
+    std::vector<std::string> names;
+    bool in = false;
+    for (const auto& l : Lines(help)) {
+      if (l == "Subcommands:") in = true;
+      else if (in && l.size() > 2 && l[0] == ' ' && l[1] == ' ' && l[2] != ' ') names.push_back(l.substr(2, l.find(' ', 2) - 2));
+    }
+    return names;
+  };
+  for (const auto& c : subcommands(Walcut("--help").out)) {
+    paths.push_back(c);
+    for (const auto& s : subcommands(Walcut(c + " --help").out)) paths.push_back(c + " " + s);
+  }
+  REQUIRE(paths.size() > 15);
+  for (const auto& p : paths) {
+    if (p == "cut" || p == "snapshot") continue;  // only their commands run
+    CAPTURE(p);
+    CHECK(Walcut(p + " --help").out.find("-q,--quiet") != std::string::npos);
+  }
+}
