@@ -7,6 +7,7 @@
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
+#include <limits>
 #include <memory>
 #include <mutex>
 
@@ -14,6 +15,7 @@
 
 #include "cli/check_report.h"
 #include "cli/command.h"
+#include "cli/inputs.h"
 #include "cli/output.h"
 #include "recovery/check.h"
 #include "recovery/verdict.h"
@@ -98,6 +100,12 @@ int RunCheck(const CheckCliOptions& o) {
   if (o.node >= 0 || !o.verdict.empty() || node_dir) {
     const fs::path wal = node_dir ? dir / "wal" : dir;
     const fs::path nd = wal == dir ? dir.parent_path() : dir;
+    if (o.node >= 0) {
+      if (const std::string bad = NodeOutOfRange(o.node, nd.string()); !bad.empty()) {
+        PrintError(bad);
+        return kExitUsage;
+      }
+    }
     int node = o.node;
     if (node < 0) {
       if (auto id = walfmt::NodeIdFromDirName(nd.filename().string())) node = static_cast<int>(*id);
@@ -118,6 +126,11 @@ int RunCheck(const CheckCliOptions& o) {
         return v.status().code() == walfmt::ErrorCode::kIo ? kExitIo : kExitUsage;
       }
       verdict = std::move(v.value());
+      if (static_cast<size_t>(node) >= verdict.nodes.size()) {
+        PrintError(fmt::format("--node {}: no such node; the verdict (cut {}) covers {} nodes", node, verdict.cut,
+                               verdict.nodes.size()));
+        return kExitUsage;
+      }
       opt.verdict = &verdict;
       opt.base_dir = !o.base.empty() ? o.base : (nd.parent_path() / "snapshots" / verdict.base_name).string();
     }
@@ -196,7 +209,8 @@ void RegisterCheck(CLI::App& root, Registry& reg) {
   cmd->add_option("-j,--jobs", o->jobs, "Threads (default: one per core)");
   cmd->add_option("--node", o->node,
                   "Check one node where its WAL lives: DIR is its directory (node-<i>, with wal/; checked this way "
-                  "without --node too) or its WAL directory; level files (default), or restore with --verdict");
+                  "without --node too) or its WAL directory; level files (default), or restore with --verdict")
+      ->check(CLI::Range(0, std::numeric_limits<int>::max()).description(""));
   cmd->add_option("--verdict", o->verdict,
                   "One node, level restore: the cut's verdict (walcut cuts SUMMARIES... --verdict-out FILE --cut K); "
                   "the node is restored from it into a temporary directory and read back");

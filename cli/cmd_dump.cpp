@@ -316,6 +316,19 @@ int RunDump(const DumpOptions& o) {
     PrintError(in.status().message());
     return ExitForStatus(in.status());
   }
+  for (const uint32_t want : o.nodes) {
+    const bool present = std::any_of(in->nodes.begin(), in->nodes.end(),
+                                     [want](const NodeWal& n) { return n.node_id && *n.node_id == want; });
+    if (!present) {
+      std::vector<std::string> ids;
+      for (const NodeWal& n : in->nodes) {
+        if (n.node_id) ids.push_back(std::to_string(*n.node_id));
+      }
+      PrintError(fmt::format("--node {}: no such node in the input (its nodes: {})", want,
+                             ids.empty() ? std::string("none known") : fmt::format("{}", fmt::join(ids, ", "))));
+      return kExitUsage;
+    }
+  }
   const std::vector<NodeCtx> nodes = SelectNodes(*in, o.nodes);
   std::vector<std::unique_ptr<Item>> items = PlanSegments(nodes, f.from);
   RecordWriter w(f, mode);

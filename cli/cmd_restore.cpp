@@ -2,10 +2,12 @@
 // restored to a cut from a base (genesis, a full snapshot, or an earlier
 // restore) plus the WAL.
 #include <filesystem>
+#include <limits>
 
 #include <fmt/format.h>
 
 #include "cli/command.h"
+#include "cli/inputs.h"
 #include "cli/cut_common.h"
 #include "cli/output.h"
 #include "cli/repo_commands.h"
@@ -164,6 +166,12 @@ int RunRestoreNode(const RestoreOptions& o) {
   // NODE_DIR is node-<i> (with wal/ inside) or its wal directory, as for `walcut scan`.
   const fs::path wal = fs::is_directory(dir / "wal", ec) ? dir / "wal" : dir;
   const fs::path node_dir = wal == dir ? dir.parent_path() : dir;
+  if (o.node >= 0) {
+    if (const std::string bad = NodeOutOfRange(o.node, node_dir.string()); !bad.empty()) {
+      PrintError(bad);
+      return kExitUsage;
+    }
+  }
   int node = o.node;
   if (node < 0) {
     if (auto id = walfmt::NodeIdFromDirName(node_dir.filename().string())) node = static_cast<int>(*id);
@@ -506,9 +514,10 @@ void RegisterRestore(CLI::App& root, Registry& reg) {
                   "SUMMARIES... --verdict-out FILE --cut K`; writes OUT/node-<I>.snap and a per-node manifest");
   cmd->add_option("--summaries", o->summaries,
                   "Restore one node where its WAL lives, deciding the verdict here from every node's summary "
-                  "(walcut scan --out)")
-      ->expected(1, -1);
-  cmd->add_option("--node", o->node, "With --verdict/--summaries: the node id (default: from NODE_DIR's name node-<i>)");
+                  "(walcut scan --out; repeat or comma-separate)")
+      ->delimiter(',');
+  cmd->add_option("--node", o->node, "With --verdict/--summaries: the node id (default: from NODE_DIR's name node-<i>)")
+      ->check(CLI::Range(0, std::numeric_limits<int>::max()).description(""));
   cmd->add_option("--cluster-json", o->cluster_json, "With --summaries: the cluster's cluster.json");
   cmd->add_flag("--clean-stale", o->clean_stale,
                 "Remove the staging directories and lock files that killed walcut processes left beside OUT "

@@ -1,10 +1,12 @@
 // walcut scan NODE_DIR --out FILE: one node's WAL summary, so that the
 // per-node scans can run where the WAL lives and only summaries travel.
 #include <filesystem>
+#include <limits>
 
 #include <fmt/format.h>
 
 #include "cli/command.h"
+#include "cli/inputs.h"
 #include "cli/output.h"
 #include "cut/load.h"
 #include "cut/scan.h"
@@ -30,6 +32,12 @@ int RunScan(const ScanCmdOptions& o) {
     return kExitUsage;
   }
   fs::path wal = fs::is_directory(dir / "wal", ec) ? dir / "wal" : dir;
+  if (o.node >= 0) {
+    if (const std::string bad = NodeOutOfRange(o.node, (wal == dir ? dir.parent_path() : dir).string()); !bad.empty()) {
+      PrintError(bad);
+      return kExitUsage;
+    }
+  }
   int node = o.node;
   if (node < 0) {
     const std::string name = (wal == dir ? dir.parent_path() : dir).filename().string();
@@ -77,7 +85,8 @@ void RegisterScan(CLI::App& root, Registry& reg) {
       ->required();
   cmd->add_option("-o,--out", o->out, "Summary file to write (JSON, schema walcut.summary/1); never overwritten")
       ->required();
-  cmd->add_option("--node", o->node, "Node id (default: from the directory name node-<i>)");
+  cmd->add_option("--node", o->node, "Node id (default: from the directory name node-<i>)")
+      ->check(CLI::Range(0, std::numeric_limits<int>::max()).description(""));
   reg.Add(cmd, [o] { return RunScan(*o); });
 }
 

@@ -37,7 +37,15 @@ nlohmann::json ProblemJson(const walfmt::Problem& p) {
   return j;
 }
 
+namespace {
+std::atomic<bool> quiet{false};
+}  // namespace
+
+void SetQuiet(bool q) { quiet = q; }
+bool Quiet() { return quiet; }
+
 void PrintProblem(const walfmt::Problem& p) {
+  if (Quiet() && !p.fatal && p.kind != walfmt::ProblemKind::kIo) return;
   std::fflush(stdout);
   const char* sev = p.kind == walfmt::ProblemKind::kIo ? "error" : (p.fatal ? "corruption" : "note");
   fmt::print(stderr, "walcut: {}: {}\n", sev, p.ToString());
@@ -89,7 +97,7 @@ int ProblemTally::ExitCode() const {
 }
 
 Progress::Progress(std::string what, uint64_t total_units)
-    : enabled_(isatty(STDERR_FILENO) == 1), what_(std::move(what)), total_(total_units) {}
+    : enabled_(isatty(STDERR_FILENO) == 1 && !Quiet()), what_(std::move(what)), total_(total_units) {}
 
 Progress::~Progress() {
   if (enabled_ && drawn_) fmt::print(stderr, "\r\033[K");

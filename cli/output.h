@@ -26,8 +26,15 @@ inline constexpr const char* kDumpSchema = "walcut.dump/1";
 inline constexpr const char* kStatsSchema = "walcut.stats/1";
 inline constexpr const char* kVerifySchema = "walcut.verify/1";
 
+// -q/--quiet (every command): no notes (problems that are not findings) and
+// no progress on stderr. Errors, findings, standard output and the exit code
+// are the same either way.
+void SetQuiet(bool quiet);
+bool Quiet();
+
 nlohmann::json ProblemJson(const walfmt::Problem& p);
-// "walcut: error: <problem>" (or "note:" for a problem that is not a finding).
+// "walcut: error: <problem>" (or "note:" for a problem that is not a finding;
+// none under --quiet).
 void PrintProblem(const walfmt::Problem& p);
 // "walcut: <message>" for a failure that stops the command.
 void PrintError(const std::string& message);
@@ -46,7 +53,7 @@ struct ProblemTally {
   int ExitCode() const;
 };
 
-// Progress on stderr, only when stderr is a terminal; redraws at most 5 times
+// Progress on stderr, only when stderr is a terminal (and not --quiet); redraws at most 5 times
 // a second and clears its line at the end. Thread-safe.
 class Progress {
  public:

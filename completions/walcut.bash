@@ -11,24 +11,26 @@ _walcut_record_types="tx_data tx_prepare tx_commit tx_rollback cut_start cut_fin
 
 _walcut_options() {
   case $1 in
-    "") echo "-h --help --version" ;;
-    verify) echo "-h --help --format -j --jobs -v --verbose" ;;
-    dump) echo "-h --help --format -t --type -x --tx -k --key -s --from -e --to --node -n --limit --max-bytes --mode -j --jobs" ;;
-    stats) echo "-h --help --format -j --jobs" ;;
-    run) echo "-h --help --nodes --backups --partitions --workload --txs --concurrency --cuts --cut-every --seed --segment-size --accounts --ring-keys --crash --full-snapshot-at --full-snapshot-every --wal-retention --crashes --format" ;;
-    scan) echo "-h --help -o --out --node" ;;
-    cuts) echo "-h --help --format -j --jobs" ;;
+    "") echo "-h --help -V --version" ;;
+    verify) echo "-h --help --format -j --jobs -v --verbose -q --quiet" ;;
+    dump) echo "-h --help --format -t --type -x --tx -k --key -s --from -e --to --node -n --limit --max-bytes --mode -j --jobs -q --quiet" ;;
+    stats) echo "-h --help --format -j --jobs -q --quiet" ;;
+    run) echo "-h --help --nodes --backups --partitions --workload --txs --concurrency --cuts --cut-every --seed --segment-size --accounts --ring-keys --crash --full-snapshot-at --full-snapshot-every --wal-retention --crashes --format -q --quiet" ;;
+    scan) echo "-h --help -o --out --node -q --quiet" ;;
+    cuts) echo "-h --help --format -j --jobs --verdict-out --cut --latest --base --cluster-json -q --quiet" ;;
     cut) echo "-h --help" ;;
-    "cut show") echo "-h --help --format -j --jobs --svg" ;;
-    diff) echo "-h --help --format -n --limit --max-bytes" ;;
-    restore) echo "-h --help --repo --cut --latest --before --base -o --out --dry-run --force -j --jobs --check --clean-stale --format" ;;
+    "cut show") echo "-h --help --format -j --jobs --svg -q --quiet" ;;
+    diff) echo "-h --help --format -n --limit --max-bytes -q --quiet" ;;
+    restore) echo "-h --help --repo --cut --latest --before --base -o --out --dry-run --force -j --jobs --check --clean-stale --verdict --summaries --node --cluster-json --format -q --quiet" ;;
+    "restore assemble") echo "-h --help --check --clean-stale --format -q --quiet" ;;
     snapshot) echo "-h --help" ;;
-    "snapshot check") echo "-h --help --restore -o --output -j --jobs --check --cluster --max-findings --format" ;;
-    "snapshot show") echo "-h --help --node -k --keys --max-bytes --format" ;;
-    "snapshot create") echo "-h --help --repo --full --incremental --from --cut --latest --parent --name --zstd-level -j --jobs --format" ;;
-    "snapshot list") echo "-h --help --format" ;;
-    "snapshot expire") echo "-h --help --keep-full --dry-run --format" ;;
-    check) echo "-h --help --cut --all --level --format -o --output --state --full --from-genesis -j --jobs" ;;
+    "snapshot check") echo "-h --help --restore -o --output -j --jobs --check --cluster --max-findings --format -q --quiet" ;;
+    "snapshot show") echo "-h --help --node -k --keys --max-bytes --format -q --quiet" ;;
+    "snapshot create") echo "-h --help --repo --full --incremental --from --cut --latest --parent --name --zstd-level -j --jobs --format -q --quiet" ;;
+    "snapshot list") echo "-h --help --format -q --quiet" ;;
+    "snapshot expire") echo "-h --help --keep-full --dry-run --format -q --quiet" ;;
+    check) echo "-h --help --cut --all --level --format -o --output --state --full --from-genesis -j --jobs --node --verdict --base -q --quiet" ;;
+    "check merge") echo "-h --help --format -o --output -q --quiet" ;;
   esac
 }
 
@@ -37,7 +39,7 @@ _walcut_values() {  # COMMAND OPTION
   case $2 in
     --format)
       case $1 in
-        check|"snapshot check") echo "words:text json junit" ;;
+        check|"check merge"|"snapshot check") echo "words:text json junit" ;;
         *) echo "words:text json" ;;
       esac ;;
     --level) echo "words:files cuts restore" ;;
@@ -46,11 +48,11 @@ _walcut_values() {  # COMMAND OPTION
     --workload) echo "words:bank cycle mixed" ;;
     --wal-retention) echo "words:keep after-snapshot" ;;
     -t|--type) echo "words:$_walcut_record_types" ;;
-    -o|--out|--output|--svg|--state) echo "files" ;;
+    -o|--out|--output|--svg|--state|--verdict-out|--verdict|--summaries|--cluster-json) echo "files" ;;
     --repo|--cluster) echo "dirs" ;;
     --base)
       case $1 in
-        restore) echo "dirs" ;;
+        restore|check) echo "dirs" ;;
         *) echo "none" ;;
       esac ;;
     -j|--jobs|-x|--tx|-k|--key|-s|--from|-e|--to|--node|-n|--limit|--max-bytes|--nodes|--backups|\
@@ -78,7 +80,8 @@ _walcut() {
   fi
 
   # The command named so far: the first word that is a command, then, after
-  # cut or snapshot, the first word that is one of theirs.
+  # cut, snapshot, restore or check, the first word that is one of theirs
+  # (restore and check take a directory there too).
   local cmd="" i w
   for ((i = 1; i < cword; i++)); do
     w=${words[i]}
@@ -87,6 +90,8 @@ _walcut() {
       "") [[ " $_walcut_commands " == *" $w "* ]] && cmd=$w ;;
       cut) [[ $w == show ]] && cmd="cut show" ;;
       snapshot) [[ " check show create list expire " == *" $w "* ]] && cmd="snapshot $w" ;;
+      restore) [[ $w == assemble ]] && cmd="restore assemble" ;;
+      check) [[ $w == merge ]] && cmd="check merge" ;;
     esac
   done
 
@@ -109,6 +114,10 @@ _walcut() {
     "") COMPREPLY=($(compgen -W "$_walcut_commands" -- "$cur")) ;;
     cut) COMPREPLY=($(compgen -W "show" -- "$cur")) ;;
     snapshot) COMPREPLY=($(compgen -W "check show create list expire" -- "$cur")) ;;
+    restore|check)
+      local sub=assemble
+      [[ $cmd == check ]] && sub=merge
+      COMPREPLY=($(compgen -W "$sub" -- "$cur") $(compgen -f -- "$cur")); compopt -o filenames 2>/dev/null ;;
     *) COMPREPLY=($(compgen -f -- "$cur")); compopt -o filenames 2>/dev/null ;;
   esac
 }

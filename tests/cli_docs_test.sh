@@ -10,7 +10,7 @@
 #   tests/cli_docs_test.sh WALCUT_BIN SOURCE_DIR
 set -euo pipefail
 w=$1
-src=$2
+src=$(cd "$2" && pwd)
 bash_file=$src/completions/walcut.bash
 zsh_file=$src/completions/_walcut
 man=$src/docs/man
@@ -74,13 +74,15 @@ for p in "${paths[@]}"; do
     continue
   fi
   # shellcheck disable=SC2086
-  if [ -n "$p" ] && [[ $p != *" "* ]] && [ -n "$(subcommands $p)" ]; then
+  if [ -n "$p" ] && [[ $p != *" "* ]] && [ -n "$(subcommands $p)" ] &&
+     ! grep -qF ".SS \"walcut $p\"" "$page"; then
     continue  # cut, snapshot: the page documents their commands
   fi
   text=$(cat "$page")
   if [ -z "$p" ]; then
     text=$(sed -n '/^\.SH OPTIONS/,/^\.SH /p' "$page")
-  elif [[ $p == *" "* ]] && grep -q '^\.SS "walcut ' "$page"; then
+  elif grep -q '^\.SS "walcut ' "$page"; then
+    # restore, check: options of their own in a section beside their commands
     text=$(sed -n "/^\.SS \"walcut $p\"\$/,/^\.S[SH] /p" "$page")
     [ -n "$text" ] || { bad "$label: no section .SS \"walcut $p\" in $page"; continue; }
     text=$(echo "$text" | sed '$d')
@@ -161,6 +163,20 @@ for parent in "" cut snapshot; do
     grep -qE "^ +$c\\\\:\"" "$zsh_file" || bad "$zsh_file: the command ${parent:+$parent }$c is not offered (a line '$c\\:\"...\"')"
   done
 done
+
+# restore and check take a directory or one command of theirs.
+(
+  cd "$(mktemp -d)"
+  trap 'rmdir "$PWD"' EXIT
+  expect_completion "assemble " walcut restore a
+  expect_completion "merge " walcut check m
+  expect_completion "--check --format --help --quiet -h -q " walcut restore assemble -
+  expect_completion "--format --help --output --quiet -h -o -q " walcut check merge -
+  expect_completion "json junit text " walcut check merge --format ""
+  [ $fail = 0 ]
+) || fail=1
+grep -qE '^ +assemble\\:"' "$zsh_file" || bad "$zsh_file: the command restore assemble is not offered"
+grep -qE '^ +merge\\:"' "$zsh_file" || bad "$zsh_file: the command check merge is not offered"
 
 # zsh parses its completion (when zsh is installed: scripts/deps.sh installs it).
 if command -v zsh >/dev/null; then

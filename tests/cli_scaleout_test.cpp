@@ -141,14 +141,21 @@ TEST_CASE("per-node restore: --summaries decides the verdict on the host; the pa
   REQUIRE(Walcut(fmt::format("cuts{} --cluster-json '{}/cluster.json' --verdict-out '{}/v.json' --cut 4", sums, kHealthy,
                              t.path))
               .code == 0);
+  std::string summaries_each, summaries_list;
+  for (int i = 0; i < 3; ++i) {
+    summaries_each += fmt::format(" --summaries '{}/s{}.json'", t.path, i);
+    summaries_list += fmt::format("{}{}/s{}.json", i == 0 ? " --summaries '" : ",", t.path, i);
+  }
+  summaries_list += "'";
   for (int i = 0; i < 3; ++i) {
     const Run a = Walcut(fmt::format("restore '{}/hosts/host-{}/node-{}' --verdict '{}/v.json' --out '{}/a{}'", t.path, i,
                                      i, t.path, t.path, i));
     INFO(a.out << a.err);
     REQUIRE(a.code == 0);
-    const Run b = Walcut(fmt::format("restore '{}/hosts/host-{}/node-{}' --summaries{} --cluster-json '{}/cluster.json' "
+    // --summaries takes one file per occurrence, or a comma list.
+    const Run b = Walcut(fmt::format("restore '{}/hosts/host-{}/node-{}'{} --cluster-json '{}/cluster.json' "
                                      "--cut 4 --out '{}/b{}' --format json",
-                                     t.path, i, i, sums, kHealthy, t.path, i));
+                                     t.path, i, i, i == 1 ? summaries_list : summaries_each, kHealthy, t.path, i));
     INFO(b.out << b.err);
     REQUIRE(b.code == 0);
     CHECK(Slurp(fmt::format("{}/a{}/node-{}.snap", t.path, i, i)) == Slurp(fmt::format("{}/b{}/node-{}.snap", t.path, i, i)));
