@@ -82,7 +82,6 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (rec.ok() && (outcome || type == walfmt::RecordType::kTxData)) {
     std::visit(
         [&](const auto& r) {
-          using T = std::decay_t<decltype(r)>;
           if constexpr (requires { r.tx; }) Check(peeked && peek == r.tx, "type " + std::to_string(static_cast<unsigned>(type)));
         },
         *rec);
