@@ -39,8 +39,11 @@ nlohmann::json ProblemJson(const walfmt::Problem& p) {
 
 void PrintProblem(const walfmt::Problem& p) {
   std::fflush(stdout);
-  const char* sev = p.kind == walfmt::ProblemKind::kIo ? "error" : (p.fatal ? "corruption" : "note");
-  fmt::print(stderr, "walcut: {}: {}\n", sev, p.ToString());
+  if (p.kind == walfmt::ProblemKind::kIo) {
+    fmt::print(stderr, "walcut: {}\n", p.ToString());  // "<path>: <OS error>", as every command says it
+    return;
+  }
+  fmt::print(stderr, "walcut: {}: {}\n", p.fatal ? "corruption" : "note", p.ToString());
 }
 
 void PrintError(const std::string& message) {

@@ -243,8 +243,20 @@ void RunFiles(const CheckOptions& opt, const cut::ClusterLayout& layout, CheckRe
     auto segs = walfmt::ListSegments(layout.wal_dirs[n], [&](const walfmt::Problem& p) {
       node_problems[n].push_back(p);
     });
-    if (segs.ok()) all[n] = std::move(*segs);
-    if (all[n].empty()) {
+    if (segs.ok()) {
+      all[n] = std::move(*segs);
+    } else if (segs.status().code() != walfmt::ErrorCode::kNotFound) {
+      // The directory is there but cannot be listed: could not read (exit
+      // 3), not a node without segments.
+      walfmt::Problem p;
+      p.kind = walfmt::ProblemKind::kIo;
+      p.node = node;
+      p.node_known = true;
+      p.file = layout.wal_dirs[n];
+      p.detail = segs.status().message();
+      node_problems[n].push_back(p);
+    }
+    if (all[n].empty() && (segs.ok() || segs.status().code() == walfmt::ErrorCode::kNotFound)) {
       walfmt::Problem p;
       p.kind = walfmt::ProblemKind::kMissingSegment;
       p.node = node;
