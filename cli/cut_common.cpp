@@ -18,7 +18,15 @@ walfmt::Result<cut::ClusterCuts> LoadCuts(const std::vector<std::string>& paths,
   cut::LoadOptions lo;
   lo.jobs = jobs;
   lo.progress = [&progress](uint64_t bytes) { progress.Update(0, bytes); };
-  return cut::ReadCuts(paths, lo, ro);
+  auto cc = cut::ReadCuts(paths, lo, ro);
+  // Listing notes (a file named like a segment but not read, a segment both
+  // plain and archived): reported, not findings.
+  if (cc.ok()) {
+    for (const auto& n : cc->nodes) {
+      for (const auto& note : n.notes) PrintError("note: " + note);
+    }
+  }
+  return cc;
 }
 
 json FindingJson(const cut::Finding& f) { return cut::FindingToJson(f); }

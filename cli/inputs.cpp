@@ -87,14 +87,19 @@ Status AddWalDir(const std::string& wal_dir, const std::string& label, std::opti
 
 // One node of a cluster directory. A node without its WAL directory is a
 // finding for the commands, not a reason to ignore the rest: it is listed
-// with no segments.
-void AddClusterNode(const std::string& wal_dir, const std::string& node_dir, std::optional<uint32_t> id, Inputs& in) {
-  if (AddWalDir(wal_dir, node_dir, id, in).ok()) return;
+// with no segments. A WAL directory that exists but cannot be listed
+// (permission, I/O error) fails the command (kIo), as it does for `cuts`.
+Status AddClusterNode(const std::string& wal_dir, const std::string& node_dir, std::optional<uint32_t> id,
+                      Inputs& in) {
+  Status st = AddWalDir(wal_dir, node_dir, id, in);
+  if (st.ok()) return st;
+  if (st.code() != walfmt::ErrorCode::kNotFound) return st;
   NodeWal empty;
   empty.label = node_dir;
   empty.node_id = id;
   empty.wal.expected_node = id;
   in.nodes.push_back(std::move(empty));
+  return Status::Ok();
 }
 
 }  // namespace
@@ -105,7 +110,11 @@ Result<Inputs> ResolveInputs(const std::vector<std::string>& paths) {
   for (const std::string& path : paths) {
     struct stat sb {};
     if (stat(path.c_str(), &sb) != 0) {
-      return Status::NotFound(fmt::format("{}: {}", path, std::strerror(errno)));
+      // Nothing there is a usage error; anything else (permission, a
+      // symlink loop, an I/O error) is a path that could not be read.
+      const std::string m = fmt::format("{}: {}", path, std::strerror(errno));
+      if (errno == ENOENT || errno == ENOTDIR) return Status::NotFound(m);
+      return Status::Io(m);
     }
     if (S_ISREG(sb.st_mode)) {
       walfmt::SegmentFile f{path, 0, false};
@@ -120,7 +129,7 @@ Result<Inputs> ResolveInputs(const std::vector<std::string>& paths) {
       loose[NodeIdFromHeader(f)].push_back(f);
       continue;
     }
-    if (!S_ISDIR(sb.st_mode)) return Status::NotFound(fmt::format("{}: not a file or directory", path));
+    if (!S_ISDIR(sb.st_mode)) return Status::Io(fmt::format("{}: not a regular file or directory", path));
     // A cluster directory with a cluster.json: its nodes are the ones it
     // lists, where it says (the one parser, walfmt/cluster_layout.h).
     auto layout = walfmt::FindClusterLayout(path);
@@ -129,7 +138,7 @@ Result<Inputs> ResolveInputs(const std::vector<std::string>& paths) {
       for (uint32_t id = 0; id < layout->wal_dirs.size(); ++id) {
         const std::string& wal = layout->wal_dirs[id];
         const std::string node_dir = BaseName(wal) == "wal" ? wal.substr(0, wal.rfind('/')) : wal;
-        AddClusterNode(wal, node_dir, id, in);
+        if (Status st = AddClusterNode(wal, node_dir, id, in); !st.ok()) return st;
       }
       continue;
     }
@@ -142,7 +151,7 @@ Result<Inputs> ResolveInputs(const std::vector<std::string>& paths) {
     if (!node_dirs.empty()) {  // a cluster directory
       for (const std::string& n : node_dirs) {
         const std::string node_dir = Join(path, n);
-        AddClusterNode(Join(node_dir, "wal"), node_dir, NodeIdFromName(n), in);
+        if (Status st = AddClusterNode(Join(node_dir, "wal"), node_dir, NodeIdFromName(n), in); !st.ok()) return st;
       }
       continue;
     }

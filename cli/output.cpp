@@ -47,8 +47,11 @@ bool Quiet() { return quiet; }
 void PrintProblem(const walfmt::Problem& p) {
   if (Quiet() && !p.fatal && p.kind != walfmt::ProblemKind::kIo) return;
   std::fflush(stdout);
-  const char* sev = p.kind == walfmt::ProblemKind::kIo ? "error" : (p.fatal ? "corruption" : "note");
-  fmt::print(stderr, "walcut: {}: {}\n", sev, p.ToString());
+  if (p.kind == walfmt::ProblemKind::kIo) {
+    fmt::print(stderr, "walcut: {}\n", p.ToString());  // "<path>: <OS error>", as every command says it
+    return;
+  }
+  fmt::print(stderr, "walcut: {}: {}\n", p.fatal ? "corruption" : "note", p.ToString());
 }
 
 void PrintError(const std::string& message) {

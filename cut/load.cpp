@@ -122,6 +122,14 @@ class Reader {
     }
     return v->get<std::string>();
   }
+  // Element i of the array `a` (at `path`), a string.
+  std::string Str(const json& a, size_t i, const std::string& path) {
+    if (!a[i].is_string()) {
+      Fail(fmt::format("{}[{}]", path, i), "is not a string");
+      return {};
+    }
+    return a[i].get<std::string>();
+  }
   Lsn Position(const json& j, const char* key, const std::string& path, bool required = true) {
     const json* v = Get(j, key, path, required);
     if (!v) return {};
@@ -215,6 +223,7 @@ std::string SummaryToJson(const NodeSummary& s) {
   j["peak_in_flight"] = s.peak_in_flight;
   if (s.torn_tail) j["torn_tail"] = {{"at", s.torn_at.ToString()}, {"bytes", s.torn_bytes}};
   if (s.damaged) j["damage"] = {{"at", s.damage_at.ToString()}, {"message", s.damage}};
+  if (!s.notes.empty()) j["notes"] = s.notes;
   json cuts = json::array();
   for (const auto& c : s.cuts) {
     json jc = {{"cut", c.cut_id}, {"end", CutEndName(c.end)}};
@@ -330,6 +339,11 @@ walfmt::Result<NodeSummary> SummaryFromJson(const std::string& text, const std::
     s.damaged = true;
     s.damage_at = r.Position(*d, "at", "damage");
     s.damage = r.Str(*d, "message", "damage");
+  }
+  if (const json* a = r.Array(j, "notes", "", false)) {
+    for (size_t i = 0; i < a->size() && r.ok(); ++i) {
+      s.notes.push_back(r.Str(*a, i, "notes"));
+    }
   }
   if (const json* a = r.Array(j, "cuts", "")) {
     for (size_t i = 0; i < a->size() && r.ok(); ++i) {

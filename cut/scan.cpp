@@ -971,6 +971,10 @@ struct NodeScan::State {
   walfmt::ProblemSink sink;
   walfmt::RecordVisitor visit;
   std::unique_ptr<walfmt::NodeWalReader> reader;
+  // The first file that could not be read (open or read refused by the
+  // system, not a regular file): the scan fails with it, never reporting it
+  // as damage.
+  std::optional<walfmt::Status> io_error;
 };
 
 NodeScan::NodeScan(std::unique_ptr<State> st) : st_(std::move(st)) {}
@@ -1001,7 +1005,16 @@ walfmt::Result<std::unique_ptr<NodeScan>> NodeScan::Open(const std::string& wal_
     s.wal_start = Lsn{st->segs.front().index, 0};
   }
   const uint32_t node = opt.node;
-  st->sink = [&s, node](const walfmt::Problem& p) {
+  State* state = st.get();
+  st->sink = [&s, node, state](const walfmt::Problem& p) {
+    if (p.kind == walfmt::ProblemKind::kIo) {
+      if (!state->io_error) state->io_error = walfmt::Status::Io(p.ToString());
+      return;
+    }
+    if (!p.fatal && p.kind != walfmt::ProblemKind::kTornTail) {
+      s.notes.push_back(p.ToString());  // a listing note, not damage
+      return;
+    }
     if (p.kind == walfmt::ProblemKind::kTornTail && !p.fatal) {
       s.torn_tail = true;
       s.torn_at = p.lsn();
@@ -1051,6 +1064,7 @@ walfmt::Result<NodeSummary> NodeScan::Finish() {
   const ScanOptions& opt = st_->opt;
   const walfmt::NodeRead& read = st_->reader->result();
   s.end = read.end;
+  if (st_->io_error) return *st_->io_error;
   for (const auto& seg : read.segments) {
     SegmentInfo si;
     si.index = seg.file.index;

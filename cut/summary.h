@@ -193,6 +193,10 @@ struct NodeSummary {
   bool damaged = false;        // reading stopped at damage; nothing after `damage_at` was read
   Lsn damage_at;
   std::string damage;          // one line
+  // Reported while listing the WAL directory, not damage: a file named like
+  // a segment but not as the writer names one, an index present both plain
+  // and archived. One line each, naming the file.
+  std::vector<std::string> notes;
 
   std::vector<NodeCut> cuts;   // by cut id
   std::vector<SnapshotMark> snapshots;

@@ -183,8 +183,20 @@ class FilesLevel {
     NodeFiles nf;
     nf.node = node;
     auto segs = walfmt::ListSegments(wal_dir, [&](const walfmt::Problem& p) { nf.problems.push_back(p); });
-    if (segs.ok()) nf.segments = std::move(*segs);
-    if (nf.segments.empty()) {
+    if (segs.ok()) {
+      nf.segments = std::move(*segs);
+    } else if (segs.status().code() != walfmt::ErrorCode::kNotFound) {
+      // The directory is there but cannot be listed: could not read (exit
+      // 3), not a node without segments.
+      walfmt::Problem p;
+      p.kind = walfmt::ProblemKind::kIo;
+      p.node = node;
+      p.node_known = true;
+      p.file = wal_dir;
+      p.detail = segs.status().message();
+      nf.problems.push_back(p);
+    }
+    if (nf.segments.empty() && (segs.ok() || segs.status().code() == walfmt::ErrorCode::kNotFound)) {
       walfmt::Problem p;
       p.kind = walfmt::ProblemKind::kMissingSegment;
       p.node = node;

@@ -1713,14 +1713,21 @@ TEST_CASE("reader: ListSegments", "[reader]") {
   std::filesystem::create_directories(wal);
   for (uint64_t i : {0x10u, 0x9u, 0xAu, 0x0u}) WriteFileBytes(wal + "/" + SegmentFileName(i, i == 0x9), "x");
   for (const char* junk : {"README", "0000000000000001.wal.zst.tmp", "000000000000001.wal", "0000000000000002.WAL",
-                           "0000000000000003.wal.bak"}) {
+                           "0000000000000003.wal.bak", "000000000000000a.wal.zst"}) {
     WriteFileBytes(wal + "/" + junk, "x");
   }
   std::filesystem::create_directories(wal + "/sub");
   std::vector<Problem> ps;
   auto l = ListSegments(wal, [&](const Problem& p) { ps.push_back(p); });
   REQUIRE(l.ok());
-  CHECK(ps.empty());
+  // Named like segments but not as the writer names them: notes naming each,
+  // neither read (000000000000000a is not index A).
+  REQUIRE(ps.size() == 2);
+  CHECK(ps[0].kind == ProblemKind::kMisnamedSegment);
+  CHECK_FALSE(ps[0].fatal);
+  CHECK(ps[0].file == wal + "/000000000000000a.wal.zst");
+  CHECK(ps[1].file == wal + "/000000000000001.wal");
+  CHECK(ps[1].ToString().starts_with(wal + "/000000000000001.wal: named like a segment but not one"));
   std::vector<std::string> got;
   for (const SegmentFile& f : *l) got.push_back(fmt::format("{:X} {} {}", f.index, f.compressed, f.path));
   CHECK(got == std::vector<std::string>{fmt::format("0 false {}/{}", wal, SegmentFileName(0, false)),

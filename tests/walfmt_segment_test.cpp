@@ -199,18 +199,22 @@ TEST_CASE("segment: file names", "[segment]") {
   }
 }
 
-// FORMAT.md: "Readers order segments by the number, never by the name, and
-// accept lower-case digits." (segment.h's comment on ParseSegmentName says
-// "exactly those forms", i.e. upper case; FORMAT.md is the spec.)
-TEST_CASE("segment: file names with lower-case hex digits are accepted", "[segment]") {
+// FORMAT.md "Files": exactly one spelling is a segment, the writer's (upper
+// case); a look-alike is reported by ListSegments, never read.
+TEST_CASE("segment: only the writer's upper-case spelling is a segment name", "[segment]") {
   uint64_t index = 0;
   bool compressed = true;
-  REQUIRE(ParseSegmentName("000000000000002a.wal", index, compressed));
+  REQUIRE(ParseSegmentName("000000000000002A.wal", index, compressed));
   CHECK(index == 0x2A);
   CHECK_FALSE(compressed);
-  REQUIRE(ParseSegmentName("00000000000000fF.wal.zst", index, compressed));
-  CHECK(index == 0xFF);
-  CHECK(compressed);
+  CHECK_FALSE(ParseSegmentName("000000000000002a.wal", index, compressed));
+  CHECK_FALSE(ParseSegmentName("00000000000000fF.wal.zst", index, compressed));
+  CHECK(LooksLikeSegmentName("000000000000002a.wal"));
+  CHECK(LooksLikeSegmentName("00000000000000fF.wal.zst"));
+  CHECK(LooksLikeSegmentName("000000000000002.wal"));
+  CHECK_FALSE(LooksLikeSegmentName("000000000000002A.wal.zst.tmp"));
+  CHECK_FALSE(LooksLikeSegmentName("cluster.json"));
+  CHECK_FALSE(LooksLikeSegmentName(".wal"));
 }
 
 TEST_CASE("segment: the worked example of FORMAT.md", "[segment]") {

@@ -305,11 +305,20 @@ std::string_view ProblemKindName(ProblemKind k) {
     case ProblemKind::kDuplicateSegment: return "duplicate-segment";
     case ProblemKind::kCompression: return "compression";
     case ProblemKind::kIo: return "io";
+    case ProblemKind::kMisnamedSegment: return "misnamed-segment";
   }
   return "invalid";
 }
 
 std::string Problem::ToString() const {
+  // A file that could not be read: "<path>: <reason>" (the OS error), with
+  // the position only for a read that failed inside the file.
+  if (kind == ProblemKind::kIo && !file.empty() && detail.starts_with(file + ": ")) {
+    std::string s = file;
+    if (offset > 0) s += fmt::format(" at {}", lsn().ToString());
+    return s + detail.substr(file.size());
+  }
+  if (kind == ProblemKind::kMisnamedSegment) return fmt::format("{}: {}", file, detail);
   std::string s;
   if (node_known) s += fmt::format("node {}, ", node);
   s += file.empty() ? std::string("<no file>") : file;
@@ -685,10 +694,24 @@ Result<std::vector<SegmentFile>> ListSegments(const std::string& wal_dir, const 
     return Status::Io(fmt::format("{}: opendir: {}", wal_dir, std::strerror(errno)));
   }
   std::map<uint64_t, SegmentFile> by_index;
-  while (dirent* e = readdir(d)) {
+  std::vector<std::string> misnamed;
+  for (;;) {
+    errno = 0;
+    dirent* e = readdir(d);
+    if (e == nullptr) {
+      if (errno != 0) {
+        Status st = Status::Io(fmt::format("{}: readdir: {}", wal_dir, std::strerror(errno)));
+        closedir(d);
+        return st;
+      }
+      break;
+    }
     uint64_t index = 0;
     bool compressed = false;
-    if (!ParseSegmentName(e->d_name, index, compressed)) continue;
+    if (!ParseSegmentName(e->d_name, index, compressed)) {
+      if (LooksLikeSegmentName(e->d_name)) misnamed.emplace_back(e->d_name);
+      continue;
+    }
     SegmentFile f{wal_dir + "/" + e->d_name, index, compressed};
     auto [it, inserted] = by_index.emplace(index, f);
     if (!inserted) {
@@ -707,6 +730,18 @@ Result<std::vector<SegmentFile>> ListSegments(const std::string& wal_dir, const 
     }
   }
   closedir(d);
+  std::sort(misnamed.begin(), misnamed.end());
+  for (const std::string& name : misnamed) {
+    Problem p;
+    p.kind = ProblemKind::kMisnamedSegment;
+    p.fatal = false;
+    p.file = wal_dir + "/" + name;
+    p.detail = fmt::format(
+        "named like a segment but not one: a segment is named <16 upper-case hex digits>.wal or .wal.zst "
+        "(as {}); not read",
+        SegmentFileName(0, false));
+    if (sink) sink(p);
+  }
   std::vector<SegmentFile> out;
   out.reserve(by_index.size());
   for (auto& [i, f] : by_index) out.push_back(std::move(f));

@@ -55,6 +55,7 @@ enum class ProblemKind : uint8_t {
   kDuplicateSegment,      // the same index as .wal and .wal.zst
   kCompression,           // an archived (.wal.zst) segment does not decompress
   kIo,                    // the file could not be opened or read
+  kMisnamedSegment,       // a file in a WAL directory named like a segment but not as the writer names one (a note)
 };
 std::string_view ProblemKindName(ProblemKind k);
 
@@ -157,8 +158,12 @@ SegmentScan ScanSegmentFile(const SegmentFile& file, const ScanOptions& opt, con
 bool CheckContinuity(const SegmentScan& prev, const SegmentScan& cur, const ProblemSink& sink);
 
 // Lists the segments of one WAL directory in index order (numeric, not by
-// name). Files that are not named like segments are ignored; an index present
-// as both .wal and .wal.zst is reported and the .wal is used.
+// name). Only the writer's spelling is a segment (ParseSegmentName); another
+// name ending in .wal or .wal.zst (lower-case digits, another digit count)
+// is reported as a note (kMisnamedSegment, not fatal) naming it, and not
+// read; other files are ignored. An index present as both .wal and .wal.zst
+// is reported and the .wal is used. Fails (kIo) when the directory cannot
+// be listed.
 Result<std::vector<SegmentFile>> ListSegments(const std::string& wal_dir, const ProblemSink& sink);
 
 struct NodeReadOptions {

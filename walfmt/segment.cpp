@@ -115,8 +115,6 @@ bool ParseSegmentName(std::string_view name, uint64_t& index, bool& compressed) 
       d = static_cast<uint64_t>(c - '0');
     } else if (c >= 'A' && c <= 'F') {
       d = static_cast<uint64_t>(c - 'A' + 10);
-    } else if (c >= 'a' && c <= 'f') {
-      d = static_cast<uint64_t>(c - 'a' + 10);
     } else {
       return false;
     }
@@ -124,6 +122,13 @@ bool ParseSegmentName(std::string_view name, uint64_t& index, bool& compressed) 
   }
   index = v;
   return true;
+}
+
+bool LooksLikeSegmentName(std::string_view name) {
+  auto ends = [&](std::string_view suffix) {
+    return name.size() > suffix.size() && name.substr(name.size() - suffix.size()) == suffix;
+  };
+  return ends(".wal") || ends(".wal.zst");
 }
 
 }  // namespace walfmt

@@ -106,10 +106,16 @@ uint32_t ComputeRecordHeaderCrc(const uint8_t* p);
 // Masked CRC32C of a payload: what payload_crc must be.
 uint32_t ComputePayloadCrc(std::span<const uint8_t> payload);
 
-// File names: 16 hex digits and ".wal", or ".wal.zst" when archived. The
-// writer uses upper-case digits; ParseSegmentName accepts either case.
+// File names: 16 upper-case hex digits and ".wal", or ".wal.zst" when
+// archived, exactly as the writer makes them (SegmentFileName).
+// ParseSegmentName accepts that one spelling only: "000000000000000a.wal"
+// or a 15-digit name is not a segment name.
 std::string SegmentFileName(uint64_t index, bool compressed);
 bool ParseSegmentName(std::string_view name, uint64_t& index, bool& compressed);
+// A name ending in ".wal" or ".wal.zst": what a reader listing a WAL
+// directory reports (never skips silently) when ParseSegmentName refuses it.
+// Archiving's "<name>.wal.zst.tmp" does not end so and is ignored.
+bool LooksLikeSegmentName(std::string_view name);
 
 }  // namespace walfmt
 
