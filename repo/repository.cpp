@@ -390,7 +390,7 @@ Result<CreateResult> CreateRuntimeFull(const CreateRequest& req, const RepoListi
     an.snap_position = snap->wal_position;
     m.nodes.push_back(an);
   }
-  if (Status st = AddFile(s.dir, "cluster.json", *cj, m); !st.ok()) return st;
+  if (Status st = AddFile(s.dir, "cluster.json", walfmt::CurrentClusterJsonText(*cj), m); !st.ok()) return st;
   m.restore = json();
   json cluster = json::parse(*cj, nullptr, false);
   if (cluster.is_object()) m.evidence["cluster_json"] = true;
@@ -428,7 +428,7 @@ Status IngestRestore(const std::string& restored, const std::string& stage, Mani
     an.snap_position = snap->wal_position;
   }
   if (rm.contains("cluster") && rm["cluster"].is_object()) {
-    if (Status st = AddFile(stage, "cluster.json", walfmt::DumpJson(rm["cluster"], 2) + "\n", m); !st.ok()) return st;
+    if (Status st = AddFile(stage, "cluster.json", walfmt::CurrentClusterJsonText(walfmt::DumpJson(rm["cluster"], 2) + "\n"), m); !st.ok()) return st;
   }
   return Status::Ok();
 }
@@ -880,7 +880,7 @@ Result<CreateResult> CreateIncrement(const CreateRequest& req, const RepoListing
     if (Status st = walfmt::SyncDir(Join(s.dir, nd + "/wal")); !st.ok()) return st;
     if (Status st = walfmt::SyncDir(Join(s.dir, nd)); !st.ok()) return st;
   }
-  if (Status st = AddFile(s.dir, "cluster.json", *cj, m); !st.ok()) return st;
+  if (Status st = AddFile(s.dir, "cluster.json", walfmt::CurrentClusterJsonText(*cj), m); !st.ok()) return st;
   for (size_t i = 0; i < n; ++i) {
     const std::string plan = cut::SummaryToJson(PlanSummary(*cc, i, *parent, k, segs[i]));
     if (Status st = AddFile(s.dir, PlanFile(i), plan, m); !st.ok()) return st;

@@ -95,6 +95,13 @@ TEST_CASE("consistency: a cluster.json and restore outputs written by older walc
   CHECK(m["cluster"]["schema"] == "walcut.cluster/2");
   CHECK(m["cluster"]["cluster_id"] == current["cluster_id"]);
 
+  // A repository artifact of the cluster holds cluster.json in the current form.
+  const Run c = Walcut(fmt::format("snapshot create '{}' --repo '{}/repo' --full --from full-1500", dir, t.path));
+  INFO(c.err);
+  REQUIRE(c.code == 0);
+  CHECK(JsonFile(t.path + "/repo/f-full-1500/cluster.json")["schema"] == "walcut.cluster/2");
+  CHECK(Walcut(fmt::format("snapshot check '{}/repo'", t.path)).code == 0);
+
   // A restore output as older walcut wrote its manifest serves as a base.
   json old = m;
   old.erase("schema");
