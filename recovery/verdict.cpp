@@ -240,7 +240,7 @@ walfmt::Result<Verdict> MakeVerdict(const cut::ClusterCuts& cc, uint64_t k, cons
       return Status::InvalidArgument(fmt::format("cluster.json is cluster {:016x}, the summaries are from cluster {:016x}",
                                                  info->cluster_id, v.cluster_id));
     }
-    v.cluster_json = opt.cluster_json;
+    v.cluster_json = walfmt::CurrentClusterJsonText(opt.cluster_json);  // an older cluster.json in the current form
     v.file_cluster_id = info->cluster_id;
   }
   const cut::SnapshotUse* snap = nullptr;

@@ -117,6 +117,8 @@ TEST_CASE("consistency: a cluster.json and restore outputs written by older walc
 
   // Per-node restores as older walcut wrote them assemble.
   REQUIRE(Walcut(fmt::format("cuts '{}' --verdict-out '{}/v.json' --cut 4", dir, t.path)).code == 0);
+  const json verdict_cluster = json::parse(JsonFile(t.path + "/v.json")["cluster_json"].get<std::string>());
+  CHECK(verdict_cluster["schema"] == "walcut.cluster/2");  // the copy it carries is current
   std::string parts;
   for (int i = 0; i < 3; ++i) {
     const std::string p = fmt::format("{}/p{}", t.path, i);
