@@ -43,10 +43,12 @@ void RequireWellFormedXml(const std::string& path) {
   REQUIRE(st == 0);
 }
 
+// A document walcut wrote: valid JSON that names its schema.
 json ParseJson(const std::string& text) {
   INFO(text);
   json j = json::parse(text, nullptr, false);
   REQUIRE_FALSE(j.is_discarded());
+  CHECK(j.contains("schema"));
   return j;
 }
 
