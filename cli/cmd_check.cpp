@@ -21,6 +21,7 @@
 #include "recovery/verdict.h"
 #include "walfmt/cluster_layout.h"
 #include "walfmt/file_io.h"
+#include "walfmt/text_escape.h"
 
 namespace walcut::cli {
 namespace {
@@ -159,7 +160,7 @@ int RunCheck(const CheckCliOptions& o) {
   }
   const int rc = recovery::CheckExitCode(*rep);
   std::string text;
-  if (o.format == "json") text = CheckReportJson(*rep, rc).dump(2) + "\n";
+  if (o.format == "json") text = walfmt::DumpJson(CheckReportJson(*rep, rc), 2) + "\n";
   else if (o.format == "junit") text = CheckReportJunit(*rep, rc);
   else text = CheckReportText(*rep, rc);
 

@@ -12,6 +12,7 @@
 #include "cli/output.h"
 #include "cut/svg.h"
 #include "walfmt/file_io.h"
+#include "walfmt/text_escape.h"
 
 namespace walcut::cli {
 namespace {
@@ -103,7 +104,7 @@ int RunCutShow(const CutShowOptions& o) {
                                         {"commits", nc->commits_before_start}};
       }
     }
-    fmt::print("{}\n", j.dump(2));
+    fmt::print("{}\n", walfmt::DumpJson(j, 2));
     return rc;
   }
   fmt::print("cut {}: {}{}\n", k, cut::CutStatusName(g->status), g->reason.empty() ? "" : " - " + g->reason);

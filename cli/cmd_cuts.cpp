@@ -9,6 +9,7 @@
 #include "cli/output.h"
 #include "recovery/verdict.h"
 #include "walfmt/file_io.h"
+#include "walfmt/text_escape.h"
 
 namespace walcut::cli {
 namespace {
@@ -117,7 +118,7 @@ int RunVerdict(const CutsOptions& o) {
               {"file", o.verdict_out},
               {"bytes", text.size()}};
     if (!consistent) j["reason"] = v->reason;
-    fmt::print("{}\n", j.dump(2));
+    fmt::print("{}\n", walfmt::DumpJson(j, 2));
   } else {
     fmt::print("verdict {}: cut {} of {} nodes is {}{}\n", v->id, v->cut, v->nodes.size(), cut::CutStatusName(v->status),
                consistent ? "" : fmt::format(" ({}); the node restores refuse it unless --force", v->reason));
@@ -178,7 +179,7 @@ int RunCuts(const CutsOptions& o) {
     json fs = json::array();
     for (const auto& f : cc->findings) fs.push_back(FindingJson(f));
     j["findings"] = fs;
-    fmt::print("{}\n", j.dump(2));
+    fmt::print("{}\n", walfmt::DumpJson(j, 2));
     return findings ? kExitFindings : kExitOk;
   }
 

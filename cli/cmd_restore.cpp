@@ -23,6 +23,7 @@
 #include "walfmt/staging.h"
 #include "recovery/state_set.h"
 #include "walfmt/duration.h"
+#include "walfmt/text_escape.h"
 
 namespace walcut::cli {
 namespace {
@@ -281,7 +282,7 @@ int RunRestoreNode(const RestoreOptions& o) {
     j["out"] = o.dry_run ? json(nullptr) : json(o.out);
     j["nodes"] = json::array({NodeJson(n, o.dry_run)});
     j["bytes_read"] = r->bytes_read;
-    fmt::print("{}\n", j.dump(2));
+    fmt::print("{}\n", walfmt::DumpJson(j, 2));
   } else {
     fmt::print("{} node {} to cut {} ({}{}) from base {} ({})\n", o.dry_run ? "plan: restore" : "restored", node,
                r->cut, cut::CutStatusName(r->status), forced ? ", forced: " + r->reason : "", r->base.name,
@@ -428,7 +429,7 @@ int RunRestore(const RestoreOptions& o) {
     check_failed = !check_json["ok"].get<bool>();
   }
   if (!o.dry_run) {
-    const std::string extra = check_json.is_null() ? "" : json({{"check", check_json}}).dump();
+    const std::string extra = check_json.is_null() ? "" : walfmt::DumpJson(json({{"check", check_json}}));
     if (auto st = recovery::WriteRestore(*r, o.out, extra); !st.ok()) {
       PrintError(st.message());
       return ExitForStatus(st);
@@ -450,7 +451,7 @@ int RunRestore(const RestoreOptions& o) {
     j["nodes"] = nodes;
     j["bytes_read"] = r->bytes_read;
     if (!check_json.is_null()) j["check"] = check_json;
-    fmt::print("{}\n", j.dump(2));
+    fmt::print("{}\n", walfmt::DumpJson(j, 2));
   } else {
     fmt::print("{} cut {} of {} ({}{}) from base {} ({})\n", o.dry_run ? "plan: restore" : "restored", r->cut, o.dir,
                cut::CutStatusName(r->status), forced ? ", forced: " + r->reason : "", r->base.name,

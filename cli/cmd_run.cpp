@@ -12,6 +12,7 @@
 #include "cli/output.h"
 #include "node/cluster.h"
 #include "walfmt/segment.h"
+#include "walfmt/text_escape.h"
 
 namespace walcut::cli {
 namespace {
@@ -188,7 +189,7 @@ int Run(const RunOpts& in) {
     return ExitForStatus(r.status());
   }
   if (in.format == Format::kJson) {
-    fmt::print("{}\n", SummaryJson(*r).dump(2));
+    fmt::print("{}\n", walfmt::DumpJson(SummaryJson(*r), 2));
   } else {
     PrintSummary(*r);
   }

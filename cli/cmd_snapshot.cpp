@@ -13,6 +13,7 @@
 #include "recovery/state_set.h"
 #include "walfmt/record.h"
 #include "walfmt/record_text.h"
+#include "walfmt/text_escape.h"
 
 namespace walcut::cli {
 namespace {
@@ -157,7 +158,7 @@ int RunCheck(const CheckOptions& o) {
                      {"total", report.bank_total ? nlohmann::json(*report.bank_total) : nlohmann::json(nullptr)}};
     }
     if (iopt.cycle) doc["cycle"] = {{"ring_keys", info.ring_keys}, {"walked", report.ring_walked}};
-    fmt::print("{}\n", doc.dump(2));
+    fmt::print("{}\n", walfmt::DumpJson(doc, 2));
     return rc;
   }
 
@@ -229,7 +230,7 @@ int RunShow(const ShowOptions& o) {
                        {"cluster_id", Hex(set->nodes[0].cluster_id)},
                        {"node_count", set->nodes.size()},
                        {"nodes", nodes}};
-    fmt::print("{}\n", doc.dump(2));
+    fmt::print("{}\n", walfmt::DumpJson(doc, 2));
     return kExitOk;
   }
 

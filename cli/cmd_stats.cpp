@@ -10,6 +10,7 @@
 #include "cli/output.h"
 #include "walfmt/bytes.h"
 #include "walfmt/parallel_scan.h"
+#include "walfmt/text_escape.h"
 
 namespace walcut::cli {
 namespace {
@@ -215,7 +216,7 @@ int RunStats(const StatsOptions& o) {
     doc["nodes"] = nodes;
     doc["findings"] = tally.findings;
     doc["exit_code"] = rc;
-    fmt::print("{}\n", doc.dump(2));
+    fmt::print("{}\n", walfmt::DumpJson(doc, 2));
     return rc;
   }
 

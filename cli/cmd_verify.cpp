@@ -9,6 +9,7 @@
 #include "cli/inputs.h"
 #include "cli/output.h"
 #include "walfmt/parallel_scan.h"
+#include "walfmt/text_escape.h"
 
 namespace walcut::cli {
 namespace {
@@ -157,7 +158,7 @@ int RunVerify(const VerifyOptions& o) {
                       {"records", records},           {"findings", tally.findings}, {"notices", tally.notices},
                       {"io_errors", tally.io},        {"torn_tails", torn},         {"bad_segments", bad_segments},
                       {"exit_code", rc}};
-    fmt::print("{}\n", doc.dump(2));
+    fmt::print("{}\n", walfmt::DumpJson(doc, 2));
     return rc;
   }
 

@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "walfmt/record_text.h"
+#include "walfmt/text_escape.h"
 
 namespace walcut::cli::dump {
 
@@ -287,7 +288,7 @@ LineFormatter::Outcome LineFormatter::Format(const NodeCtx& n, const walfmt::Rec
                      {"length", v.size()},
                      {"tx", t ? nlohmann::json(t->ToString()) : nlohmann::json(nullptr)},
                      {"record", RecordJson(*rec)}};
-    const std::string s = j.dump();
+    const std::string s = walfmt::DumpJson(j);
     out.append(s.data(), s.data() + s.size());
     out.push_back('\n');
     return Outcome::kLine;

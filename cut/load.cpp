@@ -15,6 +15,7 @@
 #include "cut/scan.h"
 #include "walfmt/file_io.h"
 #include "walfmt/workers.h"
+#include "walfmt/text_escape.h"
 
 namespace walcut::cut {
 namespace fs = std::filesystem;
@@ -287,11 +288,11 @@ std::string SummaryToJson(const NodeSummary& s) {
   for (const auto& f : s.findings) fs_.push_back(FindingToJson(f));
   j["findings"] = fs_;
   j["findings_dropped"] = s.findings_dropped;
-  return j.dump(1) + "\n";
+  return walfmt::DumpJson(j, 1) + "\n";
 }
 
 walfmt::Result<NodeSummary> SummaryFromJson(const std::string& text, const std::string& origin) {
-  json j = json::parse(text, nullptr, false);
+  json j = walfmt::UnescapeJsonStrings(json::parse(text, nullptr, false));
   if (j.is_discarded()) return walfmt::Status::Corruption(fmt::format("{}: not JSON", origin));
   Reader r(origin);
   if (r.Str(j, "schema", "") != "walcut.summary/1") {

@@ -13,6 +13,7 @@
 #include "cut/load.h"
 #include "recovery/check_internal.h"
 #include "walfmt/file_io.h"
+#include "walfmt/text_escape.h"
 
 namespace walcut::recovery {
 using nlohmann::json;
@@ -77,11 +78,11 @@ std::string CheckStateToJson(const CheckState& s) {
     }
     nodes.push_back({{"node", node}, {"segments", js}});
   }
-  return json{{"schema", kCheckStateSchema}, {"nodes", nodes}}.dump(2) + "\n";
+  return walfmt::DumpJson(json{{"schema", kCheckStateSchema}, {"nodes", nodes}}, 2) + "\n";
 }
 
 Result<CheckState> CheckStateFromJson(const std::string& text, const std::string& origin) {
-  const json j = json::parse(text, nullptr, false);
+  const json j = walfmt::UnescapeJsonStrings(json::parse(text, nullptr, false));
   auto bad = [&origin](const std::string& why) {
     return Status::InvalidArgument(fmt::format("{}: not a {} state file: {}", origin, kCheckStateSchema, why));
   };

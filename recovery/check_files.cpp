@@ -244,7 +244,7 @@ class FilesLevel {
     for (size_t s = 0; s < nf.segments.size(); ++s) {
       present.insert(nf.segments[s].index);
       if (s < nf.first_read) {
-        ReportSkipped(nf, s, group);
+        ReportSkipped(nf, s);
       } else {
         ReportRead(nf, s, outcomes[s - nf.first_read], group, prev_state, next_state);
       }
@@ -264,13 +264,11 @@ class FilesLevel {
     rep_.items.push_back(std::move(it));
   }
 
-  void ReportSkipped(const NodeFiles& nf, size_t s, const std::string& group) {
-    CheckItem it = MakeItem(CheckLevel::kFiles, group, fmt::format("segment {}", FileName(nf.segments[s].path)));
-    it.outcome = ItemOutcome::kSkipped;
-    it.note = "unchanged since it was verified (same size and mtime in the state file)";
+  // A segment unchanged since the state file's run is counted, not listed:
+  // it is not a check of this run (every format shows the count).
+  void ReportSkipped(const NodeFiles& nf, size_t s) {
     ++rep_.files.segments_skipped;
     rep_.files.bytes_skipped += nf.stats[s].size;
-    rep_.items.push_back(std::move(it));
   }
 
   void ReportRead(const NodeFiles& nf, size_t s, const walfmt::SegmentOutcome& oc, const std::string& group,

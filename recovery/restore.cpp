@@ -21,6 +21,7 @@
 #include "walfmt/snapshot.h"
 #include "walfmt/tx_map.h"
 #include "walfmt/workers.h"
+#include "walfmt/text_escape.h"
 
 namespace walcut::recovery {
 namespace fs = std::filesystem;
@@ -31,16 +32,26 @@ using walfmt::TxId;
 
 namespace {
 
+// "schema" kRestoreManifestSchema, or "format": "walcut-restore" (older walcut).
+bool HasRestoreSchema(const nlohmann::json& m) {
+  const auto schema = m.find("schema");
+  const auto format = m.find("format");
+  return (schema != m.end() && schema->is_string() && *schema == kRestoreManifestSchema) ||
+         (format != m.end() && format->is_string() && *format == kRestoreManifestFormatV1);
+}
+
 // The fields a restore manifest is known by, each of the right type (a
-// value of another type is not read as a default): "format" the string
-// "walcut-restore", "cut" an unsigned number, "forced" absent or a boolean.
+// value of another type is not read as a default): the restore manifest's
+// schema (a repository's synthetic full has the artifact's at the top level
+// and the restore's manifest under "restore"), "cut" an unsigned number,
+// "forced" absent or a boolean.
 bool IsRestoreManifest(const nlohmann::json& m) {
   if (!m.is_object()) return false;
-  const auto format = m.find("format");
+  const auto restore = m.find("restore");
+  const bool known = HasRestoreSchema(m) || (restore != m.end() && restore->is_object() && HasRestoreSchema(*restore));
   const auto cut = m.find("cut");
   const auto forced = m.find("forced");
-  return format != m.end() && format->is_string() && *format == "walcut-restore" && cut != m.end() &&
-         cut->is_number_unsigned() && (forced == m.end() || forced->is_boolean());
+  return known && cut != m.end() && cut->is_number_unsigned() && (forced == m.end() || forced->is_boolean());
 }
 
 double ThreadCpuSeconds() {
@@ -420,7 +431,7 @@ walfmt::Result<BaseInfo> ResolveBase(const cut::ClusterCuts& cc, const cut::Clus
   if (is_restore) {
     auto text = ReadText((fs::path(req.base) / "manifest.json").string());
     if (!text.ok()) return text.status();
-    json m = json::parse(*text, nullptr, false);
+    json m = walfmt::UnescapeJsonStrings(json::parse(*text, nullptr, false));
     const std::string origin = (fs::path(req.base) / "manifest.json").string();
     if (!IsRestoreManifest(m)) {
       return Status::Corruption(fmt::format("{}: not a walcut restore manifest", origin));
@@ -514,7 +525,7 @@ std::optional<uint64_t> RestoredBaseCut(const std::string& dir) {
   if (dir.empty() || !fs::is_regular_file(path, ec)) return std::nullopt;
   auto text = ReadText(path);
   if (!text.ok()) return std::nullopt;
-  const json m = json::parse(*text, nullptr, false);
+  const json m = walfmt::UnescapeJsonStrings(json::parse(*text, nullptr, false));
   if (!IsRestoreManifest(m) || (m.contains("forced") && m["forced"].get<bool>())) return std::nullopt;
   return m["cut"].get<uint64_t>();
 }
@@ -746,8 +757,7 @@ walfmt::Status WriteRestore(RestoreResult& r, const std::string& out, const std:
     cluster_id = ci->cluster_id;
   }
   json m;
-  m["format"] = "walcut-restore";
-  m["version"] = kManifestVersion;
+  m["schema"] = kRestoreManifestSchema;
   m["cut"] = r.cut;
   m["status"] = cut::CutStatusName(r.status);
   m["forced"] = r.status != cut::CutStatus::kConsistent;
@@ -771,11 +781,11 @@ walfmt::Status WriteRestore(RestoreResult& r, const std::string& out, const std:
   }
   m["nodes"] = nodes;
   if (!r.cluster_json.empty()) {
-    json cj = json::parse(r.cluster_json, nullptr, false);
+    json cj = walfmt::UnescapeJsonStrings(json::parse(walfmt::CurrentClusterJsonText(r.cluster_json), nullptr, false));
     if (!cj.is_discarded()) m["cluster"] = cj;
   }
   if (!extra_json.empty()) {
-    json extra = json::parse(extra_json, nullptr, false);
+    json extra = walfmt::UnescapeJsonStrings(json::parse(extra_json, nullptr, false));
     if (extra.is_object()) {
       for (auto it = extra.begin(); it != extra.end(); ++it) m[it.key()] = it.value();
     }
@@ -783,7 +793,7 @@ walfmt::Status WriteRestore(RestoreResult& r, const std::string& out, const std:
   // The node files are synced already (SnapshotStreamWriter::Finish,
   // WriteSnapshotFile); the manifest is written last, then the directory is
   // renamed into place durably: OUT appears complete or not at all.
-  if (Status st = walfmt::WriteNewFile((tmp / "manifest.json").string(), m.dump(2) + "\n"); !st.ok()) return fail(st);
+  if (Status st = walfmt::WriteNewFile((tmp / "manifest.json").string(), walfmt::DumpJson(m, 2) + "\n"); !st.ok()) return fail(st);
   if (Status st = walfmt::SyncDir(tmp.string()); !st.ok()) return fail(st);
   if (Status st = walfmt::CommitStaging(tmp.string(), target.string()); !st.ok()) return fail(st);
   r.stage_dir.clear();

@@ -31,7 +31,10 @@
 
 namespace walcut::recovery {
 
-inline constexpr int kManifestVersion = 1;
+// The "schema" of a restore's OUT/manifest.json. Older walcut wrote
+// "format": "walcut-restore", "version": 1 instead; both are read.
+inline constexpr const char* kRestoreManifestSchema = "walcut.restore-manifest/2";
+inline constexpr const char* kRestoreManifestFormatV1 = "walcut-restore";
 
 enum class BaseKind : uint8_t { kGenesis = 1, kFull = 2, kRestored = 3 };
 const char* BaseKindName(BaseKind k);

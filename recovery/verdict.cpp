@@ -5,6 +5,7 @@
 
 #include "walfmt/cluster_layout.h"
 #include "walfmt/file_io.h"
+#include "walfmt/text_escape.h"
 
 namespace walcut::recovery {
 namespace {
@@ -239,7 +240,7 @@ walfmt::Result<Verdict> MakeVerdict(const cut::ClusterCuts& cc, uint64_t k, cons
       return Status::InvalidArgument(fmt::format("cluster.json is cluster {:016x}, the summaries are from cluster {:016x}",
                                                  info->cluster_id, v.cluster_id));
     }
-    v.cluster_json = opt.cluster_json;
+    v.cluster_json = walfmt::CurrentClusterJsonText(opt.cluster_json);  // an older cluster.json in the current form
     v.file_cluster_id = info->cluster_id;
   }
   const cut::SnapshotUse* snap = nullptr;
@@ -308,14 +309,14 @@ walfmt::Result<Verdict> MakeVerdict(const cut::ClusterCuts& cc, uint64_t k, cons
     }
     v.nodes.push_back(std::move(e));
   }
-  v.id = Hex(Fnv1a64(Body(v).dump()));
+  v.id = Hex(Fnv1a64(walfmt::DumpJson(Body(v))));
   return v;
 }
 
 std::string VerdictToJson(const Verdict& v) {
   json j = Body(v);
-  j["id"] = Hex(Fnv1a64(j.dump()));
-  return j.dump(1) + "\n";
+  j["id"] = Hex(Fnv1a64(walfmt::DumpJson(j)));
+  return walfmt::DumpJson(j, 1) + "\n";
 }
 
 walfmt::Result<Verdict> VerdictFromJson(const std::string& text, const std::string& origin) {
@@ -334,7 +335,7 @@ walfmt::Result<Verdict> VerdictFromJson(const std::string& text, const std::stri
           fmt::format("{}: its content does not match its id {} (digest {}): the file was edited or damaged", origin,
                       id, digest));
     }
-    Verdict v = FromBody(j);
+    Verdict v = FromBody(walfmt::UnescapeJsonStrings(j));  // the byte strings it was made from
     v.id = id;
     return v;
   } catch (const FieldError& e) {

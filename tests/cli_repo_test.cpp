@@ -92,6 +92,7 @@ TEST_CASE("cli repo: create, list, check (golden), restore through the chain, ex
   Golden("check.json", Normalize(r.out, repo));
   r = Walcut(fmt::format("snapshot check '{}' --format junit", repo));
   CHECK(r.code == 0);
+  RequireValidJunit(r.out);
   Golden("check.junit.xml", Normalize(r.out, repo));
   r = Walcut(fmt::format("snapshot check '{}' --restore --format json", repo));
   INFO(r.out << r.err);
