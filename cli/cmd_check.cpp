@@ -148,9 +148,11 @@ int RunCheck(const CheckCliOptions& o) {
   opt.full = o.full;
   opt.chain_restores = !o.from_genesis;
   auto progress = std::make_shared<StageProgress>();
-  opt.progress = [progress](const std::string& stage, uint64_t done, uint64_t total) {
-    progress->Update(stage, done, total);
-  };
+  if (Progress::Wanted()) {  // the library computes totals only for a progress it reports to
+    opt.progress = [progress](const std::string& stage, uint64_t done, uint64_t total) {
+      progress->Update(stage, done, total);
+    };
+  }
 
   auto rep = recovery::RunCheck(opt);
   progress->Finish();

@@ -56,11 +56,12 @@ int RunScan(const ScanCmdOptions& o) {
     PrintError(p);
     return kExitUsage;
   }
-  uint64_t total = 0;
-  if (auto segs = walfmt::ListSegments(wal.string(), [](const walfmt::Problem&) {}); segs.ok()) {
-    total = DataBytes({walfmt::NodeSegments{*segs, std::nullopt}});
+  Progress progress("scan");
+  if (progress.enabled()) {
+    if (auto segs = walfmt::ListSegments(wal.string(), [](const walfmt::Problem&) {}); segs.ok()) {
+      progress.SetTotal(DataBytes({walfmt::NodeSegments{*segs, std::nullopt}}));
+    }
   }
-  Progress progress("scan", total);
   cut::ScanOptions so;
   so.node = static_cast<uint32_t>(node);
   so.progress = [&progress](uint64_t b) { progress.Update(b); };

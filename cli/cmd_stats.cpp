@@ -162,7 +162,8 @@ int RunStats(const StatsOptions& o) {
     counts[i].resize(in->nodes[i].wal.segments.size());
     total_segments += in->nodes[i].wal.segments.size();
   }
-  Progress progress("stats", DataBytes(segs));
+  Progress progress("stats");
+  if (progress.enabled()) progress.SetTotal(DataBytes(segs));
   walfmt::ParallelScanOptions po;
   po.mode = walfmt::RecoveryMode::kSalvage;
   po.jobs = o.jobs;

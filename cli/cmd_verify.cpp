@@ -53,7 +53,8 @@ int RunVerify(const VerifyOptions& o) {
     segs.push_back(n.wal);
     total_segments += n.wal.segments.size();
   }
-  Progress progress("verify", DataBytes(segs));
+  Progress progress("verify");
+  if (progress.enabled()) progress.SetTotal(DataBytes(segs));
   walfmt::ParallelScanOptions po;
   po.mode = walfmt::RecoveryMode::kSalvage;  // find every problem, not just the first
   po.jobs = o.jobs;

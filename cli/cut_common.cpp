@@ -15,13 +15,17 @@ using nlohmann::json;
 
 walfmt::Result<cut::ClusterCuts> LoadCuts(const std::vector<std::string>& paths, unsigned jobs,
                                           const cut::ReconstructOptions& ro) {
-  uint64_t total = 0;
-  if (auto in = ResolveInputs(paths); in.ok()) {
-    std::vector<walfmt::NodeSegments> segs;
-    for (const auto& n : in->nodes) segs.push_back(n.wal);
-    total = DataBytes(segs);
+  Progress progress("scan");
+  // The total: the WAL's bytes, when the paths are directories of it (not
+  // summaries; never standard input, which ReadCuts does not read).
+  const bool stdin_given = std::find(paths.begin(), paths.end(), "-") != paths.end();
+  if (progress.enabled() && !stdin_given) {
+    if (auto in = ResolveInputs(paths); in.ok()) {
+      std::vector<walfmt::NodeSegments> segs;
+      for (const auto& n : in->nodes) segs.push_back(n.wal);
+      progress.SetTotal(DataBytes(segs));
+    }
   }
-  Progress progress("scan", total);
   cut::LoadOptions lo;
   lo.jobs = jobs;
   lo.progress = [&progress](uint64_t bytes) { progress.Update(bytes); };

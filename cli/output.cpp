@@ -165,9 +165,13 @@ std::string ProgressLine(const std::string& stage, uint64_t done, uint64_t total
                      rate_text, eta);
 }
 
+bool Progress::Wanted() {
+  return !Quiet() && (progress_when == ProgressWhen::kAlways ||
+                      (progress_when == ProgressWhen::kAuto && isatty(STDERR_FILENO) == 1));
+}
+
 Progress::Progress(std::string stage, uint64_t total_bytes)
-    : enabled_(!Quiet() && (progress_when == ProgressWhen::kAlways ||
-                            (progress_when == ProgressWhen::kAuto && isatty(STDERR_FILENO) == 1))),
+    : enabled_(Wanted()),
       stage_(std::move(stage)),
       total_(total_bytes),
       start_(std::chrono::steady_clock::now()) {}
@@ -178,6 +182,11 @@ void Progress::Finish() {
   std::lock_guard<std::mutex> lock(progress_mu);
   enabled_ = false;
   ClearLocked();
+}
+
+void Progress::SetTotal(uint64_t total_bytes) {
+  std::lock_guard<std::mutex> lock(progress_mu);
+  total_ = total_bytes;
 }
 
 void Progress::Stage(std::string stage, uint64_t total_bytes) {

@@ -83,9 +83,14 @@ class Progress {
   void Update(uint64_t bytes_done);
   // A new stage: its name and total; the count and the rate start again.
   void Stage(std::string stage, uint64_t total_bytes);
+  // The total of the current stage, once known.
+  void SetTotal(uint64_t total_bytes);
   // Clears the line for good: nothing is drawn after this.
   void Finish();
   bool enabled() const { return enabled_; }
+  // Whether a Progress made now would draw (the options, -q, stderr): a
+  // command computes a total only then.
+  static bool Wanted();
 
  private:
   void DrawLocked(std::chrono::steady_clock::time_point now);
