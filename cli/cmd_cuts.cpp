@@ -240,6 +240,7 @@ void RegisterCuts(CLI::App& root, Registry& reg) {
       ->required();
   AddFormatOption(cmd, o->format);
   cmd->add_option("-j,--jobs", o->jobs, "Threads scanning the WALs (default: one per core); nodes take turns segment by segment");
+  AddProgressOptions(cmd);
   cmd->add_option("--verdict-out", o->verdict_out,
                   "Write the verdict of one cut (--cut K or --latest) to FILE for the per-node restores "
                   "(walcut restore NODE_DIR --verdict FILE) and print one line instead of the table; exit 0 when the "

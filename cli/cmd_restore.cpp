@@ -254,8 +254,9 @@ int RunRestoreNode(const RestoreOptions& o) {
   req.force = o.force;
   req.dry_run = o.dry_run;
   req.out = o.out;
-  req.progress = [&progress](uint64_t b) { progress.Update(0, b); };
+  req.progress = [&progress](uint64_t b) { progress.Update(b); };
   auto r = recovery::RestorePart(req);
+  progress.Finish();
   if (!r.ok()) {
     PrintError(r.status().message());
     return ExitForStatus(r.status());
@@ -404,8 +405,9 @@ int RunRestore(const RestoreOptions& o) {
   req.dry_run = o.dry_run;
   req.out = o.out;
   req.jobs = o.jobs;
-  req.progress = [&progress](uint64_t b) { progress.Update(0, b); };
+  req.progress = [&progress](uint64_t b) { progress.Update(b); };
   auto r = recovery::Restore(*cc, *layout, req);
+  progress.Finish();
   if (!r.ok()) {
     PrintError(r.status().message());
     // A refused cut is a finding (CI must see it); a bad request is usage.
@@ -506,6 +508,7 @@ void RegisterRestore(CLI::App& root, Registry& reg) {
                 " write nothing");
   cmd->add_flag("--force", o->force, "Restore a cut that is not consistent (the manifest records why)");
   cmd->add_option("-j,--jobs", o->jobs, "Nodes restored at once (default: one per core)");
+  AddProgressOptions(cmd);
   cmd->add_option("--check", o->check,
                   "Check the workload invariants on the restored state (bank total as in cluster.json, the cycle is "
                   "one ring, replicas agree); 'auto' = the cluster's workload. Findings name node and keys; exit 1")

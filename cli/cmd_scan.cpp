@@ -2,6 +2,7 @@
 // per-node scans can run where the WAL lives and only summaries travel.
 #include <filesystem>
 #include <limits>
+#include <optional>
 
 #include <fmt/format.h>
 
@@ -55,11 +56,17 @@ int RunScan(const ScanCmdOptions& o) {
     PrintError(p);
     return kExitUsage;
   }
-  Progress progress("scan", 0);
+  Progress progress("scan");
+  if (progress.enabled()) {
+    if (auto segs = walfmt::ListSegments(wal.string(), [](const walfmt::Problem&) {}); segs.ok()) {
+      progress.SetTotal(DataBytes({walfmt::NodeSegments{*segs, std::nullopt}}));
+    }
+  }
   cut::ScanOptions so;
   so.node = static_cast<uint32_t>(node);
-  so.progress = [&progress](uint64_t b) { progress.Update(0, b); };
+  so.progress = [&progress](uint64_t b) { progress.Update(b); };
   auto s = cut::ScanNode(wal.string(), so);
+  progress.Finish();
   if (!s.ok()) {
     PrintError(s.status().message());
     return ExitForStatus(s.status());
@@ -87,6 +94,7 @@ void RegisterScan(CLI::App& root, Registry& reg) {
       ->required();
   cmd->add_option("--node", o->node, "Node id (default: from the directory name node-<i>)")
       ->check(CLI::Range(0, std::numeric_limits<int>::max()).description(""));
+  AddProgressOptions(cmd);
   reg.Add(cmd, [o] { return RunScan(*o); });
 }
 

@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include "cli/inputs.h"
 #include "cli/output.h"
 #include "cut/evidence.h"
 #include "cut/load.h"
@@ -14,11 +15,22 @@ using nlohmann::json;
 
 walfmt::Result<cut::ClusterCuts> LoadCuts(const std::vector<std::string>& paths, unsigned jobs,
                                           const cut::ReconstructOptions& ro) {
-  Progress progress("scan", 0);
+  Progress progress("scan");
+  // The total: the WAL's bytes, when the paths are directories of it (not
+  // summaries; never standard input, which ReadCuts does not read).
+  const bool stdin_given = std::find(paths.begin(), paths.end(), "-") != paths.end();
+  if (progress.enabled() && !stdin_given) {
+    if (auto in = ResolveInputs(paths); in.ok()) {
+      std::vector<walfmt::NodeSegments> segs;
+      for (const auto& n : in->nodes) segs.push_back(n.wal);
+      progress.SetTotal(DataBytes(segs));
+    }
+  }
   cut::LoadOptions lo;
   lo.jobs = jobs;
-  lo.progress = [&progress](uint64_t bytes) { progress.Update(0, bytes); };
+  lo.progress = [&progress](uint64_t bytes) { progress.Update(bytes); };
   auto cc = cut::ReadCuts(paths, lo, ro);
+  progress.Finish();
   // Listing notes (a file named like a segment but not read, a segment both
   // plain and archived): reported, not findings.
   if (cc.ok()) {

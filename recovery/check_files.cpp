@@ -226,12 +226,14 @@ class FilesLevel {
       const NodeFiles& nf = nodes[n];
       to_scan[n].expected_node = nf.node;
       to_scan[n].segments.assign(nf.segments.begin() + static_cast<std::ptrdiff_t>(nf.first_read), nf.segments.end());
-      total_to_read += to_scan[n].segments.size();
+      if (opt_.progress) {
+        for (const auto& f : to_scan[n].segments) total_to_read += walfmt::SegmentDataBytes(f.path, f.compressed);
+      }
     }
     walfmt::ParallelScanOptions po;
     po.mode = walfmt::RecoveryMode::kSalvage;  // find every problem, not just the first
     po.jobs = opt_.jobs;
-    po.progress = [this, total_to_read](uint64_t d, uint64_t b) { Progress(opt_, "verify", d, total_to_read, b); };
+    po.progress = [this, total_to_read](uint64_t, uint64_t b) { Progress(opt_, "files", b, total_to_read); };
     return walfmt::ScanInParallel(to_scan, po);
   }
 
