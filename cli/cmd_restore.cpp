@@ -526,6 +526,8 @@ void RegisterRestore(CLI::App& root, Registry& reg) {
       "restore",
       "Restore every node to a cut: base state (genesis, a full snapshot, or an earlier restore) plus the\n"
       "writes of exactly the transactions of the cut (the rule of docs/cut-rule.md), read from the WAL once.\n"
+      "--cut K decides the cut from each WAL up to where K is decided (from the positions of a restored\n"
+      "--base); --latest and --before read every WAL to the end, as `walcut cuts` does.\n"
       "Writes OUT/node-<i>.snap and OUT/manifest.json through a temporary directory renamed at the end;\n"
       "never overwrites OUT and never modifies the input. An inconsistent or incomplete cut is refused\n"
       "(exit 1) unless --force, and then the manifest says what is wrong.\n"
