@@ -12,6 +12,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "cut/evidence.h"
 #include "recovery/restore_node.h"
 #include "recovery/state_table.h"
 #include "walfmt/bytes.h"
@@ -617,9 +618,19 @@ std::optional<CutVerdict> ScanToCut(const cut::ClusterLayout& layout, uint64_t k
   }
   auto sums = cut::ScanCluster(layout, opt);
   if (!sums.ok()) return std::nullopt;
+  // No node's scan stopped early: this was the whole WAL's scan (cut k is
+  // the last, not in the WAL, or something before it stays unfinished).
+  const bool whole = std::none_of(sums->begin(), sums->end(), [](const cut::NodeSummary& s) { return s.settled_cut; });
   auto cc = cut::Reconstruct(std::move(sums.value()), ro);
-  if (!cc.ok() || !ConsistentIn(*cc, k)) return std::nullopt;
+  if (!cc.ok()) return std::nullopt;
   const uint64_t bytes = BytesScanned(*cc);
+  if (whole) {
+    // As `walcut cuts` reads a cluster directory (cut::ReadCuts): the
+    // transactions behind a disagreement named.
+    if (!cut::NameDisagreements(*cc, layout).ok()) return std::nullopt;
+    return CutVerdict{std::move(cc.value()), VerdictScan::kWhole, bytes};
+  }
+  if (!ConsistentIn(*cc, k)) return std::nullopt;
   return CutVerdict{std::move(cc.value()), VerdictScan::kToCut, bytes};
 }
 

@@ -144,7 +144,10 @@ struct CutVerdict {
 // (J's CUT_START and continue-from positions, its evidence complete), from
 // those positions, with J attested (cut K is then checked against J); else
 // from every WAL's start. Every node's scan stops once cut k is decided
-// there. nullopt when that does not show cut k consistent (or cannot be
+// there; when no node's scan stopped before the end of its WAL, that was
+// the whole WAL's scan, returned as such (VerdictScan::kWhole, whatever it
+// says of cut k, the disagreements named as cut::ReadCuts names them).
+// nullopt when a shorter scan does not show cut k consistent (or cannot be
 // read): the caller decides from the whole WAL, as `walcut cuts` does, so
 // that a refusal, a forced restore or an error reads and says exactly what
 // the whole WAL does. What it returns equals the whole WAL's verdict on a
