@@ -300,6 +300,134 @@ int RunRestoreNode(const RestoreOptions& o) {
   return forced ? kExitFindings : kExitOk;
 }
 
+// RestoreWith's answer when a restore from a verdict not read from the
+// whole WAL failed: the caller decides again from the whole WAL, so that the
+// error is the one the whole WAL gives.
+constexpr int kRetryWhole = -1;
+
+// Restores from the verdict `v` (the cuts as recovery::ScanToCut or the whole
+// WAL shows them) and prints the result.
+int RestoreWith(const RestoreOptions& o, uint64_t before_us, const cut::ClusterLayout& layout,
+                const recovery::CutVerdict& v) {
+  const cut::ClusterCuts* cc = &v.cuts;
+  uint64_t k = o.cut;
+  if (o.latest) {
+    if (!cc->window.any) {
+      PrintError(fmt::format("{}: no cut can be restored: {}", o.dir, cc->window.latest_limit));
+      return kExitFindings;
+    }
+    k = cc->window.latest;
+  } else if (!o.before.empty()) {
+    const cut::GlobalCut* g = cc->LatestBefore(before_us);
+    if (!g) {
+      PrintError(fmt::format("{}: no consistent cut finished before {}", o.dir, Millis(before_us)));
+      return kExitFindings;
+    }
+    k = g->cut_id;
+  }
+  std::string base = o.base;
+  std::string base_why = "given by --base";
+  const cut::GlobalCut* target = cc->Find(k);
+  if (base.empty() && target && (target->status == cut::CutStatus::kConsistent || o.force)) {
+    auto choice = recovery::ChooseBase(*cc, layout, k);
+    if (!choice.ok() && v.scan != recovery::VerdictScan::kWhole) return kRetryWhole;
+    if (!choice.ok()) {
+      PrintError(choice.status().message());
+      return choice.status().code() == walfmt::ErrorCode::kInvalidArgument ? kExitFindings
+                                                                            : ExitForStatus(choice.status());
+    }
+    base = choice->base;
+    base_why = choice->why;
+  }
+  Progress progress(o.dry_run ? "plan" : "restore", 0);
+  recovery::RestoreRequest req;
+  req.cluster_dir = o.dir;
+  req.cut = k;
+  req.base = base;
+  req.force = o.force;
+  req.dry_run = o.dry_run;
+  req.out = o.out;
+  req.jobs = o.jobs;
+  req.progress = [&progress](uint64_t b) { progress.Update(b); };
+  auto r = recovery::Restore(*cc, layout, req);
+  progress.Finish();
+  if (!r.ok() && v.scan != recovery::VerdictScan::kWhole) return kRetryWhole;
+  if (!r.ok()) {
+    PrintError(r.status().message());
+    // A refused cut is a finding (CI must see it); a bad request is usage.
+    if (r.status().code() == walfmt::ErrorCode::kInvalidArgument) {
+      const cut::GlobalCut* g = cc->Find(k);
+      return g && g->status != cut::CutStatus::kConsistent && !o.force ? kExitFindings : kExitUsage;
+    }
+    return ExitForStatus(r.status());
+  }
+  std::vector<std::string> check_lines;
+  bool check_failed = false;
+  json check_json;
+  if (!o.check.empty()) {
+    auto cj = CheckRestored(*r, o.dir, o.check, check_lines);
+    if (!cj.ok()) {
+      walfmt::RemoveStaging(r->stage_dir);
+      PrintError(cj.status().message());
+      return ExitForStatus(cj.status());
+    }
+    check_json = *cj;
+    check_failed = !check_json["ok"].get<bool>();
+  }
+  if (!o.dry_run) {
+    const std::string extra = check_json.is_null() ? "" : walfmt::DumpJson(json({{"check", check_json}}));
+    if (auto st = recovery::WriteRestore(*r, o.out, extra); !st.ok()) {
+      PrintError(st.message());
+      return ExitForStatus(st);
+    }
+  }
+  const bool forced = r->status != cut::CutStatus::kConsistent;
+  if (o.format == Format::kJson) {
+    json j;
+    j["schema"] = "walcut.restore/1";
+    j["cluster"] = o.dir;
+    j["cut"] = r->cut;
+    j["status"] = cut::CutStatusName(r->status);
+    j["forced"] = forced;
+    j["dry_run"] = o.dry_run;
+    j["base"] = {{"kind", recovery::BaseKindName(r->base.kind)}, {"name", r->base.name}, {"why", base_why}};
+    j["out"] = o.dry_run ? json(nullptr) : json(o.out);
+    json nodes = json::array();
+    for (const auto& n : r->nodes) nodes.push_back(NodeJson(n, o.dry_run));
+    j["nodes"] = nodes;
+    j["bytes_read"] = r->bytes_read;
+    j["verdict_scan"] = {{"read", recovery::VerdictScanName(v.scan)}, {"bytes", v.bytes_scanned}};
+    if (!check_json.is_null()) j["check"] = check_json;
+    fmt::print("{}\n", walfmt::DumpJson(j, 2));
+  } else {
+    fmt::print("{} cut {} of {} ({}{}) from base {} ({})\n", o.dry_run ? "plan: restore" : "restored", r->cut, o.dir,
+               cut::CutStatusName(r->status), forced ? ", forced: " + r->reason : "", r->base.name,
+               recovery::BaseKindName(r->base.kind));
+    fmt::print("  base: {} ({})\n", r->base.name, base_why);
+    fmt::print("  verdict: cut {} decided from {} of WAL, {}\n", r->cut, HumanBytes(v.bytes_scanned),
+               v.scan == recovery::VerdictScan::kWhole  ? "every node's whole WAL"
+               : v.scan == recovery::VerdictScan::kToCut ? "every node's WAL up to where the cut is decided"
+                                                         : "from the base's positions up to where the cut is decided");
+    for (const auto& n : r->nodes) {
+      std::string segs;
+      if (!n.segments.empty()) {
+        segs = n.segments.size() == 1 ? n.segments.front().file
+                                      : fmt::format("{} .. {} ({} segments)", n.segments.front().file,
+                                                    n.segments.back().file, n.segments.size());
+      }
+      fmt::print("  node {}: WAL {} .. {} [{}], {} read; base {} keys; {} transactions applied ({} writes), {} "
+                 "skipped, {} rolled back",
+                 n.node, n.from.ToString(), n.to.ToString(), segs, HumanBytes(n.bytes_to_read), n.base_entries,
+                 n.txs_applied, n.writes_applied, n.txs_skipped, n.txs_rolled_back);
+      if (!o.dry_run) fmt::print("; {} keys, fingerprint {:016x}", n.entries, n.fingerprint);
+      fmt::print("\n");
+    }
+    for (const auto& l : check_lines) fmt::print("check: {}\n", l);
+    if (!o.dry_run) fmt::print("wrote {}/node-*.snap and {}/manifest.json\n", o.out, o.out);
+  }
+  return forced || check_failed ? kExitFindings : kExitOk;
+}
+
 int RunRestore(const RestoreOptions& o) {
   // Leftovers of a killed restore beside OUT: named (or removed with --clean-stale).
   if (!o.dry_run && !o.out.empty()) {
@@ -361,6 +489,28 @@ int RunRestore(const RestoreOptions& o) {
     PrintError(layout.status().message());
     return ExitForStatus(layout.status());
   }
+  // --cut K: the verdict comes from each WAL up to where cut K is decided
+  // (from a restored base's positions when it has them): recovery::ScanToCut.
+  // --latest and --before need every cut's verdict, and a cut that scan does
+  // not show consistent (a refusal, --force) is decided as `walcut cuts`
+  // decides it: from the whole WAL.
+  if (o.cut > 0) {
+    std::optional<recovery::CutVerdict> verdict;
+    {
+      Progress scan_progress("scan", 0);
+      cut::LoadOptions lo;
+      lo.jobs = o.jobs;
+      lo.progress = [&scan_progress](uint64_t b) { scan_progress.Update(b); };
+      verdict = recovery::ScanToCut(*layout, o.cut, o.base, lo);
+      scan_progress.Finish();
+    }
+    if (verdict) {
+      for (const auto& n : verdict->cuts.nodes) {
+        for (const auto& note : n.notes) PrintError("note: " + note);
+      }
+      if (const int rc = RestoreWith(o, before_us, *layout, *verdict); rc != kRetryWhole) return rc;
+    }
+  }
   cut::ReconstructOptions ro;
   ro.attested_cut = recovery::RestoredBaseCut(o.base);
   auto cc = LoadCuts({o.dir}, o.jobs, ro);
@@ -368,115 +518,10 @@ int RunRestore(const RestoreOptions& o) {
     PrintError(cc.status().message());
     return ExitForStatus(cc.status());
   }
-  uint64_t k = o.cut;
-  if (o.latest) {
-    if (!cc->window.any) {
-      PrintError(fmt::format("{}: no cut can be restored: {}", o.dir, cc->window.latest_limit));
-      return kExitFindings;
-    }
-    k = cc->window.latest;
-  } else if (!o.before.empty()) {
-    const cut::GlobalCut* g = cc->LatestBefore(before_us);
-    if (!g) {
-      PrintError(fmt::format("{}: no consistent cut finished before {}", o.dir, Millis(before_us)));
-      return kExitFindings;
-    }
-    k = g->cut_id;
-  }
-  std::string base = o.base;
-  std::string base_why = "given by --base";
-  const cut::GlobalCut* target = cc->Find(k);
-  if (base.empty() && target && (target->status == cut::CutStatus::kConsistent || o.force)) {
-    auto choice = recovery::ChooseBase(*cc, *layout, k);
-    if (!choice.ok()) {
-      PrintError(choice.status().message());
-      return choice.status().code() == walfmt::ErrorCode::kInvalidArgument ? kExitFindings
-                                                                            : ExitForStatus(choice.status());
-    }
-    base = choice->base;
-    base_why = choice->why;
-  }
-  Progress progress(o.dry_run ? "plan" : "restore", 0);
-  recovery::RestoreRequest req;
-  req.cluster_dir = o.dir;
-  req.cut = k;
-  req.base = base;
-  req.force = o.force;
-  req.dry_run = o.dry_run;
-  req.out = o.out;
-  req.jobs = o.jobs;
-  req.progress = [&progress](uint64_t b) { progress.Update(b); };
-  auto r = recovery::Restore(*cc, *layout, req);
-  progress.Finish();
-  if (!r.ok()) {
-    PrintError(r.status().message());
-    // A refused cut is a finding (CI must see it); a bad request is usage.
-    if (r.status().code() == walfmt::ErrorCode::kInvalidArgument) {
-      const cut::GlobalCut* g = cc->Find(k);
-      return g && g->status != cut::CutStatus::kConsistent && !o.force ? kExitFindings : kExitUsage;
-    }
-    return ExitForStatus(r.status());
-  }
-  std::vector<std::string> check_lines;
-  bool check_failed = false;
-  json check_json;
-  if (!o.check.empty()) {
-    auto cj = CheckRestored(*r, o.dir, o.check, check_lines);
-    if (!cj.ok()) {
-      walfmt::RemoveStaging(r->stage_dir);
-      PrintError(cj.status().message());
-      return ExitForStatus(cj.status());
-    }
-    check_json = *cj;
-    check_failed = !check_json["ok"].get<bool>();
-  }
-  if (!o.dry_run) {
-    const std::string extra = check_json.is_null() ? "" : walfmt::DumpJson(json({{"check", check_json}}));
-    if (auto st = recovery::WriteRestore(*r, o.out, extra); !st.ok()) {
-      PrintError(st.message());
-      return ExitForStatus(st);
-    }
-  }
-  const bool forced = r->status != cut::CutStatus::kConsistent;
-  if (o.format == Format::kJson) {
-    json j;
-    j["schema"] = "walcut.restore/1";
-    j["cluster"] = o.dir;
-    j["cut"] = r->cut;
-    j["status"] = cut::CutStatusName(r->status);
-    j["forced"] = forced;
-    j["dry_run"] = o.dry_run;
-    j["base"] = {{"kind", recovery::BaseKindName(r->base.kind)}, {"name", r->base.name}, {"why", base_why}};
-    j["out"] = o.dry_run ? json(nullptr) : json(o.out);
-    json nodes = json::array();
-    for (const auto& n : r->nodes) nodes.push_back(NodeJson(n, o.dry_run));
-    j["nodes"] = nodes;
-    j["bytes_read"] = r->bytes_read;
-    if (!check_json.is_null()) j["check"] = check_json;
-    fmt::print("{}\n", walfmt::DumpJson(j, 2));
-  } else {
-    fmt::print("{} cut {} of {} ({}{}) from base {} ({})\n", o.dry_run ? "plan: restore" : "restored", r->cut, o.dir,
-               cut::CutStatusName(r->status), forced ? ", forced: " + r->reason : "", r->base.name,
-               recovery::BaseKindName(r->base.kind));
-    fmt::print("  base: {} ({})\n", r->base.name, base_why);
-    for (const auto& n : r->nodes) {
-      std::string segs;
-      if (!n.segments.empty()) {
-        segs = n.segments.size() == 1 ? n.segments.front().file
-                                      : fmt::format("{} .. {} ({} segments)", n.segments.front().file,
-                                                    n.segments.back().file, n.segments.size());
-      }
-      fmt::print("  node {}: WAL {} .. {} [{}], {} read; base {} keys; {} transactions applied ({} writes), {} "
-                 "skipped, {} rolled back",
-                 n.node, n.from.ToString(), n.to.ToString(), segs, HumanBytes(n.bytes_to_read), n.base_entries,
-                 n.txs_applied, n.writes_applied, n.txs_skipped, n.txs_rolled_back);
-      if (!o.dry_run) fmt::print("; {} keys, fingerprint {:016x}", n.entries, n.fingerprint);
-      fmt::print("\n");
-    }
-    for (const auto& l : check_lines) fmt::print("check: {}\n", l);
-    if (!o.dry_run) fmt::print("wrote {}/node-*.snap and {}/manifest.json\n", o.out, o.out);
-  }
-  return forced || check_failed ? kExitFindings : kExitOk;
+  recovery::CutVerdict whole;
+  whole.cuts = std::move(cc.value());
+  for (const auto& n : whole.cuts.nodes) whole.bytes_scanned += n.bytes;
+  return RestoreWith(o, before_us, *layout, whole);
 }
 
 void RegisterRestore(CLI::App& root, Registry& reg) {
@@ -485,6 +530,8 @@ void RegisterRestore(CLI::App& root, Registry& reg) {
       "restore",
       "Restore every node to a cut: base state (genesis, a full snapshot, or an earlier restore) plus the\n"
       "writes of exactly the transactions of the cut (the rule of docs/cut-rule.md), read from the WAL once.\n"
+      "--cut K decides the cut from each WAL up to where K is decided (from the positions of a restored\n"
+      "--base); --latest and --before read every WAL to the end, as `walcut cuts` does.\n"
       "Writes OUT/node-<i>.snap and OUT/manifest.json through a temporary directory renamed at the end;\n"
       "never overwrites OUT and never modifies the input. An inconsistent or incomplete cut is refused\n"
       "(exit 1) unless --force, and then the manifest says what is wrong.\n"

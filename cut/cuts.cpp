@@ -339,8 +339,12 @@ class Reconstruction {
       f.position = s.torn_tail ? s.torn_at : s.end;
       f.message = fmt::format("missing CUT_FINISH({}) on node {}, {}", k, i, WalEnd(s));
     } else if (!s.cuts.empty() && s.cuts.back().cut_id > k) {
+      // The first later cut: a scan that stopped once cut k was decided
+      // (ScanOptions::settle_cut) names the same one.
+      const auto later = std::upper_bound(s.cuts.begin(), s.cuts.end(), k,
+                                          [](uint64_t id, const NodeCut& c) { return id < c.cut_id; });
       f.message = fmt::format("node {} has no record of cut {} (no CUT_START), yet took part in cut {}", i, k,
-                              s.cuts.back().cut_id);
+                              later->cut_id);
     } else {
       failure = false;
       f.has_position = true;

@@ -489,6 +489,8 @@ walfmt::Result<std::vector<NodeSummary>> ScanCluster(const ClusterLayout& layout
     so.node = static_cast<uint32_t>(i);
     so.expect_cluster = layout.has_cluster_json;
     so.cluster_id = layout.cluster_id;
+    so.settle_cut = opt.settle_cut;
+    if (i < opt.from.size()) so.from = opt.from[i];
     if (opt.progress) {
       so.progress = [&, i](uint64_t b) {
         done[i].store(b, std::memory_order_relaxed);

@@ -197,6 +197,10 @@ struct NodeSummary {
   // a segment but not as the writer names one, an index present both plain
   // and archived. One line each, naming the file.
   std::vector<std::string> notes;
+  // The scan stopped once this cut was decided on the node
+  // (ScanOptions::settle_cut), before the end of the WAL; 0: it read on to
+  // the end (or to damage). Not part of the summary file.
+  uint64_t settled_cut = 0;
 
   std::vector<NodeCut> cuts;   // by cut id
   std::vector<SnapshotMark> snapshots;

@@ -12,6 +12,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "cut/evidence.h"
 #include "recovery/restore_node.h"
 #include "recovery/state_table.h"
 #include "walfmt/bytes.h"
@@ -528,6 +529,120 @@ std::optional<uint64_t> RestoredBaseCut(const std::string& dir) {
   const json m = walfmt::UnescapeJsonStrings(json::parse(*text, nullptr, false));
   if (!IsRestoreManifest(m) || (m.contains("forced") && m["forced"].get<bool>())) return std::nullopt;
   return m["cut"].get<uint64_t>();
+}
+
+std::optional<RestoredBase> ReadRestoredBase(const std::string& dir) {
+  const auto k = RestoredBaseCut(dir);
+  if (!k) return std::nullopt;
+  auto text = ReadText((fs::path(dir) / "manifest.json").string());
+  if (!text.ok()) return std::nullopt;
+  const json m = json::parse(*text, nullptr, false);
+  const auto nodes = m.find("nodes");
+  if (nodes == m.end() || !nodes->is_array() || nodes->empty()) return std::nullopt;
+  RestoredBase b;
+  b.cut = *k;
+  const size_t n = nodes->size();
+  b.cut_start.assign(n, Lsn{});
+  b.continue_from.assign(n, Lsn{});
+  std::vector<bool> seen(n, false);
+  for (const auto& e : *nodes) {
+    if (!e.is_object()) return std::nullopt;
+    const auto id = e.find("node");
+    const auto start = e.find("cut_start");
+    const auto from = e.find("continue_from");
+    if (id == e.end() || !id->is_number_unsigned() || start == e.end() || !start->is_string() || from == e.end() ||
+        !from->is_string()) {
+      return std::nullopt;
+    }
+    const uint64_t i = id->get<uint64_t>();
+    const auto s = Lsn::Parse(start->get<std::string>());
+    const auto f = Lsn::Parse(from->get<std::string>());
+    if (i >= n || seen[i] || !s || !f) return std::nullopt;
+    seen[i] = true;
+    b.cut_start[i] = *s;
+    b.continue_from[i] = *f;
+  }
+  return b;
+}
+
+const char* VerdictScanName(VerdictScan s) {
+  switch (s) {
+    case VerdictScan::kWhole: return "whole";
+    case VerdictScan::kToCut: return "to-cut";
+    case VerdictScan::kFromBase: return "from-base";
+  }
+  return "unknown";
+}
+
+namespace {
+
+uint64_t BytesScanned(const cut::ClusterCuts& cc) {
+  uint64_t b = 0;
+  for (const auto& s : cc.nodes) b += s.bytes;
+  return b;
+}
+
+bool ConsistentIn(const cut::ClusterCuts& cc, uint64_t k) {
+  const cut::GlobalCut* g = cc.Find(k);
+  return g != nullptr && g->status == cut::CutStatus::kConsistent;
+}
+
+// The WAL read from the base's positions confirms the base: its cut is there
+// with all of its evidence, starts where the base's node files say, and
+// continues from where the manifest says.
+bool ConfirmsBase(const cut::ClusterCuts& cc, const RestoredBase& b) {
+  const cut::GlobalCut* j = cc.Find(b.cut);
+  if (j == nullptr || !cc.EvidenceComplete(*j) || j->nodes.size() != b.cut_start.size()) return false;
+  if (j->status != cut::CutStatus::kConsistent && j->status != cut::CutStatus::kUnavailable) return false;
+  for (size_t i = 0; i < j->nodes.size(); ++i) {
+    if (j->nodes[i]->start != b.cut_start[i] || ContinueFrom(*j->nodes[i]) != b.continue_from[i]) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+std::optional<CutVerdict> ScanToCut(const cut::ClusterLayout& layout, uint64_t k, const std::string& base,
+                                    const cut::LoadOptions& lo) {
+  if (k == 0) return std::nullopt;
+  const size_t n = layout.wal_dirs.size();
+  cut::ReconstructOptions ro;
+  ro.attested_cut = RestoredBaseCut(base);
+  cut::LoadOptions opt = lo;
+  opt.settle_cut = k;
+  if (ro.attested_cut && *ro.attested_cut < k) {
+    const auto b = ReadRestoredBase(base);
+    if (b && b->continue_from.size() == n) {
+      opt.from = b->continue_from;
+      auto sums = cut::ScanCluster(layout, opt);
+      if (sums.ok()) {
+        auto cc = cut::Reconstruct(std::move(sums.value()), ro);
+        if (cc.ok() && ConfirmsBase(*cc, *b)) {
+          // Decided from the base on: consistent, or read again whole.
+          if (!ConsistentIn(*cc, k)) return std::nullopt;
+          const uint64_t bytes = BytesScanned(*cc);
+          return CutVerdict{std::move(cc.value()), VerdictScan::kFromBase, bytes};
+        }
+      }
+      opt.from.clear();
+    }
+  }
+  auto sums = cut::ScanCluster(layout, opt);
+  if (!sums.ok()) return std::nullopt;
+  // No node's scan stopped early: this was the whole WAL's scan (cut k is
+  // the last, not in the WAL, or something before it stays unfinished).
+  const bool whole = std::none_of(sums->begin(), sums->end(), [](const cut::NodeSummary& s) { return s.settled_cut; });
+  auto cc = cut::Reconstruct(std::move(sums.value()), ro);
+  if (!cc.ok()) return std::nullopt;
+  const uint64_t bytes = BytesScanned(*cc);
+  if (whole) {
+    // As `walcut cuts` reads a cluster directory (cut::ReadCuts): the
+    // transactions behind a disagreement named.
+    if (!cut::NameDisagreements(*cc, layout).ok()) return std::nullopt;
+    return CutVerdict{std::move(cc.value()), VerdictScan::kWhole, bytes};
+  }
+  if (!ConsistentIn(*cc, k)) return std::nullopt;
+  return CutVerdict{std::move(cc.value()), VerdictScan::kToCut, bytes};
 }
 
 walfmt::Result<BaseChoice> ChooseBaseFromSummaries(const cut::ClusterCuts& cc, uint64_t k,
