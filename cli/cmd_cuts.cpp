@@ -138,12 +138,10 @@ std::string At(const cut::NodeCut* nc, bool start, const walfmt::ClusterClock& c
   return nc->finished ? fmt::format("{} {}", nc->finish.ToString(), ShortTime(clock, nc->finish_time_us, ref)) : "-";
 }
 
-// When the cut ended: its latest CUT_FINISH, or its earliest CUT_START when
-// no node finished it.
+// When the cut finished (its latest CUT_FINISH, the time --before compares);
+// "-" when no node finished it (the node rows show its CUT_START times).
 std::string CutTime(const cut::GlobalCut& g, const walfmt::ClusterClock& clock) {
-  if (g.finish_time_us > 0) return clock.Format(g.finish_time_us);
-  if (g.start_time_us > 0) return "started " + clock.Format(g.start_time_us);
-  return "-";
+  return g.finish_time_us > 0 ? clock.Format(g.finish_time_us) : "-";
 }
 
 int RunCuts(const CutsOptions& o) {
