@@ -172,6 +172,12 @@ int Run(const RunOpts& in) {
     return kExitUsage;
   }
   if (!in.epoch.empty()) {
+    if (auto d = walfmt::ParseTime(in.epoch); d.ok() && !d->wall_clock) {
+      PrintError(fmt::format("--epoch {}: a wall-clock time is needed, ISO 8601 (2026-11-30T12:00:00Z) or "
+                             "@UNIX_SECONDS, not a duration",
+                             in.epoch));
+      return kExitUsage;
+    }
     auto t = walfmt::ParseWallTime(in.epoch);
     if (!t.ok()) {
       PrintError(fmt::format("--epoch {}: {}", in.epoch, t.status().message()));

@@ -139,3 +139,21 @@ TEST_CASE("walcut run --epoch records the epoch; --crash refuses a bare number",
   const json fj = json::parse(Slurp(t.path + "/f/cluster.json"));
   CHECK(fj["epoch_unix_us"].get<uint64_t>() > uint64_t{1700000000} * 1000000);
 }
+
+TEST_CASE("walcut scan summaries carry the epoch: cuts over summaries prints UTC times", "[cli][time]") {
+  TempDir t;
+  std::string args = "cuts";
+  for (int n = 0; n < 3; ++n) {
+    const std::string out = fmt::format("{}/n{}.json", t.path, n);
+    auto s = Walcut(fmt::format("scan {}/node-{} --out {}", Healthy(), n, out));
+    INFO(s.out << s.err);
+    REQUIRE(s.code == 0);
+    CHECK(json::parse(Slurp(out))["epoch_unix_us"] == uint64_t{1796040000000000});
+    args += " " + out;
+  }
+  auto cuts = Walcut(args);
+  INFO(cuts.out << cuts.err);
+  CHECK(cuts.out.find("    3  consistent       1230       5     22  2026-11-30T12:00:00.131114Z  5 / 1") !=
+        std::string::npos);
+  CHECK(Walcut("run " + t.path + "/c --txs 200 --epoch 5s").code == 2);
+}
