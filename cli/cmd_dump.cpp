@@ -23,6 +23,7 @@
 
 #include <fmt/format.h>
 
+#include "cli/clock.h"
 #include "cli/command.h"
 #include "cli/dump_format.h"
 #include "cli/inputs.h"
@@ -455,6 +456,7 @@ int RunDump(const DumpOptions& o) {
     PrintError(in.status().message());
     return ExitForStatus(in.status());
   }
+  if (!o.paths.empty()) f.clock = ClockNear(o.paths[0]);
   for (const uint32_t want : o.nodes) {
     const bool present = std::any_of(in->nodes.begin(), in->nodes.end(),
                                      [want](const NodeWal& n) { return n.node_id && *n.node_id == want; });

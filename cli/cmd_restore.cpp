@@ -307,8 +307,8 @@ constexpr int kRetryWhole = -1;
 
 // Restores from the verdict `v` (the cuts as recovery::ScanToCut or the whole
 // WAL shows them) and prints the result.
-int RestoreWith(const RestoreOptions& o, uint64_t before_us, const cut::ClusterLayout& layout,
-                const recovery::CutVerdict& v) {
+int RestoreWith(const RestoreOptions& o, const std::optional<walfmt::TimeArg>& before,
+                const cut::ClusterLayout& layout, const recovery::CutVerdict& v) {
   const cut::ClusterCuts* cc = &v.cuts;
   uint64_t k = o.cut;
   if (o.latest) {
@@ -317,10 +317,19 @@ int RestoreWith(const RestoreOptions& o, uint64_t before_us, const cut::ClusterL
       return kExitFindings;
     }
     k = cc->window.latest;
-  } else if (!o.before.empty()) {
-    const cut::GlobalCut* g = cc->LatestBefore(before_us);
+  } else if (before) {
+    // A wall-clock time goes through the cluster's epoch (cluster.json).
+    auto before_us = ClockOf(*cc).Resolve(*before, "--before");
+    if (!before_us.ok()) {
+      PrintError(before_us.status().message());
+      return kExitUsage;
+    }
+    const cut::GlobalCut* g = cc->LatestBefore(*before_us);
     if (!g) {
-      PrintError(fmt::format("{}: no consistent cut finished before {}", o.dir, Millis(before_us)));
+      const bool early = before->wall_clock && *before_us == 0;
+      PrintError(fmt::format("{}: no consistent cut finished before {}{}", o.dir,
+                             before->wall_clock ? walfmt::FormatUtc(before->unix_us) : ClockOf(*cc).Format(*before_us),
+                             early ? fmt::format(" (the cluster was created at {})", ClockOf(*cc).Format(0)) : ""));
       return kExitFindings;
     }
     k = g->cut_id;
@@ -440,14 +449,24 @@ int RunRestore(const RestoreOptions& o) {
   }
   if (!o.repo.empty()) {  // --repo: a full artifact and its increments (cli/cmd_restore_repo.cpp), not DIR's WAL
     uint64_t t = 0;
-    bool time_ok = true;
     if (!o.before.empty()) {
-      auto parsed = walfmt::ParseDuration(o.before);
-      time_ok = parsed.ok();
-      if (time_ok) t = *parsed;
+      auto parsed = walfmt::ParseTime(o.before);
+      if (!parsed.ok()) {
+        PrintError(fmt::format("--before {}", parsed.status().message()));
+        return kExitUsage;
+      }
+      // Repository artifacts keep cluster times, not the cluster's epoch.
+      auto at = walfmt::ClusterClock{}.Resolve(*parsed, "--before");
+      if (!at.ok()) {
+        PrintError(fmt::format("--before {}: with --repo, give cluster time since creation with a unit (250ms, "
+                               "1.5s, 2m): repository artifacts record cluster times, not the cluster's epoch",
+                               o.before));
+        return kExitUsage;
+      }
+      t = *at;
     }
-    if (!time_ok || !o.base.empty() || o.force || !o.check.empty()) {
-      PrintError("with --repo: --before takes a time (250ms, 1.5s, 1200us); --base, --force and --check do not apply");
+    if (!o.base.empty() || o.force || !o.check.empty()) {
+      PrintError("with --repo: --base, --force and --check do not apply");
       return kExitUsage;
     }
     return RunRestoreRepo({o.repo, o.dir, o.cut ? std::optional<uint64_t>(o.cut) : std::nullopt, o.latest,
@@ -475,14 +494,14 @@ int RunRestore(const RestoreOptions& o) {
     PrintError("--check needs the restored state: it cannot run with --dry-run");
     return kExitUsage;
   }
-  uint64_t before_us = 0;
+  std::optional<walfmt::TimeArg> before;
   if (!o.before.empty()) {
-    auto t = walfmt::ParseDuration(o.before);
+    auto t = walfmt::ParseTime(o.before);
     if (!t.ok()) {
-      PrintError(fmt::format("--before {}: not a time (for example 250ms, 1.5s, 1200us)", o.before));
+      PrintError(fmt::format("--before {}", t.status().message()));
       return kExitUsage;
     }
-    before_us = *t;
+    before = *t;
   }
   auto layout = cut::FindClusterLayout(o.dir);
   if (!layout.ok()) {
@@ -508,7 +527,7 @@ int RunRestore(const RestoreOptions& o) {
       for (const auto& n : verdict->cuts.nodes) {
         for (const auto& note : n.notes) PrintError("note: " + note);
       }
-      if (const int rc = RestoreWith(o, before_us, *layout, *verdict); rc != kRetryWhole) return rc;
+      if (const int rc = RestoreWith(o, before, *layout, *verdict); rc != kRetryWhole) return rc;
     }
   }
   cut::ReconstructOptions ro;
@@ -521,7 +540,7 @@ int RunRestore(const RestoreOptions& o) {
   recovery::CutVerdict whole;
   whole.cuts = std::move(cc.value());
   for (const auto& n : whole.cuts.nodes) whole.bytes_scanned += n.bytes;
-  return RestoreWith(o, before_us, *layout, whole);
+  return RestoreWith(o, before, *layout, whole);
 }
 
 void RegisterRestore(CLI::App& root, Registry& reg) {
@@ -544,7 +563,10 @@ void RegisterRestore(CLI::App& root, Registry& reg) {
   cmd->add_option("--repo", o->repo, "Restore from a repository of snapshot artifacts: a full and its increments");
   cmd->add_option("--cut", o->cut, "Cut id to restore");
   cmd->add_flag("--latest", o->latest, "The latest restorable cut (the end of the restore window)");
-  cmd->add_option("--before", o->before, "The latest consistent cut that finished before TIME (250ms, 1.5s, 1200us)");
+  cmd->add_option("--before", o->before,
+                  "The latest consistent cut that finished before TIME: ISO 8601 (2026-11-30T12:00:00Z, "
+                  "2026-11-30T13:00:00.5+01:00), @UNIX_SECONDS, or cluster time since creation with a unit "
+                  "(250ms, 1.5s, 2m, 1h); a bare number is refused");
   cmd->add_option("--base", o->base,
                   "Base: 'genesis', a full snapshot name under DIR/snapshots/, a snapshot directory's path, or a "
                   "restore output dir. Default: the newest full snapshot every node's WAL still holds before the "

@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 
+#include "cli/clock.h"
 #include "cli/command.h"
 #include "cli/inputs.h"
 #include "cli/output.h"
@@ -71,6 +72,9 @@ int RunScan(const ScanCmdOptions& o) {
     PrintError(s.status().message());
     return ExitForStatus(s.status());
   }
+  // The epoch of the cluster the node lies in (its cluster.json), so that
+  // the commands reading the summaries print real times.
+  s->epoch_unix_us = ClockNear(o.node_dir).epoch_unix_us;
   if (auto st = walfmt::WriteFileAtomic(o.out, cut::SummaryToJson(*s)); !st.ok()) {
     PrintError(st.message());
     return kExitIo;

@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 
+#include "cli/clock.h"
 #include "cli/command.h"
 #include "cli/output.h"
 #include "cli/repo_commands.h"
@@ -205,6 +206,9 @@ int RunShow(const ShowOptions& o) {
     return kExitUsage;
   }
   auto shown = [&](uint32_t i) { return !o.node || *o.node == i; };
+  // Header times are cluster time; the cluster's epoch (its cluster.json, or
+  // a restore's manifest.json) makes them UTC.
+  const walfmt::ClusterClock clock = ClockNear(o.dir);
 
   if (o.format == Format::kJson) {
     nlohmann::json nodes = nlohmann::json::array();
@@ -217,7 +221,8 @@ int RunShow(const ShowOptions& o) {
                         {"bytes", set->file_bytes[i]},
                         {"fingerprint", Hex(n.fingerprint)},
                         {"wal_position", n.wal_position.ToString()},
-                        {"time_us", n.time_us}};
+                        {"time_us", n.time_us},
+                        {"time", clock.Format(n.time_us)}};
       if (o.keys) {
         nlohmann::json kv = nlohmann::json::array();
         for (const auto& [k, v] : n.entries) kv.push_back({{"key", walfmt::Printable(k, 0)}, {"value", walfmt::Printable(v, 0)}});
@@ -239,9 +244,9 @@ int RunShow(const ShowOptions& o) {
   for (uint32_t i = 0; i < set->nodes.size(); ++i) {
     if (!shown(i)) continue;
     const auto& n = set->nodes[i];
-    fmt::print("node {}: {} entries, {}, fingerprint {}, wal position {}, name {}, time {}us\n", i, n.entries.size(),
+    fmt::print("node {}: {} entries, {}, fingerprint {}, wal position {}, name {}, time {}\n", i, n.entries.size(),
                HumanBytes(set->file_bytes[i]), Hex(n.fingerprint), n.wal_position.ToString(),
-               walfmt::Printable(n.name, 64), n.time_us);
+               walfmt::Printable(n.name, 64), clock.Format(n.time_us));
     if (!o.keys) continue;
     for (const auto& [k, v] : n.entries) {
       fmt::print("  {} = {}\n", walfmt::Printable(k, o.max_bytes), walfmt::Printable(v, o.max_bytes));

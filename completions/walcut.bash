@@ -15,7 +15,7 @@ _walcut_options() {
     verify) echo "-h --help --format -j --jobs -v --verbose --progress --no-progress -q --quiet" ;;
     dump) echo "-h --help --format -t --type -x --tx -k --key -s --from -e --to --node -n --limit --max-bytes --mode -j --jobs -f --follow --follow-interval -q --quiet" ;;
     stats) echo "-h --help --format -j --jobs --progress --no-progress -q --quiet" ;;
-    run) echo "-h --help --nodes --backups --partitions --workload --txs --concurrency --cuts --cut-every --seed --segment-size --accounts --ring-keys --crash --full-snapshot-at --full-snapshot-every --wal-retention --crashes --format -q --quiet" ;;
+    run) echo "-h --help --nodes --backups --partitions --workload --txs --concurrency --cuts --cut-every --seed --segment-size --accounts --ring-keys --crash --epoch --full-snapshot-at --full-snapshot-every --wal-retention --crashes --format -q --quiet" ;;
     scan) echo "-h --help -o --out --node --progress --no-progress -q --quiet" ;;
     cuts) echo "-h --help --format -j --jobs --verdict-out --cut --latest --base --cluster-json --progress --no-progress -q --quiet" ;;
     cut) echo "-h --help" ;;
@@ -57,7 +57,7 @@ _walcut_values() {  # COMMAND OPTION
       esac ;;
     -j|--jobs|-x|--tx|-k|--key|-s|--from|-e|--to|--node|-n|--limit|--max-bytes|--nodes|--backups|\
     --partitions|--txs|--concurrency|--cuts|--cut-every|--seed|--segment-size|--accounts|--ring-keys|\
-    --crash|--full-snapshot-at|--full-snapshot-every|--crashes|--cut|--before|--max-findings|--parent|\
+    --crash|--epoch|--full-snapshot-at|--full-snapshot-every|--crashes|--cut|--before|--max-findings|--parent|\
     --name|--zstd-level|--keep-full) echo "none" ;;
   esac
 }

@@ -150,6 +150,10 @@ walfmt::Status CheckNodes(std::vector<NodeSummary>& nodes) {
       return walfmt::Status::InvalidArgument(fmt::format("node {} belongs to cluster {:016x}, node 0 to {:016x}", i,
                                                          nodes[i].cluster_id, nodes[0].cluster_id));
     }
+    if (nodes[i].epoch_unix_us && nodes[0].epoch_unix_us && *nodes[i].epoch_unix_us != *nodes[0].epoch_unix_us) {
+      return walfmt::Status::InvalidArgument(fmt::format("node {} records the cluster epoch {}, node 0 {}", i,
+                                                         *nodes[i].epoch_unix_us, *nodes[0].epoch_unix_us));
+    }
   }
   if (nodes.empty()) return walfmt::Status::InvalidArgument("no nodes");
   return walfmt::Status::Ok();
@@ -619,6 +623,12 @@ walfmt::Result<ClusterCuts> Reconstruct(std::vector<NodeSummary> nodes, const Re
   if (walfmt::Status st = CheckNodes(nodes); !st.ok()) return st;
   ClusterCuts out;
   out.nodes = std::move(nodes);
+  for (const NodeSummary& n : out.nodes) {
+    if (n.epoch_unix_us) {
+      out.epoch_unix_us = n.epoch_unix_us;
+      break;
+    }
+  }
   Reconstruction(out, opt).Run();
   return out;
 }

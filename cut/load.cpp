@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cut/scan.h"
+#include "walfmt/duration.h"
 #include "walfmt/file_io.h"
 #include "walfmt/workers.h"
 #include "walfmt/text_escape.h"
@@ -204,6 +205,10 @@ std::string SummaryToJson(const NodeSummary& s) {
   j["schema"] = "walcut.summary/1";
   j["node"] = s.node;
   if (s.cluster_known) j["cluster_id"] = fmt::format("{:016x}", s.cluster_id);
+  if (s.epoch_unix_us) {
+    j["epoch_unix_us"] = *s.epoch_unix_us;
+    j["epoch"] = walfmt::FormatUtc(static_cast<int64_t>(*s.epoch_unix_us));
+  }
   j["wal_dir"] = s.wal_dir;
   json segs = json::array();
   for (const auto& g : s.segments) {
@@ -304,6 +309,14 @@ walfmt::Result<NodeSummary> SummaryFromJson(const std::string& text, const std::
   if (j.contains("cluster_id")) {
     s.cluster_known = true;
     s.cluster_id = r.Hex64(j, "cluster_id", "");
+  }
+  if (j.contains("epoch_unix_us")) {
+    const uint64_t epoch = r.U64(j, "epoch_unix_us", "");
+    if (epoch > walfmt::kMaxUnixMicros) {
+      return walfmt::Status::Corruption(
+          fmt::format("{}: field \"epoch_unix_us\": {} is after 9999-12-31T23:59:59.999999Z", origin, epoch));
+    }
+    s.epoch_unix_us = epoch;
   }
   s.wal_dir = r.Str(j, "wal_dir", "", false);
   if (j.contains("wal_start")) {
@@ -535,6 +548,7 @@ walfmt::Result<std::vector<NodeSummary>> ScanCluster(const ClusterLayout& layout
   for (size_t i = 0; i < n; ++i) {
     if (!results[i].ok()) return results[i].status();
     out.push_back(std::move(results[i].value()));
+    out.back().epoch_unix_us = layout.epoch_unix_us;
   }
   return out;
 }

@@ -170,6 +170,9 @@ struct NodeSummary {
   uint32_t node = 0;
   bool cluster_known = false;
   uint64_t cluster_id = 0;
+  // The wall-clock time of cluster time 0 (walfmt/duration.h), from the
+  // cluster's cluster.json when the scan found one that records it.
+  std::optional<uint64_t> epoch_unix_us;
   std::string wal_dir;
   std::vector<SegmentInfo> segments;
   // The oldest segments were removed: the first one present has an index

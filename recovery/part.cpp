@@ -191,6 +191,7 @@ walfmt::Result<RestoreResult> RestorePart(const PartRequest& req) {
   o.from = vn.from;
   o.to = to;
   o.cut_start = vn.start;
+  o.cut_start_time_us = vn.start_time_us;
   o.continue_from = detail::ContinueFrom(nc);
   if (v.base_kind == BaseKind::kFull) {
     if (req.base_dir.empty()) {
@@ -241,6 +242,7 @@ walfmt::Result<RestoreResult> RestorePart(const PartRequest& req) {
     job.header.node_id = req.node;
     job.header.cluster_id = v.file_cluster_id;
     job.header.wal_position = vn.start;
+    job.header.time_us = vn.start_time_us;
     job.header.name = fmt::format("cut-{}", v.cut);
   }
   auto drop_stage = [&] {
@@ -381,6 +383,7 @@ walfmt::Result<Part> ReadPart(const std::string& dir) {
     nr.from = pos("wal_from");
     nr.to = pos("wal_to");
     nr.cut_start = pos("cut_start");
+    if (e.contains("cut_start_time_us")) nr.cut_start_time_us = e.at("cut_start_time_us").get<uint64_t>();
     nr.continue_from = pos("continue_from");
     nr.txs_applied = e.at("txs_applied").get<uint64_t>();
     nr.txs_skipped = e.at("txs_skipped").get<uint64_t>();

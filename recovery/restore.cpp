@@ -17,6 +17,7 @@
 #include "recovery/state_table.h"
 #include "walfmt/bytes.h"
 #include "walfmt/cluster_layout.h"
+#include "walfmt/duration.h"
 #include "walfmt/file_io.h"
 #include "walfmt/reader.h"
 #include "walfmt/snapshot.h"
@@ -382,6 +383,7 @@ json NodeEntryJson(const NodeRestore& nr) {
           {"wal_from", nr.from.ToString()},
           {"wal_to", nr.to.ToString()},
           {"cut_start", nr.cut_start.ToString()},
+          {"cut_start_time_us", nr.cut_start_time_us},
           {"continue_from", nr.continue_from.ToString()},
           {"txs_applied", nr.txs_applied},
           {"txs_skipped", nr.txs_skipped},
@@ -756,6 +758,7 @@ walfmt::Result<RestoreResult> Restore(const cut::ClusterCuts& cc, const cut::Clu
     // to its WAL prefix up to CUT_START, and the manifest says the cut was forced.
     o.to = nc.finished ? nc.finish : nc.start;
     o.cut_start = nc.start;
+    o.cut_start_time_us = nc.start_time_us;
     o.continue_from = ContinueFrom(nc);
     o.base_entries = base_files[i].entries;
     if (r.base.kind == BaseKind::kFull && !(o.from < nc.start)) {
@@ -799,6 +802,7 @@ walfmt::Result<RestoreResult> Restore(const cut::ClusterCuts& cc, const cut::Clu
     job.header.node_id = job.node;
     job.header.cluster_id = cluster_id;
     job.header.wal_position = job.out.cut_start;
+    job.header.time_us = job.out.cut_start_time_us;
     job.header.name = fmt::format("cut-{}", req.cut);
   }
   std::atomic<size_t> next{0};
@@ -887,12 +891,19 @@ walfmt::Status WriteRestore(RestoreResult& r, const std::string& out, const std:
       walfmt::SnapshotFile f;
       f.node_id = nr.node;
       f.wal_position = nr.cut_start;
+      f.time_us = nr.cut_start_time_us;
       f.name = fmt::format("cut-{}", r.cut);
       f.entries = std::move(nr.state);  // written once; the result no longer holds the state
       f.cluster_id = cluster_id;
       if (Status st = walfmt::WriteSnapshotFile((tmp / file).string(), f); !st.ok()) return fail(st);
     }
     nodes.push_back(detail::NodeEntryJson(nr));
+  }
+  // Record times as UTC too when the cluster records its epoch.
+  if (!r.cluster_json.empty()) {
+    auto ci = walfmt::ParseClusterInfo(r.cluster_json, "cluster.json");
+    const walfmt::ClusterClock clock{ci.ok() ? ci->epoch_unix_us : std::nullopt};
+    for (size_t i = 0; i < nodes.size(); ++i) nodes[i]["cut_start_time"] = clock.Format(r.nodes[i].cut_start_time_us);
   }
   m["nodes"] = nodes;
   if (!r.cluster_json.empty()) {

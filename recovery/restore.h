@@ -68,6 +68,7 @@ struct NodeRestore {
   walfmt::Lsn from;                 // first position read
   walfmt::Lsn to;                   // CUT_FINISH_i(K): reading stops there
   walfmt::Lsn cut_start;
+  uint64_t cut_start_time_us = 0;   // the CUT_START's cluster time: the restored file's header time
   walfmt::Lsn continue_from;        // where a restore based on this one reads from
   std::vector<cut::SegmentInfo> segments;  // the segments the range touches
   uint64_t bytes_to_read = 0;       // WAL bytes in the range (decompressed)

@@ -51,6 +51,7 @@ json Body(const Verdict& v) {
     json e = {{"node", n.node}, {"from", n.from.ToString()}};
     if (n.pruned) e["wal_start"] = n.wal_start.ToString();
     if (n.started) e["start"] = n.start.ToString();
+    if (n.started) e["start_time_us"] = n.start_time_us;
     if (n.finished) e["finish"] = n.finish.ToString();
     if (v.base_kind == BaseKind::kFull) e["snapshot_fingerprint"] = Hex(n.snapshot_fingerprint);
     if (n.has_transactions) e["transactions"] = n.transactions;
@@ -179,6 +180,7 @@ Verdict FromBody(const json& j) {
     if (e.contains("start")) {
       n.started = true;
       n.start = Pos(e, "start", p);
+      if (e.contains("start_time_us")) n.start_time_us = U64(e, "start_time_us", p);
     }
     if (e.contains("finish")) {
       n.finished = true;
@@ -279,6 +281,7 @@ walfmt::Result<Verdict> MakeVerdict(const cut::ClusterCuts& cc, uint64_t k, cons
     if (nc) {
       e.started = nc->started;
       e.start = nc->start;
+      e.start_time_us = nc->start_time_us;
       e.finished = nc->finished;
       e.finish = nc->finish;
       e.before = nc->before;

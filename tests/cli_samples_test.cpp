@@ -271,6 +271,7 @@ TEST_CASE("samples: crash-during-cut regenerates byte for byte", "[cli][samples]
   const std::string out = t.path + "/c";
   auto r = Walcut("run " + out +
                   " --nodes 3 --backups 1 --workload bank --txs 3000 --cut-every 400 --seed 12 --segment-size 64K"
+                  " --epoch 2026-11-30T12:00:00Z"
                   " --crash 2@128500us+5ms");
   INFO(r.out << r.err);
   REQUIRE(r.code == 0);

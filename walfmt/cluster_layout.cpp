@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "walfmt/duration.h"
 #include "walfmt/file_io.h"
 #include "walfmt/segment.h"
 #include "walfmt/snapshot.h"
@@ -209,6 +210,11 @@ Status ParseDocument(const Reader& r, const json& doc, ClusterInfo& ci) {
     }
   }
   if (Status st = r.Unsigned(doc, "seed", "seed", UINT64_MAX, ci.seed); !st.ok()) return st;
+  if (doc.contains("epoch_unix_us")) {
+    uint64_t epoch = 0;
+    if (Status st = r.Unsigned(doc, "epoch_unix_us", "epoch_unix_us", kMaxUnixMicros, epoch); !st.ok()) return st;
+    ci.epoch_unix_us = epoch;
+  }
   if (Status st = r.U32(doc, "nodes", "nodes", kMaxNodes, ci.nodes); !st.ok()) return st;
   if (ci.nodes == 0) return r.Error("nodes", "expected at least 1, found 0");
   if (Status st = r.U32(doc, "backups", "backups", kMaxNodes, ci.backups); !st.ok()) return st;
@@ -350,6 +356,10 @@ std::string ClusterJsonText(const ClusterInfo& info, const ClusterRunRecord& run
   j["wal_format_version"] = kFormatVersion;
   j["cluster_id"] = fmt::format("{:016x}", info.cluster_id);
   j["seed"] = info.seed;
+  if (info.epoch_unix_us) {
+    j["epoch_unix_us"] = *info.epoch_unix_us;
+    j["epoch"] = FormatUtc(static_cast<int64_t>(*info.epoch_unix_us));
+  }
   j["nodes"] = info.nodes;
   j["backups"] = info.backups;
   j["initiator"] = run.initiator;
@@ -445,6 +455,7 @@ Result<ClusterLayout> FindClusterLayout(const std::string& dir) {
   if (info.ok()) {
     l.has_cluster_json = true;
     l.cluster_id = info->cluster_id;
+    l.epoch_unix_us = info->epoch_unix_us;
     for (const std::string& wd : info->node_wal_dirs) l.wal_dirs.push_back((fs::path(dir) / wd).string());
     return l;
   }

@@ -87,6 +87,10 @@ struct ClusterInfo {
   // "after-snapshot") and, with it, the first segment each node still has.
   std::string wal_retention;
   std::vector<uint64_t> first_segment;           // by node id; empty without retention
+  // The wall-clock time of cluster time 0, in microseconds since the Unix
+  // epoch ("epoch_unix_us"; walfmt/duration.h): record time T happened at
+  // epoch + T. Absent in a cluster.json written before walcut recorded it.
+  std::optional<uint64_t> epoch_unix_us;
 
   Topology topology() const { return Topology(nodes, backups, partitions); }
   bool has_bank() const { return workload != Workload::kCycle; }
@@ -151,6 +155,7 @@ struct ClusterLayout {
   std::string dir;
   bool has_cluster_json = false;
   uint64_t cluster_id = 0;            // 0 without cluster.json
+  std::optional<uint64_t> epoch_unix_us;  // from cluster.json, when it records one
   std::vector<std::string> wal_dirs;  // by node id: DIR joined with the relative WAL directory
 };
 Result<ClusterLayout> FindClusterLayout(const std::string& dir);
