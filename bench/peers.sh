@@ -89,6 +89,7 @@ if [ "$regen" = 1 ] || [ "$(cat "$data/params" 2>/dev/null)" != "$params" ]; the
   rm -rf "$data"
 fi
 mkdir -p "$data"
+echo "$params" >"$data/params"
 bytes=$((size_mb * 1000 * 1000))
 
 # --- walcut: walgen, 3 nodes --------------------------------------------
@@ -180,7 +181,6 @@ EOF
   rm -rf "$pgdata" "$data/pgrun"
   touch "$data/pg.done"
 fi
-echo "$params" >"$data/params"
 
 exec python3 "$root/bench/peers_bench.py" --rounds "$rounds" --data "$data" \
   --walcut "$walcut" --crcfloor "$crcfloor" --pgbin "$pgbin"
