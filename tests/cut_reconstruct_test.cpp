@@ -96,3 +96,36 @@ TEST_CASE("Reconstruct: a transaction finding not tied to a cut fails the cuts t
   CHECK_FALSE(r->cuts[1].checks.atomicity);
   CHECK(r->window.latest == 1);
 }
+
+TEST_CASE("Reconstruct: one transaction in before(K) on one node and in after(K) on another is an atomicity finding "
+          "naming both nodes, the cut and the transaction",
+          "[reconstruct]") {
+  // The set-based atomicity check alone: the summaries carry no digests and no
+  // marker findings, so nothing else can see that node 0 counts 0:5 in cut 1
+  // and node 1 does not.
+  walfmt::TxId t{0, 5};
+  NodeSummary n0 = Node(0), n1 = Node(1);
+  walcut::cut::TrackedTx in;
+  in.tx = t;
+  in.committed = true;
+  in.commit = walfmt::Lsn{0, 90};
+  in.first_seen = walfmt::Lsn{0, 80};
+  n0.cuts[0].before.push_back(in);
+  walcut::cut::TrackedTx out = in;
+  out.commit = walfmt::Lsn{0, 120};
+  n1.cuts[0].after.push_back(out);
+  auto r = Reconstruct({n0, n1});
+  REQUIRE(r.ok());
+  const auto& g = r->cuts[0];
+  CHECK(g.status == CutStatus::kInconsistent);
+  CHECK_FALSE(g.checks.atomicity);
+  const Finding* named = nullptr;
+  for (const auto& f : g.findings) {
+    if (f.check == Check::kAtomicity && f.has_tx && f.tx == t) named = &f;
+  }
+  REQUIRE(named != nullptr);
+  CHECK(named->cut == 1);
+  CHECK(named->message == "transaction 0:5 before cut 1 on node 0 but after it on node 1");
+  // Cut 2 holds none of it: still consistent.
+  CHECK(r->cuts[1].status == CutStatus::kConsistent);
+}
