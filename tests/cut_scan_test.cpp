@@ -1160,3 +1160,41 @@ TEST_CASE("settle_cut: a later after set moving a commit of K fails K", "[settle
   CHECK(cc.Find(k)->status == CutStatus::kInconsistent);
   CHECK_FALSE(cc.Find(k)->checks.atomicity);
 }
+
+TEST_CASE("a commit whose marker is ahead of every cut the node reached: a marker finding naming node, cut and "
+          "transaction") {
+  // The marker check alone: the commit stays where it was and its other
+  // participants still count it where they did, so only the marker says
+  // anything is wrong.
+  TempDir d("future-marker");
+  auto run = walcut::node::RunCluster(Healthy(d.path.string()));
+  REQUIRE(run.ok());
+  const uint32_t node = 0;
+  walfmt::TxId bumped;
+  Rewrite(d.path.string(), node, [&](std::vector<Rec>& recs) {
+    // The first commit after CUT_FINISH(1) and before CUT_START(2): the node
+    // has reached cut 1 there, so a valid marker is 1 or 2.
+    auto finish1 = FindRecord<walfmt::CutFinish>(recs, [](const walfmt::CutFinish& f) { return f.cut_id == 1; });
+    REQUIRE(finish1 != recs.end());
+    for (auto it = finish1; it != recs.end(); ++it) {
+      if (auto* s = std::get_if<walfmt::CutStart>(&it->rec); s && s->cut_id == 2) break;
+      if (auto* c = std::get_if<walfmt::TxCommit>(&it->rec)) {
+        c->marker = 9;
+        bumped = c->tx;
+        break;
+      }
+    }
+  });
+  REQUIRE(bumped.seq != 0);
+  ClusterCuts bad = LoadCuts(d.path.string());
+  const GlobalCut* g = bad.Find(2);
+  REQUIRE(g);
+  INFO(Findings(*g));
+  CHECK(g->status == CutStatus::kInconsistent);
+  CHECK_FALSE(g->checks.markers);
+  CHECK(HasFinding(*g, "marker", node,
+                   fmt::format("transaction {} committed at", bumped.ToString())));
+  CHECK(HasFinding(*g, "marker", node, "with marker 9, but the node had only reached cut 1"));
+  // Cut 1 was decided before that commit: untouched.
+  CHECK(bad.Find(1)->status == CutStatus::kConsistent);
+}
