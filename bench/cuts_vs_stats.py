@@ -5,30 +5,16 @@ round by round, so that a slow spell of a shared machine hits both.
     bench/cuts_vs_stats.py [--rounds N] [--data DIR] STATS_WALCUT CUTS_WALCUT...
 
 STATS_WALCUT runs `stats DIR`, then each CUTS_WALCUT runs `cuts DIR`, in that
-order every round, after one unmeasured `stats` that maps the files. Prints
+order every round, after one unmeasured run of each (page cache). Prints
 the median and minimum wall time and the median CPU time of each, and for each
 cuts binary the wall-time ratio to the stats run of the same round. Several
 cuts binaries compare builds side by side. Run from the repository root after
 bench/run_cuts.sh has made bench/data-cuts.
 """
 import argparse
-import resource
 import statistics
-import subprocess
-import sys
-import time
 
-
-def run(cmd):
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    t0 = time.monotonic()
-    rc = subprocess.run(cmd, stdout=subprocess.DEVNULL).returncode
-    wall = time.monotonic() - t0
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
-    if rc != 0:
-        sys.exit(f"cuts_vs_stats: {' '.join(cmd)} exited with {rc}")
-    return wall, cpu
+from benchlib import rounds
 
 
 def main():
@@ -38,17 +24,16 @@ def main():
     ap.add_argument("stats_walcut")
     ap.add_argument("cuts_walcut", nargs="+")
     a = ap.parse_args()
-    run([a.stats_walcut, "stats", a.data])  # maps the files; not measured
-    stats = []
-    cuts = {c: [] for c in a.cuts_walcut}
-    for _ in range(a.rounds):
-        stats.append(run([a.stats_walcut, "stats", a.data]))
-        for c in a.cuts_walcut:
-            cuts[c].append(run([c, "cuts", a.data]))
+    cmds = {"stats": [a.stats_walcut, "stats", a.data]}
+    for i, c in enumerate(a.cuts_walcut):
+        cmds[i] = [c, "cuts", a.data]
+    rows, _ = rounds(cmds, a.rounds)
+    stats = rows["stats"]
+    cuts = {c: rows[i] for i, c in enumerate(a.cuts_walcut)}
 
     def line(name, rows):
-        walls = [w for w, _ in rows]
-        cpus = [c for _, c in rows]
+        walls = [w for w, _, _ in rows]
+        cpus = [c for _, c, _ in rows]
         return (f"{name:28s} wall median {statistics.median(walls):.3f} s, min {min(walls):.3f} s; "
                 f"CPU median {statistics.median(cpus):.2f} s")
 
@@ -56,7 +41,7 @@ def main():
     for c, rows in cuts.items():
         print(line("cuts " + c, rows))
     for c, rows in cuts.items():
-        ratios = [w / s[0] for (w, _), s in zip(rows, stats)]
+        ratios = [w / s[0] for (w, _, _), s in zip(rows, stats)]
         print(f"cuts/stats per round ({c}): {' '.join(f'{r:.2f}' for r in ratios)}; "
               f"median {statistics.median(ratios):.2f}x")
 

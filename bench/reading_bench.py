@@ -19,24 +19,9 @@ peak RSS, then ratios: the median of the per-round ratios of wall times.
 import argparse
 import glob
 import os
-import statistics
-import subprocess
 import sys
-import tempfile
-import time
 
-
-def run(cmd):
-    """Wall seconds, CPU seconds (user + sys) and peak RSS (MiB) of one run, from GNU time."""
-    with tempfile.NamedTemporaryFile("r") as f:
-        t0 = time.monotonic()
-        rc = subprocess.run(["/usr/bin/time", "-f", "%U %S %M", "-o", f.name] + cmd,
-                            stdout=subprocess.DEVNULL).returncode
-        wall = time.monotonic() - t0
-        if rc != 0:
-            sys.exit(f"reading_bench: {' '.join(cmd)} exited with {rc}")
-        user, sys_s, kib = f.read().split()[-3:]
-    return wall, float(user) + float(sys_s), int(kib) / 1024.0
+from benchlib import print_ratios, print_table, rounds
 
 
 def main():
@@ -66,35 +51,15 @@ def main():
         cmds[tag + "stats -j2"] = [b, "stats", "-j2", plain]
         cmds[tag + "dump -j1"] = [b, "dump", "-j1", plain]
         cmds[tag + "zst: stats -j1"] = [b, "stats", "-j1", zst]
-    for c in cmds.values():  # page cache, and one unmeasured run of each
-        run(c)
-    rows = {k: [] for k in cmds}
-    load = [open("/proc/loadavg").read().split()[:3]]
-    for _ in range(a.rounds):
-        for k, c in cmds.items():
-            rows[k].append(run(c))
-    load.append(open("/proc/loadavg").read().split()[:3])
-    print(f"{a.rounds} rounds; load average before {' '.join(load[0])}, after {' '.join(load[1])}")
-    print(f"{'command':40s} {'wall s':>8s} {'CPU s':>8s} {'RSS MiB':>8s}")
-    for k, r in rows.items():
-        print(f"{k:40s} {statistics.median(w for w, _, _ in r):8.3f} {statistics.median(c for _, c, _ in r):8.3f} "
-              f"{max(m for _, _, m in r):8.1f}")
-
-    def ratio(x, y, what=0):
-        per = [rx[what] / ry[what] for rx, ry in zip(rows[x], rows[y])]
-        return statistics.median(per), min(per), max(per)
-
+    rows, load = rounds(cmds, a.rounds)
+    print_table(rows, a.rounds, load)
     pairs = [("stats -j1", "crcfloor --read"), ("verify -j1", "crcfloor --read"),
              ("stats -j1", "crcfloor --read --inline-header-crc"), ("verify -j1", "crcfloor --read --inline-header-crc"),
              ("stats -j1", "stats -j2"), ("zst: stats -j1", "zstd -dc")]
     if a.old:
         pairs += [(k, "old " + k) for k in ("stats -j1", "verify -j1", "stats -j2", "dump -j1", "zst: stats -j1")]
         pairs += [("old stats -j1", "crcfloor --read"), ("old zst: stats -j1", "zstd -dc")]
-    print("ratios, median of the rounds' ratios (min-max): wall; CPU")
-    for x, y in pairs:
-        w, c = ratio(x, y, 0), ratio(x, y, 1)
-        print(f"  {x} / {y}: {w[0]:.2f}x ({w[1]:.2f}-{w[2]:.2f}); CPU {c[0]:.2f}x ({c[1]:.2f}-{c[2]:.2f})")
-
+    print_ratios(rows, pairs)
 
 if __name__ == "__main__":
     main()

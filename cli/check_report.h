@@ -21,8 +21,8 @@ nlohmann::json CheckReportJson(const recovery::CheckReport& r, int exit_code);
 std::string CheckReportJunit(const recovery::CheckReport& r, int exit_code);
 // "OK (...)", "FAILED (...)" or "ERROR (...)": the verdict line's tail.
 std::string CheckVerdict(const recovery::CheckReport& r, int exit_code);
-// XML 1.0 text and attribute escaping; characters XML cannot carry become
-// "\xNN".
+// XML 1.0 text and attribute escaping of a byte string: walfmt::EscapeBytes
+// (walfmt/text_escape.h), then the XML entities.
 std::string XmlEscape(const std::string& s);
 
 // Reads back a report written with --format json (walcut.check/1) of one

@@ -21,6 +21,7 @@
 #include "recovery/verdict.h"
 #include "walfmt/cluster_layout.h"
 #include "walfmt/file_io.h"
+#include "walfmt/text_escape.h"
 
 namespace walcut::cli {
 namespace {
@@ -42,24 +43,27 @@ struct CheckCliOptions {
   std::string base;
 };
 
-// One Progress line per phase (verify, scan, restore); the library calls from
-// its worker threads.
-class PhaseProgress {
+// One progress line; its stage follows the library's ("files", "cuts",
+// "cut 5/16: restore"), each with its own count and total. The library calls
+// from its worker threads.
+class StageProgress {
  public:
-  void Update(const char* phase, uint64_t done, uint64_t total, uint64_t bytes) {
+  void Update(const std::string& stage, uint64_t bytes_done, uint64_t bytes_total) {
     std::lock_guard<std::mutex> lock(mu_);
-    if (phase_ != phase) {
-      progress_.reset();  // clears the previous phase's line
-      phase_ = phase;
-      progress_ = std::make_unique<Progress>(phase_, total);
+    if (stage != stage_ || bytes_total != total_) {
+      stage_ = stage;
+      total_ = bytes_total;
+      progress_.Stage(stage_, total_);
     }
-    progress_->Update(done, bytes);
+    progress_.Update(bytes_done);
   }
+  void Finish() { progress_.Finish(); }
 
  private:
   std::mutex mu_;
-  std::string phase_;
-  std::unique_ptr<Progress> progress_;
+  std::string stage_;
+  uint64_t total_ = 0;
+  Progress progress_{"check"};
 };
 
 int RunCheck(const CheckCliOptions& o) {
@@ -144,13 +148,15 @@ int RunCheck(const CheckCliOptions& o) {
   opt.state_path = o.state;
   opt.full = o.full;
   opt.chain_restores = !o.from_genesis;
-  auto progress = std::make_shared<PhaseProgress>();
-  opt.progress = [progress](const char* phase, uint64_t d, uint64_t t, uint64_t b) {
-    progress->Update(phase, d, t, b);
-  };
+  auto progress = std::make_shared<StageProgress>();
+  if (Progress::Wanted()) {  // the library computes totals only for a progress it reports to
+    opt.progress = [progress](const std::string& stage, uint64_t done, uint64_t total) {
+      progress->Update(stage, done, total);
+    };
+  }
 
   auto rep = recovery::RunCheck(opt);
-  progress.reset();
+  progress->Finish();
   opt.progress = nullptr;
   if (!rep.ok()) {
     PrintError(rep.status().message());
@@ -159,7 +165,7 @@ int RunCheck(const CheckCliOptions& o) {
   }
   const int rc = recovery::CheckExitCode(*rep);
   std::string text;
-  if (o.format == "json") text = CheckReportJson(*rep, rc).dump(2) + "\n";
+  if (o.format == "json") text = walfmt::DumpJson(CheckReportJson(*rep, rc), 2) + "\n";
   else if (o.format == "junit") text = CheckReportJunit(*rep, rc);
   else text = CheckReportText(*rep, rc);
 
@@ -207,6 +213,7 @@ void RegisterCheck(CLI::App& root, Registry& reg) {
                 "Level restore: restore every cut from genesis, not from the previous cut's checked restore "
                 "(each restore independent of the others; reads the WAL prefix once per cut)");
   cmd->add_option("-j,--jobs", o->jobs, "Threads (default: one per core)");
+  AddProgressOptions(cmd);
   cmd->add_option("--node", o->node,
                   "Check one node where its WAL lives: DIR is its directory (node-<i>, with wal/; checked this way "
                   "without --node too) or its WAL directory; level files (default), or restore with --verdict")

@@ -8,6 +8,7 @@
 #include "cli/output.h"
 #include "recovery/check.h"
 #include "walfmt/file_io.h"
+#include "walfmt/text_escape.h"
 
 namespace walcut::cli {
 namespace {
@@ -44,7 +45,7 @@ int RunMerge(const MergeOptions& o) {
   }
   const int rc = recovery::CheckExitCode(*m);
   std::string text;
-  if (o.format == "json") text = CheckReportJson(*m, rc).dump(2) + "\n";
+  if (o.format == "json") text = walfmt::DumpJson(CheckReportJson(*m, rc), 2) + "\n";
   else if (o.format == "junit") text = CheckReportJunit(*m, rc);
   else text = CheckReportText(*m, rc);
   if (o.output.empty()) {

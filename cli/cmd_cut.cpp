@@ -12,6 +12,7 @@
 #include "cli/output.h"
 #include "cut/svg.h"
 #include "walfmt/file_io.h"
+#include "walfmt/text_escape.h"
 
 namespace walcut::cli {
 namespace {
@@ -94,7 +95,7 @@ int RunCutShow(const CutShowOptions& o) {
     }
   }
   if (o.format == Format::kJson) {
-    json j = CutJson(*g, true);
+    json j = CutJson(*g, true, ClockOf(*cc));
     j["schema"] = kCutSchema;
     j["input"] = inputs;
     for (size_t i = 0; i < g->nodes.size(); ++i) {
@@ -103,10 +104,16 @@ int RunCutShow(const CutShowOptions& o) {
                                         {"commits", nc->commits_before_start}};
       }
     }
-    fmt::print("{}\n", j.dump(2));
+    fmt::print("{}\n", walfmt::DumpJson(j, 2));
     return rc;
   }
+  const walfmt::ClusterClock clock = ClockOf(*cc);
   fmt::print("cut {}: {}{}\n", k, cut::CutStatusName(g->status), g->reason.empty() ? "" : " - " + g->reason);
+  if (g->start_time_us > 0 || g->finish_time_us > 0) {
+    fmt::print("  started {}, finished {}{}\n", clock.Format(g->start_time_us),
+               g->finish_time_us > 0 ? clock.Format(g->finish_time_us) : "-",
+               clock.known() ? "" : " (cluster time since creation: no epoch in cluster.json)");
+  }
   fmt::print("  {} nodes; {} transactions in the cut; before {} / after {} (summed over nodes); "
              "rule 5: {} before committed after CUT_START, {} after committed before it\n",
              g->nodes.size(), g->transactions, g->before, g->after, g->before_after_start, g->after_before_start);
@@ -125,13 +132,13 @@ int RunCutShow(const CutShowOptions& o) {
     if (!nc) continue;
     if (nc->started) {
       fmt::print("  LocalState: the WAL prefix up to CUT_START {} ({}): {} commits\n", nc->start.ToString(),
-                 Millis(nc->start_time_us), nc->commits_before_start);
+                 clock.Format(nc->start_time_us), nc->commits_before_start);
     } else {
       fmt::print("  LocalState: no CUT_START\n");
     }
     if (nc->finished) {
       fmt::print("  ChannelState: before {}, after {} (CUT_FINISH {} at {})\n", nc->before.size(), nc->after.size(),
-                 nc->finish.ToString(), Millis(nc->finish_time_us));
+                 nc->finish.ToString(), clock.Format(nc->finish_time_us));
     } else {
       fmt::print("  ChannelState: unknown, no CUT_FINISH\n");
     }
@@ -168,6 +175,7 @@ void RegisterCut(CLI::App& root, Registry& reg) {
   show->add_option("args", o->paths, "DIR K, or SUMMARY... K")->required()->expected(2, -1);
   AddFormatOption(show, o->format);
   show->add_option("-j,--jobs", o->jobs, "Threads scanning the WALs (default: one per core); nodes take turns segment by segment");
+  AddProgressOptions(show);
   show->add_option("--svg", o->svg, "Also write the space-time diagram of the cut to FILE (SVG)")->type_name("FILE");
   reg.Add(show, [o] { return RunCutShow(*o); });
 }

@@ -1,5 +1,6 @@
 // walcut cuts DIR: every cut of the cluster with its status, per-node
 // CUT_START / CUT_FINISH, transaction counts, and the restore window.
+#include <algorithm>
 #include <filesystem>
 
 #include <fmt/format.h>
@@ -9,6 +10,7 @@
 #include "cli/output.h"
 #include "recovery/verdict.h"
 #include "walfmt/file_io.h"
+#include "walfmt/text_escape.h"
 
 namespace walcut::cli {
 namespace {
@@ -117,7 +119,7 @@ int RunVerdict(const CutsOptions& o) {
               {"file", o.verdict_out},
               {"bytes", text.size()}};
     if (!consistent) j["reason"] = v->reason;
-    fmt::print("{}\n", j.dump(2));
+    fmt::print("{}\n", walfmt::DumpJson(j, 2));
   } else {
     fmt::print("verdict {}: cut {} of {} nodes is {}{}\n", v->id, v->cut, v->nodes.size(), cut::CutStatusName(v->status),
                consistent ? "" : fmt::format(" ({}); the node restores refuse it unless --force", v->reason));
@@ -127,10 +129,20 @@ int RunVerdict(const CutsOptions& o) {
   return consistent ? kExitOk : kExitFindings;
 }
 
-std::string At(const cut::NodeCut* nc, bool start) {
+// A node's CUT_START or CUT_FINISH: its position and time (the time of day
+// when the cut's row shows the date, cli/clock.h).
+std::string At(const cut::NodeCut* nc, bool start, const walfmt::ClusterClock& clock, uint64_t ref) {
   if (!nc) return "-";
-  if (start) return nc->started ? fmt::format("{} ({})", nc->start.ToString(), Millis(nc->start_time_us)) : "-";
-  return nc->finished ? fmt::format("{} ({})", nc->finish.ToString(), Millis(nc->finish_time_us)) : "-";
+  if (start) {
+    return nc->started ? fmt::format("{} {}", nc->start.ToString(), ShortTime(clock, nc->start_time_us, ref)) : "-";
+  }
+  return nc->finished ? fmt::format("{} {}", nc->finish.ToString(), ShortTime(clock, nc->finish_time_us, ref)) : "-";
+}
+
+// When the cut finished (its latest CUT_FINISH, the time --before compares);
+// "-" when no node finished it (the node rows show its CUT_START times).
+std::string CutTime(const cut::GlobalCut& g, const walfmt::ClusterClock& clock) {
+  return g.finish_time_us > 0 ? clock.Format(g.finish_time_us) : "-";
 }
 
 int RunCuts(const CutsOptions& o) {
@@ -157,6 +169,8 @@ int RunCuts(const CutsOptions& o) {
     j["schema"] = kCutsSchema;
     j["input"] = o.paths;
     j["nodes"] = cc->nodes.size();
+    j["epoch_unix_us"] = cc->epoch_unix_us ? json(*cc->epoch_unix_us) : json(nullptr);
+    j["epoch"] = cc->epoch_unix_us ? json(ClockOf(*cc).Format(0)) : json(nullptr);
     j["counts"] = {{"cuts", cc->cuts.size()},
                    {"consistent", counts[static_cast<int>(cut::CutStatus::kConsistent)]},
                    {"inconsistent", counts[static_cast<int>(cut::CutStatus::kInconsistent)]},
@@ -173,12 +187,12 @@ int RunCuts(const CutsOptions& o) {
     }
     j["wal"] = wal;
     json cuts = json::array();
-    for (const auto& g : cc->cuts) cuts.push_back(CutJson(g, false));
+    for (const auto& g : cc->cuts) cuts.push_back(CutJson(g, false, ClockOf(*cc)));
     j["cuts"] = cuts;
     json fs = json::array();
     for (const auto& f : cc->findings) fs.push_back(FindingJson(f));
     j["findings"] = fs;
-    fmt::print("{}\n", j.dump(2));
+    fmt::print("{}\n", walfmt::DumpJson(j, 2));
     return findings ? kExitFindings : kExitOk;
   }
 
@@ -188,6 +202,8 @@ int RunCuts(const CutsOptions& o) {
              counts[static_cast<int>(cut::CutStatus::kInconsistent)],
              counts[static_cast<int>(cut::CutStatus::kIncomplete)],
              unavailable > 0 ? fmt::format(", {} unavailable", unavailable) : "");
+  const walfmt::ClusterClock clock = ClockOf(*cc);
+  fmt::print("{}\n", ClockLine(clock));
   for (const auto& l : WindowLines(cc->window)) fmt::print("{}\n", l);
   for (const auto& s : cc->nodes) {
     if (s.pruned) {
@@ -200,16 +216,21 @@ int RunCuts(const CutsOptions& o) {
     if (s.torn_tail) fmt::print("wal: node {} ends in a torn record at {} ({} bytes; a crash artefact)\n", s.node,
                                 s.torn_at.ToString(), s.torn_bytes);
   }
-  fmt::print("\n{:>5}  {:<12} {:>8} {:>7} {:>6}  {}\n", "cut", "status", "txs", "before", "after",
-             "rule 5 (before committed after start / after committed before start)");
+  // The time column is as wide as the widest time (ISO: 27 characters).
+  size_t time_width = 8;
+  for (const auto& g : cc->cuts) time_width = std::max(time_width, CutTime(g, clock).size());
+  fmt::print("\n{:>5}  {:<12} {:>8} {:>7} {:>6}  {:<{}}  {}\n", "cut", "status", "txs", "before", "after", "finished",
+             time_width, "rule 5 (before committed after start / after committed before start)");
   for (const auto& g : cc->cuts) {
-    fmt::print("{:>5}  {:<12} {:>8} {:>7} {:>6}  {} / {}\n", g.cut_id, cut::CutStatusName(g.status), g.transactions,
-               g.before, g.after, g.before_after_start, g.after_before_start);
+    fmt::print("{:>5}  {:<12} {:>8} {:>7} {:>6}  {:<{}}  {} / {}\n", g.cut_id, cut::CutStatusName(g.status),
+               g.transactions, g.before, g.after, CutTime(g, clock), time_width, g.before_after_start,
+               g.after_before_start);
+    const uint64_t ref = g.finish_time_us > 0 ? g.finish_time_us : g.start_time_us;
     for (size_t i = 0; i < g.nodes.size(); ++i) {
       const cut::NodeCut* nc = g.nodes[i];
       fmt::print("       node {}: {:<10} start {:<28} finish {:<28} before {:>3} after {:>3} txs {}\n", i,
-                 nc ? cut::CutEndName(nc->end) : "absent", At(nc, true), At(nc, false), nc ? nc->before.size() : 0,
-                 nc ? nc->after.size() : 0, g.node_transactions[i]);
+                 nc ? cut::CutEndName(nc->end) : "absent", At(nc, true, clock, ref), At(nc, false, clock, ref),
+                 nc ? nc->before.size() : 0, nc ? nc->after.size() : 0, g.node_transactions[i]);
     }
     if (!g.reason.empty()) {
       fmt::print("       reason: {}\n", g.reason);
@@ -239,6 +260,7 @@ void RegisterCuts(CLI::App& root, Registry& reg) {
       ->required();
   AddFormatOption(cmd, o->format);
   cmd->add_option("-j,--jobs", o->jobs, "Threads scanning the WALs (default: one per core); nodes take turns segment by segment");
+  AddProgressOptions(cmd);
   cmd->add_option("--verdict-out", o->verdict_out,
                   "Write the verdict of one cut (--cut K or --latest) to FILE for the per-node restores "
                   "(walcut restore NODE_DIR --verdict FILE) and print one line instead of the table; exit 0 when the "

@@ -11,6 +11,7 @@
 #include "recovery/state_set.h"
 #include "walfmt/record.h"
 #include "walfmt/record_text.h"
+#include "walfmt/text_escape.h"
 
 namespace walcut::cli {
 namespace {
@@ -115,7 +116,7 @@ int RunDiff(const DiffCommandOptions& o) {
                          {"only_b", only_b},
                          {"changed", changed},
                          {"exit_code", rc}}}};
-    fmt::print("{}\n", doc.dump(2));
+    fmt::print("{}\n", walfmt::DumpJson(doc, 2));
     return rc;
   }
 

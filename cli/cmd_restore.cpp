@@ -23,6 +23,7 @@
 #include "walfmt/staging.h"
 #include "recovery/state_set.h"
 #include "walfmt/duration.h"
+#include "walfmt/text_escape.h"
 
 namespace walcut::cli {
 namespace {
@@ -253,8 +254,9 @@ int RunRestoreNode(const RestoreOptions& o) {
   req.force = o.force;
   req.dry_run = o.dry_run;
   req.out = o.out;
-  req.progress = [&progress](uint64_t b) { progress.Update(0, b); };
+  req.progress = [&progress](uint64_t b) { progress.Update(b); };
   auto r = recovery::RestorePart(req);
+  progress.Finish();
   if (!r.ok()) {
     PrintError(r.status().message());
     return ExitForStatus(r.status());
@@ -281,7 +283,7 @@ int RunRestoreNode(const RestoreOptions& o) {
     j["out"] = o.dry_run ? json(nullptr) : json(o.out);
     j["nodes"] = json::array({NodeJson(n, o.dry_run)});
     j["bytes_read"] = r->bytes_read;
-    fmt::print("{}\n", j.dump(2));
+    fmt::print("{}\n", walfmt::DumpJson(j, 2));
   } else {
     fmt::print("{} node {} to cut {} ({}{}) from base {} ({})\n", o.dry_run ? "plan: restore" : "restored", node,
                r->cut, cut::CutStatusName(r->status), forced ? ", forced: " + r->reason : "", r->base.name,
@@ -298,6 +300,143 @@ int RunRestoreNode(const RestoreOptions& o) {
   return forced ? kExitFindings : kExitOk;
 }
 
+// RestoreWith's answer when a restore from a verdict not read from the
+// whole WAL failed: the caller decides again from the whole WAL, so that the
+// error is the one the whole WAL gives.
+constexpr int kRetryWhole = -1;
+
+// Restores from the verdict `v` (the cuts as recovery::ScanToCut or the whole
+// WAL shows them) and prints the result.
+int RestoreWith(const RestoreOptions& o, const std::optional<walfmt::TimeArg>& before,
+                const cut::ClusterLayout& layout, const recovery::CutVerdict& v) {
+  const cut::ClusterCuts* cc = &v.cuts;
+  uint64_t k = o.cut;
+  if (o.latest) {
+    if (!cc->window.any) {
+      PrintError(fmt::format("{}: no cut can be restored: {}", o.dir, cc->window.latest_limit));
+      return kExitFindings;
+    }
+    k = cc->window.latest;
+  } else if (before) {
+    // A wall-clock time goes through the cluster's epoch (cluster.json).
+    auto before_us = ClockOf(*cc).Resolve(*before, "--before");
+    if (!before_us.ok()) {
+      PrintError(before_us.status().message());
+      return kExitUsage;
+    }
+    const cut::GlobalCut* g = cc->LatestBefore(*before_us);
+    if (!g) {
+      const bool early = before->wall_clock && *before_us == 0;
+      PrintError(fmt::format("{}: no consistent cut finished before {}{}", o.dir,
+                             before->wall_clock ? walfmt::FormatUtc(before->unix_us) : ClockOf(*cc).Format(*before_us),
+                             early ? fmt::format(" (the cluster was created at {})", ClockOf(*cc).Format(0)) : ""));
+      return kExitFindings;
+    }
+    k = g->cut_id;
+  }
+  std::string base = o.base;
+  std::string base_why = "given by --base";
+  const cut::GlobalCut* target = cc->Find(k);
+  if (base.empty() && target && (target->status == cut::CutStatus::kConsistent || o.force)) {
+    auto choice = recovery::ChooseBase(*cc, layout, k);
+    if (!choice.ok() && v.scan != recovery::VerdictScan::kWhole) return kRetryWhole;
+    if (!choice.ok()) {
+      PrintError(choice.status().message());
+      return choice.status().code() == walfmt::ErrorCode::kInvalidArgument ? kExitFindings
+                                                                            : ExitForStatus(choice.status());
+    }
+    base = choice->base;
+    base_why = choice->why;
+  }
+  Progress progress(o.dry_run ? "plan" : "restore", 0);
+  recovery::RestoreRequest req;
+  req.cluster_dir = o.dir;
+  req.cut = k;
+  req.base = base;
+  req.force = o.force;
+  req.dry_run = o.dry_run;
+  req.out = o.out;
+  req.jobs = o.jobs;
+  req.progress = [&progress](uint64_t b) { progress.Update(b); };
+  auto r = recovery::Restore(*cc, layout, req);
+  progress.Finish();
+  if (!r.ok() && v.scan != recovery::VerdictScan::kWhole) return kRetryWhole;
+  if (!r.ok()) {
+    PrintError(r.status().message());
+    // A refused cut is a finding (CI must see it); a bad request is usage.
+    if (r.status().code() == walfmt::ErrorCode::kInvalidArgument) {
+      const cut::GlobalCut* g = cc->Find(k);
+      return g && g->status != cut::CutStatus::kConsistent && !o.force ? kExitFindings : kExitUsage;
+    }
+    return ExitForStatus(r.status());
+  }
+  std::vector<std::string> check_lines;
+  bool check_failed = false;
+  json check_json;
+  if (!o.check.empty()) {
+    auto cj = CheckRestored(*r, o.dir, o.check, check_lines);
+    if (!cj.ok()) {
+      walfmt::RemoveStaging(r->stage_dir);
+      PrintError(cj.status().message());
+      return ExitForStatus(cj.status());
+    }
+    check_json = *cj;
+    check_failed = !check_json["ok"].get<bool>();
+  }
+  if (!o.dry_run) {
+    const std::string extra = check_json.is_null() ? "" : walfmt::DumpJson(json({{"check", check_json}}));
+    if (auto st = recovery::WriteRestore(*r, o.out, extra); !st.ok()) {
+      PrintError(st.message());
+      return ExitForStatus(st);
+    }
+  }
+  const bool forced = r->status != cut::CutStatus::kConsistent;
+  if (o.format == Format::kJson) {
+    json j;
+    j["schema"] = "walcut.restore/1";
+    j["cluster"] = o.dir;
+    j["cut"] = r->cut;
+    j["status"] = cut::CutStatusName(r->status);
+    j["forced"] = forced;
+    j["dry_run"] = o.dry_run;
+    j["base"] = {{"kind", recovery::BaseKindName(r->base.kind)}, {"name", r->base.name}, {"why", base_why}};
+    j["out"] = o.dry_run ? json(nullptr) : json(o.out);
+    json nodes = json::array();
+    for (const auto& n : r->nodes) nodes.push_back(NodeJson(n, o.dry_run));
+    j["nodes"] = nodes;
+    j["bytes_read"] = r->bytes_read;
+    j["verdict_scan"] = {{"read", recovery::VerdictScanName(v.scan)}, {"bytes", v.bytes_scanned}};
+    if (!check_json.is_null()) j["check"] = check_json;
+    fmt::print("{}\n", walfmt::DumpJson(j, 2));
+  } else {
+    fmt::print("{} cut {} of {} ({}{}) from base {} ({})\n", o.dry_run ? "plan: restore" : "restored", r->cut, o.dir,
+               cut::CutStatusName(r->status), forced ? ", forced: " + r->reason : "", r->base.name,
+               recovery::BaseKindName(r->base.kind));
+    fmt::print("  base: {} ({})\n", r->base.name, base_why);
+    fmt::print("  verdict: cut {} decided from {} of WAL, {}\n", r->cut, HumanBytes(v.bytes_scanned),
+               v.scan == recovery::VerdictScan::kWhole  ? "every node's whole WAL"
+               : v.scan == recovery::VerdictScan::kToCut ? "every node's WAL up to where the cut is decided"
+                                                         : "from the base's positions up to where the cut is decided");
+    for (const auto& n : r->nodes) {
+      std::string segs;
+      if (!n.segments.empty()) {
+        segs = n.segments.size() == 1 ? n.segments.front().file
+                                      : fmt::format("{} .. {} ({} segments)", n.segments.front().file,
+                                                    n.segments.back().file, n.segments.size());
+      }
+      fmt::print("  node {}: WAL {} .. {} [{}], {} read; base {} keys; {} transactions applied ({} writes), {} "
+                 "skipped, {} rolled back",
+                 n.node, n.from.ToString(), n.to.ToString(), segs, HumanBytes(n.bytes_to_read), n.base_entries,
+                 n.txs_applied, n.writes_applied, n.txs_skipped, n.txs_rolled_back);
+      if (!o.dry_run) fmt::print("; {} keys, fingerprint {:016x}", n.entries, n.fingerprint);
+      fmt::print("\n");
+    }
+    for (const auto& l : check_lines) fmt::print("check: {}\n", l);
+    if (!o.dry_run) fmt::print("wrote {}/node-*.snap and {}/manifest.json\n", o.out, o.out);
+  }
+  return forced || check_failed ? kExitFindings : kExitOk;
+}
+
 int RunRestore(const RestoreOptions& o) {
   // Leftovers of a killed restore beside OUT: named (or removed with --clean-stale).
   if (!o.dry_run && !o.out.empty()) {
@@ -310,14 +449,24 @@ int RunRestore(const RestoreOptions& o) {
   }
   if (!o.repo.empty()) {  // --repo: a full artifact and its increments (cli/cmd_restore_repo.cpp), not DIR's WAL
     uint64_t t = 0;
-    bool time_ok = true;
     if (!o.before.empty()) {
-      auto parsed = walfmt::ParseDuration(o.before);
-      time_ok = parsed.ok();
-      if (time_ok) t = *parsed;
+      auto parsed = walfmt::ParseTime(o.before);
+      if (!parsed.ok()) {
+        PrintError(fmt::format("--before {}", parsed.status().message()));
+        return kExitUsage;
+      }
+      // Repository artifacts keep cluster times, not the cluster's epoch.
+      auto at = walfmt::ClusterClock{}.Resolve(*parsed, "--before");
+      if (!at.ok()) {
+        PrintError(fmt::format("--before {}: with --repo, give cluster time since creation with a unit (250ms, "
+                               "1.5s, 2m): repository artifacts record cluster times, not the cluster's epoch",
+                               o.before));
+        return kExitUsage;
+      }
+      t = *at;
     }
-    if (!time_ok || !o.base.empty() || o.force || !o.check.empty()) {
-      PrintError("with --repo: --before takes a time (250ms, 1.5s, 1200us); --base, --force and --check do not apply");
+    if (!o.base.empty() || o.force || !o.check.empty()) {
+      PrintError("with --repo: --base, --force and --check do not apply");
       return kExitUsage;
     }
     return RunRestoreRepo({o.repo, o.dir, o.cut ? std::optional<uint64_t>(o.cut) : std::nullopt, o.latest,
@@ -345,19 +494,41 @@ int RunRestore(const RestoreOptions& o) {
     PrintError("--check needs the restored state: it cannot run with --dry-run");
     return kExitUsage;
   }
-  uint64_t before_us = 0;
+  std::optional<walfmt::TimeArg> before;
   if (!o.before.empty()) {
-    auto t = walfmt::ParseDuration(o.before);
+    auto t = walfmt::ParseTime(o.before);
     if (!t.ok()) {
-      PrintError(fmt::format("--before {}: not a time (for example 250ms, 1.5s, 1200us)", o.before));
+      PrintError(fmt::format("--before {}", t.status().message()));
       return kExitUsage;
     }
-    before_us = *t;
+    before = *t;
   }
   auto layout = cut::FindClusterLayout(o.dir);
   if (!layout.ok()) {
     PrintError(layout.status().message());
     return ExitForStatus(layout.status());
+  }
+  // --cut K: the verdict comes from each WAL up to where cut K is decided
+  // (from a restored base's positions when it has them): recovery::ScanToCut.
+  // --latest and --before need every cut's verdict, and a cut that scan does
+  // not show consistent (a refusal, --force) is decided as `walcut cuts`
+  // decides it: from the whole WAL.
+  if (o.cut > 0) {
+    std::optional<recovery::CutVerdict> verdict;
+    {
+      Progress scan_progress("scan", 0);
+      cut::LoadOptions lo;
+      lo.jobs = o.jobs;
+      lo.progress = [&scan_progress](uint64_t b) { scan_progress.Update(b); };
+      verdict = recovery::ScanToCut(*layout, o.cut, o.base, lo);
+      scan_progress.Finish();
+    }
+    if (verdict) {
+      for (const auto& n : verdict->cuts.nodes) {
+        for (const auto& note : n.notes) PrintError("note: " + note);
+      }
+      if (const int rc = RestoreWith(o, before, *layout, *verdict); rc != kRetryWhole) return rc;
+    }
   }
   cut::ReconstructOptions ro;
   ro.attested_cut = recovery::RestoredBaseCut(o.base);
@@ -366,114 +537,10 @@ int RunRestore(const RestoreOptions& o) {
     PrintError(cc.status().message());
     return ExitForStatus(cc.status());
   }
-  uint64_t k = o.cut;
-  if (o.latest) {
-    if (!cc->window.any) {
-      PrintError(fmt::format("{}: no cut can be restored: {}", o.dir, cc->window.latest_limit));
-      return kExitFindings;
-    }
-    k = cc->window.latest;
-  } else if (!o.before.empty()) {
-    const cut::GlobalCut* g = cc->LatestBefore(before_us);
-    if (!g) {
-      PrintError(fmt::format("{}: no consistent cut finished before {}", o.dir, Millis(before_us)));
-      return kExitFindings;
-    }
-    k = g->cut_id;
-  }
-  std::string base = o.base;
-  std::string base_why = "given by --base";
-  const cut::GlobalCut* target = cc->Find(k);
-  if (base.empty() && target && (target->status == cut::CutStatus::kConsistent || o.force)) {
-    auto choice = recovery::ChooseBase(*cc, *layout, k);
-    if (!choice.ok()) {
-      PrintError(choice.status().message());
-      return choice.status().code() == walfmt::ErrorCode::kInvalidArgument ? kExitFindings
-                                                                            : ExitForStatus(choice.status());
-    }
-    base = choice->base;
-    base_why = choice->why;
-  }
-  Progress progress(o.dry_run ? "plan" : "restore", 0);
-  recovery::RestoreRequest req;
-  req.cluster_dir = o.dir;
-  req.cut = k;
-  req.base = base;
-  req.force = o.force;
-  req.dry_run = o.dry_run;
-  req.out = o.out;
-  req.jobs = o.jobs;
-  req.progress = [&progress](uint64_t b) { progress.Update(0, b); };
-  auto r = recovery::Restore(*cc, *layout, req);
-  if (!r.ok()) {
-    PrintError(r.status().message());
-    // A refused cut is a finding (CI must see it); a bad request is usage.
-    if (r.status().code() == walfmt::ErrorCode::kInvalidArgument) {
-      const cut::GlobalCut* g = cc->Find(k);
-      return g && g->status != cut::CutStatus::kConsistent && !o.force ? kExitFindings : kExitUsage;
-    }
-    return ExitForStatus(r.status());
-  }
-  std::vector<std::string> check_lines;
-  bool check_failed = false;
-  json check_json;
-  if (!o.check.empty()) {
-    auto cj = CheckRestored(*r, o.dir, o.check, check_lines);
-    if (!cj.ok()) {
-      walfmt::RemoveStaging(r->stage_dir);
-      PrintError(cj.status().message());
-      return ExitForStatus(cj.status());
-    }
-    check_json = *cj;
-    check_failed = !check_json["ok"].get<bool>();
-  }
-  if (!o.dry_run) {
-    const std::string extra = check_json.is_null() ? "" : json({{"check", check_json}}).dump();
-    if (auto st = recovery::WriteRestore(*r, o.out, extra); !st.ok()) {
-      PrintError(st.message());
-      return ExitForStatus(st);
-    }
-  }
-  const bool forced = r->status != cut::CutStatus::kConsistent;
-  if (o.format == Format::kJson) {
-    json j;
-    j["schema"] = "walcut.restore/1";
-    j["cluster"] = o.dir;
-    j["cut"] = r->cut;
-    j["status"] = cut::CutStatusName(r->status);
-    j["forced"] = forced;
-    j["dry_run"] = o.dry_run;
-    j["base"] = {{"kind", recovery::BaseKindName(r->base.kind)}, {"name", r->base.name}, {"why", base_why}};
-    j["out"] = o.dry_run ? json(nullptr) : json(o.out);
-    json nodes = json::array();
-    for (const auto& n : r->nodes) nodes.push_back(NodeJson(n, o.dry_run));
-    j["nodes"] = nodes;
-    j["bytes_read"] = r->bytes_read;
-    if (!check_json.is_null()) j["check"] = check_json;
-    fmt::print("{}\n", j.dump(2));
-  } else {
-    fmt::print("{} cut {} of {} ({}{}) from base {} ({})\n", o.dry_run ? "plan: restore" : "restored", r->cut, o.dir,
-               cut::CutStatusName(r->status), forced ? ", forced: " + r->reason : "", r->base.name,
-               recovery::BaseKindName(r->base.kind));
-    fmt::print("  base: {} ({})\n", r->base.name, base_why);
-    for (const auto& n : r->nodes) {
-      std::string segs;
-      if (!n.segments.empty()) {
-        segs = n.segments.size() == 1 ? n.segments.front().file
-                                      : fmt::format("{} .. {} ({} segments)", n.segments.front().file,
-                                                    n.segments.back().file, n.segments.size());
-      }
-      fmt::print("  node {}: WAL {} .. {} [{}], {} read; base {} keys; {} transactions applied ({} writes), {} "
-                 "skipped, {} rolled back",
-                 n.node, n.from.ToString(), n.to.ToString(), segs, HumanBytes(n.bytes_to_read), n.base_entries,
-                 n.txs_applied, n.writes_applied, n.txs_skipped, n.txs_rolled_back);
-      if (!o.dry_run) fmt::print("; {} keys, fingerprint {:016x}", n.entries, n.fingerprint);
-      fmt::print("\n");
-    }
-    for (const auto& l : check_lines) fmt::print("check: {}\n", l);
-    if (!o.dry_run) fmt::print("wrote {}/node-*.snap and {}/manifest.json\n", o.out, o.out);
-  }
-  return forced || check_failed ? kExitFindings : kExitOk;
+  recovery::CutVerdict whole;
+  whole.cuts = std::move(cc.value());
+  for (const auto& n : whole.cuts.nodes) whole.bytes_scanned += n.bytes;
+  return RestoreWith(o, before, *layout, whole);
 }
 
 void RegisterRestore(CLI::App& root, Registry& reg) {
@@ -482,6 +549,8 @@ void RegisterRestore(CLI::App& root, Registry& reg) {
       "restore",
       "Restore every node to a cut: base state (genesis, a full snapshot, or an earlier restore) plus the\n"
       "writes of exactly the transactions of the cut (the rule of docs/cut-rule.md), read from the WAL once.\n"
+      "--cut K decides the cut from each WAL up to where K is decided (from the positions of a restored\n"
+      "--base); --latest and --before read every WAL to the end, as `walcut cuts` does.\n"
       "Writes OUT/node-<i>.snap and OUT/manifest.json through a temporary directory renamed at the end;\n"
       "never overwrites OUT and never modifies the input. An inconsistent or incomplete cut is refused\n"
       "(exit 1) unless --force, and then the manifest says what is wrong.\n"
@@ -494,7 +563,10 @@ void RegisterRestore(CLI::App& root, Registry& reg) {
   cmd->add_option("--repo", o->repo, "Restore from a repository of snapshot artifacts: a full and its increments");
   cmd->add_option("--cut", o->cut, "Cut id to restore");
   cmd->add_flag("--latest", o->latest, "The latest restorable cut (the end of the restore window)");
-  cmd->add_option("--before", o->before, "The latest consistent cut that finished before TIME (250ms, 1.5s, 1200us)");
+  cmd->add_option("--before", o->before,
+                  "The latest consistent cut that finished before TIME: ISO 8601 (2026-11-30T12:00:00Z, "
+                  "2026-11-30T13:00:00.5+01:00), @UNIX_SECONDS, or cluster time since creation with a unit "
+                  "(250ms, 1.5s, 2m, 1h); a bare number is refused");
   cmd->add_option("--base", o->base,
                   "Base: 'genesis', a full snapshot name under DIR/snapshots/, a snapshot directory's path, or a "
                   "restore output dir. Default: the newest full snapshot every node's WAL still holds before the "
@@ -505,6 +577,7 @@ void RegisterRestore(CLI::App& root, Registry& reg) {
                 " write nothing");
   cmd->add_flag("--force", o->force, "Restore a cut that is not consistent (the manifest records why)");
   cmd->add_option("-j,--jobs", o->jobs, "Nodes restored at once (default: one per core)");
+  AddProgressOptions(cmd);
   cmd->add_option("--check", o->check,
                   "Check the workload invariants on the restored state (bank total as in cluster.json, the cycle is "
                   "one ring, replicas agree); 'auto' = the cluster's workload. Findings name node and keys; exit 1")

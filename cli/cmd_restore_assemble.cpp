@@ -12,6 +12,7 @@
 #include "recovery/part.h"
 #include "recovery/restore.h"
 #include "walfmt/staging.h"
+#include "walfmt/text_escape.h"
 
 namespace walcut::cli {
 namespace {
@@ -56,7 +57,7 @@ int RunAssemble(const AssembleOptions& o) {
     }
     check_json = *cj;
   }
-  const std::string extra = check_json.is_null() ? "" : json({{"check", check_json}}).dump();
+  const std::string extra = check_json.is_null() ? "" : walfmt::DumpJson(json({{"check", check_json}}));
   if (auto st = recovery::WriteRestore(*r, o.out, extra); !st.ok()) {
     PrintError(st.message());
     return ExitForStatus(st);
@@ -81,7 +82,7 @@ int RunAssemble(const AssembleOptions& o) {
     j["nodes"] = nodes;
     j["parts"] = o.parts;
     if (!check_json.is_null()) j["check"] = check_json;
-    fmt::print("{}\n", j.dump(2));
+    fmt::print("{}\n", walfmt::DumpJson(j, 2));
   } else {
     fmt::print("assembled cut {} ({}{}) from {} parts, base {} ({})\n", r->cut, cut::CutStatusName(r->status),
                forced ? ", forced: " + r->reason : "", r->nodes.size(), r->base.name,

@@ -7,6 +7,7 @@
 #include "cli/output.h"
 #include "cli/repo_commands.h"
 #include "repo/repository.h"
+#include "walfmt/text_escape.h"
 
 namespace walcut::cli {
 
@@ -53,7 +54,7 @@ int RunRestoreRepo(const RepoRestoreCliOptions& o) {
     nlohmann::json j = {{"schema", "walcut.restore.repo/1"}, {"repo", o.repo}, {"target", r->target}, {"dry_run", o.dry_run},
                         {"out", o.dry_run ? nlohmann::json(nullptr) : nlohmann::json(o.out)}, {"steps", steps},
                         {"fingerprints", fps}};
-    fmt::print("{}\n", j.dump(2));
+    fmt::print("{}\n", walfmt::DumpJson(j, 2));
     return kExitOk;
   }
   fmt::print("{} {} from repository {}: {} step{}\n", o.dry_run ? "plan: restore" : "restored", r->target, o.repo,

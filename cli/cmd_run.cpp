@@ -11,7 +11,9 @@
 #include "cli/command.h"
 #include "cli/output.h"
 #include "node/cluster.h"
+#include "walfmt/duration.h"
 #include "walfmt/segment.h"
+#include "walfmt/text_escape.h"
 
 namespace walcut::cli {
 namespace {
@@ -25,6 +27,7 @@ struct RunOpts {
   std::string segment_size = "1MiB";
   std::vector<std::string> crashes;
   std::string wal_retention = "keep";
+  std::string epoch;  // --epoch TIME (ISO 8601 or @UNIX_SECONDS); empty: the real clock
   Format format = Format::kText;
 };
 
@@ -45,12 +48,16 @@ bool ParseSize(const std::string& s, uint64_t& out) {
   return true;
 }
 
+walfmt::ClusterClock Clock(const node::RunResult& r) { return walfmt::ClusterClock{r.options.epoch_unix_us}; }
+
 nlohmann::json SnapshotsJson(const node::RunResult& r) {
+  const walfmt::ClusterClock clock = Clock(r);
   nlohmann::json a = nlohmann::json::array();
   for (const auto& sn : r.snapshots) {
     nlohmann::json pos = nlohmann::json::array();
     for (const auto& l : sn.wal_position) pos.push_back(l.ToString());
-    a.push_back({{"name", sn.name}, {"at_tx", sn.at_tx}, {"time_us", sn.time_us}, {"wal_positions", pos}});
+    a.push_back({{"name", sn.name}, {"at_tx", sn.at_tx}, {"time_us", sn.time_us}, {"time", clock.Format(sn.time_us)},
+                 {"wal_positions", pos}});
     if (!sn.segments_deleted.empty()) a.back()["segments_deleted"] = sn.segments_deleted;
   }
   return a;
@@ -62,6 +69,8 @@ nlohmann::json SummaryJson(const node::RunResult& r) {
   nlohmann::json j = {{"schema", kRunSchema},
           {"dir", o.dir},
           {"seed", o.seed},
+          {"epoch_unix_us", o.epoch_unix_us.value_or(0)},
+          {"epoch", Clock(r).Format(0)},
           {"nodes", o.nodes},
           {"backups", o.backups},
           {"partitions", o.partitions},
@@ -116,6 +125,7 @@ void PrintSummary(const node::RunResult& r) {
   const auto& o = r.options;
   fmt::print("cluster {}: {} nodes, {} backups, {} partitions, workload {}, seed {}\n", o.dir, o.nodes, o.backups,
              o.partitions, node::WorkloadName(o.workload.workload), o.seed);
+  fmt::print("clock: cluster time 0 is {}; record times are cluster time since then\n", Clock(r).Format(0));
   fmt::print("transactions: {} committed ({} 1PC, {} 2PC), {} rolled back ({} conflict, {} insufficient funds, "
              "{} refused prepare, {} other); {} initial-load transactions\n",
              s.committed, s.committed_1pc, s.committed_2pc, s.rolled_back, s.rolled_back_conflict,
@@ -132,8 +142,8 @@ void PrintSummary(const node::RunResult& r) {
                s.recovered_rollbacks, s.cut_aborts);
   }
   for (const auto& sn : r.snapshots) {
-    fmt::print("full snapshot {}: after {} transactions, at {:.3f} s, files in {}/snapshots/{}/\n", sn.name, sn.at_tx,
-               static_cast<double>(sn.time_us) / 1e6, o.dir, sn.name);
+    fmt::print("full snapshot {}: after {} transactions, at {} ({:.3f} s), files in {}/snapshots/{}/\n", sn.name,
+               sn.at_tx, Clock(r).Format(sn.time_us), static_cast<double>(sn.time_us) / 1e6, o.dir, sn.name);
   }
   if (o.wal_retention != node::WalRetention::kKeep) {
     std::vector<std::string> first;
@@ -162,10 +172,26 @@ int Run(const RunOpts& in) {
     PrintError(fmt::format("--workload {}: expected bank, cycle or mixed", in.workload));
     return kExitUsage;
   }
+  if (!in.epoch.empty()) {
+    if (auto d = walfmt::ParseTime(in.epoch); d.ok() && !d->wall_clock) {
+      PrintError(fmt::format("--epoch {}: a wall-clock time is needed, ISO 8601 (2026-11-30T12:00:00Z) or "
+                             "@UNIX_SECONDS, not a duration",
+                             in.epoch));
+      return kExitUsage;
+    }
+    auto t = walfmt::ParseWallTime(in.epoch);
+    if (!t.ok()) {
+      PrintError(fmt::format("--epoch {}: {}", in.epoch, t.status().message()));
+      return kExitUsage;
+    }
+    o.epoch_unix_us = static_cast<uint64_t>(*t);
+  }
   for (const auto& c : in.crashes) {
     node::CrashSpec spec;
     if (!node::ParseCrashSpec(c, spec)) {
-      PrintError(fmt::format("--crash {}: expected NODE@TIME[+RESTART_DELAY], times in us or with us/ms/s", c));
+      PrintError(fmt::format("--crash {}: expected NODE@TIME[+RESTART_DELAY], TIME and RESTART_DELAY numbers with a "
+                             "unit us, ms, s, m or h (cluster time), e.g. 2@40ms+5ms",
+                             c));
       return kExitUsage;
     }
     o.crashes.push_back(spec);
@@ -188,7 +214,7 @@ int Run(const RunOpts& in) {
     return ExitForStatus(r.status());
   }
   if (in.format == Format::kJson) {
-    fmt::print("{}\n", SummaryJson(*r).dump(2));
+    fmt::print("{}\n", walfmt::DumpJson(SummaryJson(*r), 2));
   } else {
     PrintSummary(*r);
   }
@@ -218,7 +244,11 @@ void RegisterRun(CLI::App& root, Registry& reg) {
   sub->add_option("--ring-keys", c.workload.ring, "Keys in the cycle workload's ring (default 1000)");
   sub->add_option("--crash", opts->crashes,
                   "Crash NODE (any, the cut initiator included) at virtual TIME, restart after DELAY: "
-                  "NODE@TIME[+DELAY], e.g. 2@40ms+5ms (repeatable)");
+                  "NODE@TIME[+DELAY], TIME cluster time since creation with a unit us, ms, s, m or h, "
+                  "e.g. 2@40ms+5ms (repeatable)");
+  sub->add_option("--epoch", opts->epoch,
+                  "The wall-clock time of cluster time 0, recorded in cluster.json so that record times print as "
+                  "real times: ISO 8601 (2026-11-30T12:00:00Z) or @UNIX_SECONDS. Default: now");
   sub->add_option("--full-snapshot-at", c.full_snapshot_at_tx,
                   "Take a full snapshot (transactions quiesced) after this many workload transactions started");
   sub->add_option("--full-snapshot-every", c.full_snapshot_every_tx,

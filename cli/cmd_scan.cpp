@@ -2,9 +2,11 @@
 // per-node scans can run where the WAL lives and only summaries travel.
 #include <filesystem>
 #include <limits>
+#include <optional>
 
 #include <fmt/format.h>
 
+#include "cli/clock.h"
 #include "cli/command.h"
 #include "cli/inputs.h"
 #include "cli/output.h"
@@ -55,15 +57,24 @@ int RunScan(const ScanCmdOptions& o) {
     PrintError(p);
     return kExitUsage;
   }
-  Progress progress("scan", 0);
+  Progress progress("scan");
+  if (progress.enabled()) {
+    if (auto segs = walfmt::ListSegments(wal.string(), [](const walfmt::Problem&) {}); segs.ok()) {
+      progress.SetTotal(DataBytes({walfmt::NodeSegments{*segs, std::nullopt}}));
+    }
+  }
   cut::ScanOptions so;
   so.node = static_cast<uint32_t>(node);
-  so.progress = [&progress](uint64_t b) { progress.Update(0, b); };
+  so.progress = [&progress](uint64_t b) { progress.Update(b); };
   auto s = cut::ScanNode(wal.string(), so);
+  progress.Finish();
   if (!s.ok()) {
     PrintError(s.status().message());
     return ExitForStatus(s.status());
   }
+  // The epoch of the cluster the node lies in (its cluster.json), so that
+  // the commands reading the summaries print real times.
+  s->epoch_unix_us = ClockNear(o.node_dir).epoch_unix_us;
   if (auto st = walfmt::WriteFileAtomic(o.out, cut::SummaryToJson(*s)); !st.ok()) {
     PrintError(st.message());
     return kExitIo;
@@ -87,6 +98,7 @@ void RegisterScan(CLI::App& root, Registry& reg) {
       ->required();
   cmd->add_option("--node", o->node, "Node id (default: from the directory name node-<i>)")
       ->check(CLI::Range(0, std::numeric_limits<int>::max()).description(""));
+  AddProgressOptions(cmd);
   reg.Add(cmd, [o] { return RunScan(*o); });
 }
 

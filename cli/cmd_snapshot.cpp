@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 
+#include "cli/clock.h"
 #include "cli/command.h"
 #include "cli/output.h"
 #include "cli/repo_commands.h"
@@ -13,6 +14,7 @@
 #include "recovery/state_set.h"
 #include "walfmt/record.h"
 #include "walfmt/record_text.h"
+#include "walfmt/text_escape.h"
 
 namespace walcut::cli {
 namespace {
@@ -157,7 +159,7 @@ int RunCheck(const CheckOptions& o) {
                      {"total", report.bank_total ? nlohmann::json(*report.bank_total) : nlohmann::json(nullptr)}};
     }
     if (iopt.cycle) doc["cycle"] = {{"ring_keys", info.ring_keys}, {"walked", report.ring_walked}};
-    fmt::print("{}\n", doc.dump(2));
+    fmt::print("{}\n", walfmt::DumpJson(doc, 2));
     return rc;
   }
 
@@ -204,6 +206,9 @@ int RunShow(const ShowOptions& o) {
     return kExitUsage;
   }
   auto shown = [&](uint32_t i) { return !o.node || *o.node == i; };
+  // Header times are cluster time; the cluster's epoch (its cluster.json, or
+  // a restore's manifest.json) makes them UTC.
+  const walfmt::ClusterClock clock = ClockNear(o.dir);
 
   if (o.format == Format::kJson) {
     nlohmann::json nodes = nlohmann::json::array();
@@ -216,7 +221,8 @@ int RunShow(const ShowOptions& o) {
                         {"bytes", set->file_bytes[i]},
                         {"fingerprint", Hex(n.fingerprint)},
                         {"wal_position", n.wal_position.ToString()},
-                        {"time_us", n.time_us}};
+                        {"time_us", n.time_us},
+                        {"time", clock.Format(n.time_us)}};
       if (o.keys) {
         nlohmann::json kv = nlohmann::json::array();
         for (const auto& [k, v] : n.entries) kv.push_back({{"key", walfmt::Printable(k, 0)}, {"value", walfmt::Printable(v, 0)}});
@@ -229,7 +235,7 @@ int RunShow(const ShowOptions& o) {
                        {"cluster_id", Hex(set->nodes[0].cluster_id)},
                        {"node_count", set->nodes.size()},
                        {"nodes", nodes}};
-    fmt::print("{}\n", doc.dump(2));
+    fmt::print("{}\n", walfmt::DumpJson(doc, 2));
     return kExitOk;
   }
 
@@ -238,9 +244,9 @@ int RunShow(const ShowOptions& o) {
   for (uint32_t i = 0; i < set->nodes.size(); ++i) {
     if (!shown(i)) continue;
     const auto& n = set->nodes[i];
-    fmt::print("node {}: {} entries, {}, fingerprint {}, wal position {}, name {}, time {}us\n", i, n.entries.size(),
+    fmt::print("node {}: {} entries, {}, fingerprint {}, wal position {}, name {}, time {}\n", i, n.entries.size(),
                HumanBytes(set->file_bytes[i]), Hex(n.fingerprint), n.wal_position.ToString(),
-               walfmt::Printable(n.name, 64), n.time_us);
+               walfmt::Printable(n.name, 64), clock.Format(n.time_us));
     if (!o.keys) continue;
     for (const auto& [k, v] : n.entries) {
       fmt::print("  {} = {}\n", walfmt::Printable(k, o.max_bytes), walfmt::Printable(v, o.max_bytes));

@@ -9,6 +9,7 @@
 #include "cli/repo_commands.h"
 #include "repo/repository.h"
 #include "walfmt/file_io.h"
+#include "walfmt/text_escape.h"
 
 namespace walcut::cli {
 namespace {
@@ -102,7 +103,7 @@ json Json(const repo::RepoCheckReport& r, int rc) {
 
 std::string Junit(const repo::RepoCheckReport& r, int rc) {
   std::string body;
-  uint64_t total = 0, total_failed = 0, total_skipped = 0;
+  uint64_t total = 0, total_failed = 0;
   for (const char* level : {"files", "chain", "cuts", "restore"}) {
     std::string cases;
     uint64_t n = 0, failed = 0, skipped = 0;
@@ -127,7 +128,6 @@ std::string Junit(const repo::RepoCheckReport& r, int rc) {
     if (n == 0) continue;
     total += n;
     total_failed += failed;
-    total_skipped += skipped;
     body += fmt::format("  <testsuite name=\"walcut.repo.{}\" tests=\"{}\" failures=\"{}\" errors=\"0\" skipped=\"{}\">\n{}  </testsuite>\n",
                         level, n, failed, skipped, cases);
   }
@@ -141,9 +141,10 @@ std::string Junit(const repo::RepoCheckReport& r, int rc) {
                         r.errors.size(), r.errors.size(), cases);
   }
   (void)rc;
-  return fmt::format("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites name=\"{}\" tests=\"{}\" failures=\"{}\" errors=\"{}\" skipped=\"{}\">\n{}</testsuites>\n",
+  // junit-10.xsd: testsuites carries no skipped count (each testsuite does).
+  return fmt::format("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites name=\"{}\" tests=\"{}\" failures=\"{}\" errors=\"{}\">\n{}</testsuites>\n",
                      XmlEscape(fmt::format("walcut snapshot check {}", r.dir)), total + r.errors.size(), total_failed,
-                     r.errors.size(), total_skipped, body);
+                     r.errors.size(), body);
 }
 
 }  // namespace
@@ -166,7 +167,7 @@ int RunRepoCheck(const RepoCheckCliOptions& o) {
     }
   }
   const int rc = repo::RepoCheckExitCode(*r);
-  std::string doc = o.format == "json" ? Json(*r, rc).dump(2) + "\n" : o.format == "junit" ? Junit(*r, rc) : Text(*r, rc);
+  std::string doc = o.format == "json" ? walfmt::DumpJson(Json(*r, rc), 2) + "\n" : o.format == "junit" ? Junit(*r, rc) : Text(*r, rc);
   if (!o.output.empty()) {
     if (auto st = walfmt::WriteFileAtomic(o.output, doc); !st.ok()) {
       PrintError(st.message());

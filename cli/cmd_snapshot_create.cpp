@@ -7,6 +7,7 @@
 #include "cli/cut_common.h"
 #include "cli/output.h"
 #include "repo/repository.h"
+#include "walfmt/text_escape.h"
 
 namespace walcut::cli {
 namespace {
@@ -88,7 +89,7 @@ int RunCreate(const CreateOptions& o) {
                         {"files", m.files.size()},
                         {"bytes", m.Bytes()},
                         {"chain", r->chain}};
-    fmt::print("{}\n", j.dump(2));
+    fmt::print("{}\n", walfmt::DumpJson(j, 2));
     return kExitOk;
   }
   std::string what = m.type == "incremental" ? fmt::format("incremental artifact of cut {} on {}", *m.cut, m.parent)

@@ -5,6 +5,7 @@
 #include "cli/command.h"
 #include "cli/output.h"
 #include "repo/repository.h"
+#include "walfmt/text_escape.h"
 
 namespace walcut::cli {
 namespace {
@@ -26,7 +27,7 @@ int RunExpire(const ExpireOptions& o) {
     nlohmann::json j = {{"schema", "walcut.repository.expire/1"}, {"repo", o.repo},   {"dry_run", o.dry_run},
                         {"keep_full", o.keep_full},              {"kept", r->kept}, {"removed", r->removed},
                         {"leftovers_removed", r->leftovers_removed}};
-    fmt::print("{}\n", j.dump(2));
+    fmt::print("{}\n", walfmt::DumpJson(j, 2));
     return kExitOk;
   }
   for (const auto& n : r->removed) fmt::print("{} {}\n", o.dry_run ? "would remove" : "removed", n);

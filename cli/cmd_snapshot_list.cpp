@@ -9,6 +9,7 @@
 #include "cli/cut_common.h"
 #include "cli/output.h"
 #include "repo/repository.h"
+#include "walfmt/text_escape.h"
 
 namespace walcut::cli {
 namespace {
@@ -105,7 +106,7 @@ int RunList(const ListOptions& o) {
                 {"restore_targets", tj},
                 {"leftovers", l->leftovers},
                 {"summary", {{"full", fulls}, {"incremental", incs}, {"unreadable", broken}, {"bytes", bytes}, {"clusters", clusters.size()}}}};
-    fmt::print("{}\n", doc.dump(2));
+    fmt::print("{}\n", walfmt::DumpJson(doc, 2));
     return kExitOk;
   }
   fmt::print("repository {}: {} artifact{} ({} full, {} incremental{}), {} cluster{}, {}\n", o.repo,

@@ -10,6 +10,7 @@
 #include "cli/output.h"
 #include "walfmt/bytes.h"
 #include "walfmt/parallel_scan.h"
+#include "walfmt/text_escape.h"
 
 namespace walcut::cli {
 namespace {
@@ -162,11 +163,12 @@ int RunStats(const StatsOptions& o) {
     counts[i].resize(in->nodes[i].wal.segments.size());
     total_segments += in->nodes[i].wal.segments.size();
   }
-  Progress progress("stats", total_segments);
+  Progress progress("stats");
+  if (progress.enabled()) progress.SetTotal(DataBytes(segs));
   walfmt::ParallelScanOptions po;
   po.mode = walfmt::RecoveryMode::kSalvage;
   po.jobs = o.jobs;
-  po.progress = [&progress](uint64_t d, uint64_t b) { progress.Update(d, b); };
+  po.progress = [&progress](uint64_t, uint64_t b) { progress.Update(b); };
   po.make_visitor = [&](size_t n, size_t s) -> walfmt::RecordVisitor {
     Counts* c = &counts[n][s];
     const uint32_t node = in->nodes[n].node_id.value_or(UINT32_MAX);
@@ -176,6 +178,7 @@ int RunStats(const StatsOptions& o) {
     };
   };
   const auto outcomes = walfmt::ScanInParallel(segs, po);
+  progress.Finish();
 
   ProblemTally tally;
   for (const auto& p : in->problems) {
@@ -215,7 +218,7 @@ int RunStats(const StatsOptions& o) {
     doc["nodes"] = nodes;
     doc["findings"] = tally.findings;
     doc["exit_code"] = rc;
-    fmt::print("{}\n", doc.dump(2));
+    fmt::print("{}\n", walfmt::DumpJson(doc, 2));
     return rc;
   }
 
@@ -264,8 +267,9 @@ void RegisterStats(CLI::App& root, Registry& reg) {
       "stats",
       "Per record type: count, bytes and share; per node: segments, records, commits, rollbacks, cuts.\n"
       "Every checksum is checked; damage is reported on stderr and makes the exit code 1.");
-  cmd->add_option("paths", o->paths, "Cluster dir, node dir, wal dir or segment files")->required();
+  cmd->add_option("paths", o->paths, "Cluster dir, node dir, wal dir or segment files; - reads one segment (plain or zstd) from standard input")->required();
   AddFormatOption(cmd, o->format);
+  AddProgressOptions(cmd);
   cmd->add_option("-j,--jobs", o->jobs, "Threads (default: one per core)");
   reg.Add(cmd, [o] { return RunStats(*o); });
 }

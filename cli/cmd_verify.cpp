@@ -9,6 +9,7 @@
 #include "cli/inputs.h"
 #include "cli/output.h"
 #include "walfmt/parallel_scan.h"
+#include "walfmt/text_escape.h"
 
 namespace walcut::cli {
 namespace {
@@ -53,12 +54,14 @@ int RunVerify(const VerifyOptions& o) {
     segs.push_back(n.wal);
     total_segments += n.wal.segments.size();
   }
-  Progress progress("verify", total_segments);
+  Progress progress("verify");
+  if (progress.enabled()) progress.SetTotal(DataBytes(segs));
   walfmt::ParallelScanOptions po;
   po.mode = walfmt::RecoveryMode::kSalvage;  // find every problem, not just the first
   po.jobs = o.jobs;
-  po.progress = [&progress](uint64_t d, uint64_t b) { progress.Update(d, b); };
+  po.progress = [&progress](uint64_t, uint64_t b) { progress.Update(b); };
   const auto outcomes = walfmt::ScanInParallel(segs, po);
+  progress.Finish();
 
   // Problems that belong to a node rather than to one segment.
   std::vector<std::vector<walfmt::Problem>> node_problems(in->nodes.size());
@@ -157,7 +160,7 @@ int RunVerify(const VerifyOptions& o) {
                       {"records", records},           {"findings", tally.findings}, {"notices", tally.notices},
                       {"io_errors", tally.io},        {"torn_tails", torn},         {"bad_segments", bad_segments},
                       {"exit_code", rc}};
-    fmt::print("{}\n", doc.dump(2));
+    fmt::print("{}\n", walfmt::DumpJson(doc, 2));
     return rc;
   }
 
@@ -208,8 +211,9 @@ void RegisterVerify(CLI::App& root, Registry& reg) {
       "Check the integrity of every segment: headers, checksums, continuity between segments, torn tails.\n"
       "Exit 0 when clean (a torn tail at the very end of a node's WAL is reported but is not a failure),\n"
       "1 on findings, 2 on usage errors, 3 on I/O errors.");
-  cmd->add_option("paths", o->paths, "Cluster dir, node dir, wal dir or segment files")->required();
+  cmd->add_option("paths", o->paths, "Cluster dir, node dir, wal dir or segment files; - reads one segment (plain or zstd) from standard input")->required();
   AddFormatOption(cmd, o->format);
+  AddProgressOptions(cmd);
   cmd->add_option("-j,--jobs", o->jobs, "Threads (default: one per core)");
   cmd->add_flag("-v,--verbose", o->verbose, "List every segment, not only those with problems");
   reg.Add(cmd, [o] { return RunVerify(*o); });

@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include "cli/inputs.h"
 #include "cli/output.h"
 #include "cut/evidence.h"
 #include "cut/load.h"
@@ -14,11 +15,22 @@ using nlohmann::json;
 
 walfmt::Result<cut::ClusterCuts> LoadCuts(const std::vector<std::string>& paths, unsigned jobs,
                                           const cut::ReconstructOptions& ro) {
-  Progress progress("scan", 0);
+  Progress progress("scan");
+  // The total: the WAL's bytes, when the paths are directories of it (not
+  // summaries; never standard input, which ReadCuts does not read).
+  const bool stdin_given = std::find(paths.begin(), paths.end(), "-") != paths.end();
+  if (progress.enabled() && !stdin_given) {
+    if (auto in = ResolveInputs(paths); in.ok()) {
+      std::vector<walfmt::NodeSegments> segs;
+      for (const auto& n : in->nodes) segs.push_back(n.wal);
+      progress.SetTotal(DataBytes(segs));
+    }
+  }
   cut::LoadOptions lo;
   lo.jobs = jobs;
-  lo.progress = [&progress](uint64_t bytes) { progress.Update(0, bytes); };
+  lo.progress = [&progress](uint64_t bytes) { progress.Update(bytes); };
   auto cc = cut::ReadCuts(paths, lo, ro);
+  progress.Finish();
   // Listing notes (a file named like a segment but not read, a segment both
   // plain and archived): reported, not findings.
   if (cc.ok()) {
@@ -49,12 +61,12 @@ json ChecksJson(const cut::CutChecks& c) {
 }
 
 namespace {
-json Tracked(const cut::TrackedTx& t, const cut::NodeCut& nc) {
+json Tracked(const cut::TrackedTx& t, const cut::NodeCut& nc, const walfmt::ClusterClock& clock) {
   json j = {{"tx", t.tx.ToString()}};
   if (t.committed) {
     j["commit"] = t.commit.ToString();
     j["marker"] = t.marker;
-    j["time_us"] = t.time_us;
+    PutTime(j, "time", t.time_us, clock);
     if (nc.started) j["commit_after_start"] = t.commit > nc.start;
   } else if (t.rolled_back) {
     j["rolled_back_at"] = t.commit.ToString();
@@ -66,7 +78,7 @@ json Tracked(const cut::TrackedTx& t, const cut::NodeCut& nc) {
 }
 }  // namespace
 
-json CutJson(const cut::GlobalCut& g, bool detail) {
+json CutJson(const cut::GlobalCut& g, bool detail, const walfmt::ClusterClock& clock) {
   json j;
   j["cut"] = g.cut_id;
   j["status"] = cut::CutStatusName(g.status);
@@ -77,8 +89,8 @@ json CutJson(const cut::GlobalCut& g, bool detail) {
   j["after"] = g.after;
   j["before_committed_after_start"] = g.before_after_start;
   j["after_committed_before_start"] = g.after_before_start;
-  j["start_time_us"] = g.start_time_us;
-  j["finish_time_us"] = g.finish_time_us;
+  PutTime(j, "start_time", g.start_time_us, clock);
+  PutTime(j, "finish_time", g.finish_time_us, clock);
   j["consistent_before"] = g.consistent_before ? json(*g.consistent_before) : json(nullptr);
   j["consistent_after"] = g.consistent_after ? json(*g.consistent_after) : json(nullptr);
   j["checks"] = ChecksJson(g.checks);
@@ -93,10 +105,10 @@ json CutJson(const cut::GlobalCut& g, bool detail) {
     }
     n["end"] = cut::CutEndName(nc->end);
     n["start"] = nc->started ? json(nc->start.ToString()) : json(nullptr);
-    n["start_time_us"] = nc->started ? json(nc->start_time_us) : json(nullptr);
+    PutTime(n, "start_time", nc->started ? std::optional<uint64_t>(nc->start_time_us) : std::nullopt, clock);
     n["commits_before_start"] = nc->started ? json(nc->commits_before_start) : json(nullptr);
     n["finish"] = nc->finished ? json(nc->finish.ToString()) : json(nullptr);
-    n["finish_time_us"] = nc->finished ? json(nc->finish_time_us) : json(nullptr);
+    PutTime(n, "finish_time", nc->finished ? std::optional<uint64_t>(nc->finish_time_us) : std::nullopt, clock);
     n["restarted"] = nc->restarted;
     json ab = json::array();
     for (const auto& a : nc->aborts) {
@@ -106,8 +118,8 @@ json CutJson(const cut::GlobalCut& g, bool detail) {
     n["aborts"] = ab;
     if (detail) {
       json b = json::array(), a = json::array();
-      for (const auto& t : nc->before) b.push_back(Tracked(t, *nc));
-      for (const auto& t : nc->after) a.push_back(Tracked(t, *nc));
+      for (const auto& t : nc->before) b.push_back(Tracked(t, *nc, clock));
+      for (const auto& t : nc->after) a.push_back(Tracked(t, *nc, clock));
       n["before"] = b;
       n["after"] = a;
     } else {
@@ -162,6 +174,7 @@ json SnapshotsJson(const cut::ClusterCuts& cc) {
     for (const auto& p : u.at) at.push_back(p.ToString());
     out.push_back({{"name", u.name},
                    {"time_us", u.time_us},
+                   {"time", ClockOf(cc).Format(u.time_us)},
                    {"usable", u.usable},
                    {"why_not", u.usable ? json(nullptr) : json(u.why)},
                    {"wal_position", at},
@@ -191,10 +204,11 @@ std::vector<std::string> SnapshotLines(const cut::ClusterCuts& cc) {
     if (!u.usable) {
       out.push_back(fmt::format("full snapshot {}: not usable as a base: {}", u.name, u.why));
     } else if (u.serves.empty()) {
-      out.push_back(fmt::format("full snapshot {} ({}): no consistent cut after it", u.name, Millis(u.time_us)));
+      out.push_back(
+          fmt::format("full snapshot {} ({}): no consistent cut after it", u.name, ClockOf(cc).Format(u.time_us)));
     } else {
       out.push_back(fmt::format("full snapshot {} ({}): base for cuts {} ({} consistent cuts)", u.name,
-                                Millis(u.time_us), CutList(u.serves), u.serves.size()));
+                                ClockOf(cc).Format(u.time_us), CutList(u.serves), u.serves.size()));
     }
   }
   return out;

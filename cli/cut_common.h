@@ -8,6 +8,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "cli/clock.h"
 #include "cut/cuts.h"
 #include "walfmt/status.h"
 
@@ -25,7 +26,8 @@ nlohmann::json FindingJson(const cut::Finding& f);
 nlohmann::json WindowJson(const cut::RestoreWindow& w);
 nlohmann::json ChecksJson(const cut::CutChecks& c);
 // One cut; `detail` adds the tracked transactions of every node.
-nlohmann::json CutJson(const cut::GlobalCut& g, bool detail);
+// Times with both "X_time_us" and "X_time" (cli/clock.h).
+nlohmann::json CutJson(const cut::GlobalCut& g, bool detail, const walfmt::ClusterClock& clock);
 
 // "12.345 ms" style times of the cluster clock.
 std::string Millis(uint64_t us);

@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "walfmt/record_text.h"
+#include "walfmt/text_escape.h"
 
 namespace walcut::cli::dump {
 
@@ -171,9 +172,9 @@ nlohmann::json TxListJson(const std::vector<walfmt::TxId>& v) {
   return a;
 }
 
-nlohmann::json RecordJson(const walfmt::Record& rec) {
+nlohmann::json RecordJson(const walfmt::Record& rec, const walfmt::ClusterClock& clock) {
   using walfmt::Printable;
-  return std::visit(
+  nlohmann::json j = std::visit(
       [](const auto& r) -> nlohmann::json {
         using T = std::decay_t<decltype(r)>;
         if constexpr (std::is_same_v<T, walfmt::TxData>) {
@@ -217,6 +218,8 @@ nlohmann::json RecordJson(const walfmt::Record& rec) {
         }
       },
       rec);
+  if (const auto it = j.find("time_us"); it != j.end()) j["time"] = clock.Format(it->get<uint64_t>());
+  return j;
 }
 
 }  // namespace
@@ -286,14 +289,14 @@ LineFormatter::Outcome LineFormatter::Format(const NodeCtx& n, const walfmt::Rec
                      {"type", std::string(walfmt::RecordTypeName(v.type))},
                      {"length", v.size()},
                      {"tx", t ? nlohmann::json(t->ToString()) : nlohmann::json(nullptr)},
-                     {"record", RecordJson(*rec)}};
-    const std::string s = j.dump();
+                     {"record", RecordJson(*rec, f_.clock)}};
+    const std::string s = walfmt::DumpJson(j);
     out.append(s.data(), s.data() + s.size());
     out.push_back('\n');
     return Outcome::kLine;
   }
   desc_.clear();
-  walfmt::AppendDescription(desc_, *rec, f_.max_bytes);
+  walfmt::AppendDescription(desc_, *rec, f_.max_bytes, f_.clock.known() ? &f_.clock : nullptr);
   char* p = Begin(out, kLineFixedBound + desc_.size());
   p = WritePrefix(p, n, v, t);
   std::memcpy(p, desc_.data(), desc_.size());

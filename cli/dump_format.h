@@ -14,6 +14,7 @@
 
 #include "cli/inputs.h"
 #include "cli/output.h"
+#include "walfmt/duration.h"
 #include "walfmt/lsn.h"
 #include "walfmt/reader.h"
 #include "walfmt/record.h"
@@ -33,6 +34,9 @@ struct Filter {
   size_t max_bytes = 32;
   Format format = Format::kText;
   uint64_t limit = 0;
+  // Record times (CUT_*, SNAPSHOT, NODE_START in text; every time in JSON)
+  // print with the cluster's epoch when the input's cluster.json has one.
+  walfmt::ClusterClock clock;
 };
 
 // One node as its lines and problems name it.

@@ -16,6 +16,7 @@
 
 #include "walfmt/cluster_layout.h"
 #include "walfmt/segment.h"
+#include "walfmt/source.h"
 
 namespace walcut::cli {
 namespace {
@@ -77,6 +78,7 @@ Status AddWalDir(const std::string& wal_dir, const std::string& label, std::opti
   if (!segs.ok()) return segs.status();
   NodeWal n;
   n.label = label;
+  n.wal_dir = wal_dir;
   n.node_id = id;
   n.wal.expected_node = id;
   n.wal.segments = std::move(*segs);
@@ -96,6 +98,7 @@ Status AddClusterNode(const std::string& wal_dir, const std::string& node_dir, s
   if (st.code() != walfmt::ErrorCode::kNotFound) return st;
   NodeWal empty;
   empty.label = node_dir;
+  empty.wal_dir = wal_dir;
   empty.node_id = id;
   empty.wal.expected_node = id;
   in.nodes.push_back(std::move(empty));
@@ -107,7 +110,20 @@ Status AddClusterNode(const std::string& wal_dir, const std::string& node_dir, s
 Result<Inputs> ResolveInputs(const std::vector<std::string>& paths) {
   Inputs in;
   std::map<std::optional<uint32_t>, std::vector<walfmt::SegmentFile>> loose;
-  for (const std::string& path : paths) {
+  bool stdin_taken = false;
+  for (const std::string& given : paths) {
+    if (given == "-") {
+      // Standard input: one segment, its index and node from its header.
+      if (stdin_taken) return Status::InvalidArgument("- (standard input) given twice");
+      stdin_taken = true;
+      walfmt::SegmentFile f{walfmt::kStdinPath, 0, false};
+      const auto h = ReadHeader(f);
+      f.index = h ? h->segment_index : 0;
+      loose[h ? std::optional<uint32_t>(h->node_id) : std::nullopt].push_back(f);
+      continue;
+    }
+    // A file named like the stream is read as a file.
+    const std::string path = given == walfmt::kStdinPath ? "./" + given : given;
     struct stat sb {};
     if (stat(path.c_str(), &sb) != 0) {
       // Nothing there is a usage error; anything else (permission, a
@@ -181,7 +197,7 @@ Result<Inputs> ResolveInputs(const std::vector<std::string>& paths) {
   for (auto& [id, files] : loose) {
     std::sort(files.begin(), files.end(), [](const auto& a, const auto& b) { return a.index < b.index; });
     NodeWal n;
-    n.label = "segment files";
+    n.label = files.size() == 1 && files[0].path == walfmt::kStdinPath ? walfmt::kStdinPath : "segment files";
     n.node_id = id;
     n.wal.segments = std::move(files);
     in.nodes.push_back(std::move(n));

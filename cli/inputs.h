@@ -19,6 +19,7 @@ namespace walcut::cli {
 struct NodeWal {
   std::string label;                 // the directory, or "segment files" for loose files
   std::optional<uint32_t> node_id;   // from node-<i> or the segment headers
+  std::string wal_dir;               // the WAL directory; "" for segment files (and standard input)
   walfmt::NodeSegments wal;
 };
 

@@ -13,6 +13,7 @@
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
+#include "walfmt/parallel_scan.h"
 #include "walfmt/reader.h"
 #include "walfmt/status.h"
 
@@ -53,22 +54,61 @@ struct ProblemTally {
   int ExitCode() const;
 };
 
-// Progress on stderr, only when stderr is a terminal (and not --quiet); redraws at most 5 times
-// a second and clears its line at the end. Thread-safe.
+// Progress on stderr: one line "STAGE 40% (27.5 MiB/68.9 MiB, 120.3 MiB/s,
+// ETA 0:01)" (or "STAGE 27.5 MiB, 120.3 MiB/s" when the total is not known),
+// redrawn at most 5 times a second. By default only when stderr is a
+// terminal; --progress draws it anyway, --no-progress and -q never.
+//
+// The line is cleared ("\r\x1b[K") before anything else is written: errors
+// and notes (PrintProblem, PrintError) clear it themselves; a command clears
+// it (Finish, or ClearProgressLine) before it writes its results to stdout.
+// Thread-safe; one Progress at a time.
+enum class ProgressWhen { kAuto, kAlways, kNever };
+void SetProgressWhen(ProgressWhen w);
+// --progress and --no-progress, for a command that shows progress.
+void AddProgressOptions(CLI::App* cmd);
+// Clears the progress line if one is on the screen (it is drawn again at the
+// next update). Safe to call from any thread, with or without a Progress.
+void ClearProgressLine();
+
 class Progress {
  public:
-  explicit Progress(std::string what, uint64_t total_units);
+  // total_bytes 0: not known.
+  explicit Progress(std::string stage, uint64_t total_bytes = 0);
   ~Progress();
-  void Update(uint64_t units_done, uint64_t bytes_done);
+  Progress(const Progress&) = delete;
+  Progress& operator=(const Progress&) = delete;
+  // Bytes done so far in the current stage. A smaller value than one given
+  // before is ignored: the count never goes backwards.
+  void Update(uint64_t bytes_done);
+  // A new stage: its name and total; the count and the rate start again.
+  void Stage(std::string stage, uint64_t total_bytes);
+  // The total of the current stage, once known.
+  void SetTotal(uint64_t total_bytes);
+  // Clears the line for good: nothing is drawn after this.
+  void Finish();
+  bool enabled() const { return enabled_; }
+  // Whether a Progress made now would draw (the options, -q, stderr): a
+  // command computes a total only then.
+  static bool Wanted();
 
  private:
+  void DrawLocked(std::chrono::steady_clock::time_point now);
   bool enabled_;
-  std::string what_;
+  std::string stage_;
   uint64_t total_;
-  std::mutex mu_;
+  uint64_t done_ = 0;
+  std::chrono::steady_clock::time_point start_;
   std::chrono::steady_clock::time_point last_{};
-  bool drawn_ = false;
+  bool drawn_once_ = false;
 };
+
+// The line Progress draws (without the "\r\x1b[K"), for tests.
+std::string ProgressLine(const std::string& stage, uint64_t done, uint64_t total, double seconds);
+
+// The bytes of WAL data in the segments: their sizes, for .wal.zst the
+// decompressed size (walfmt::SegmentDataBytes). A progress total.
+uint64_t DataBytes(const std::vector<walfmt::NodeSegments>& nodes);
 
 }  // namespace walcut::cli
 

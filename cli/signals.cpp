@@ -26,11 +26,19 @@ namespace {
 // lock (so a rename in progress completes first, and none starts after),
 // removes what is registered, then unblocks the signal in this thread only
 // and raises it with its default action, which ends the whole process.
+std::atomic<std::atomic<bool>*> stop_flag{nullptr};
+
 void WaitForSignal(sigset_t set) {
   int sig = 0;
-  while (::sigwait(&set, &sig) != 0) {
+  for (;;) {
+    while (::sigwait(&set, &sig) != 0) {
+    }
+    std::atomic<bool>* flag = stop_flag.exchange(nullptr);
+    if (flag == nullptr || (sig != SIGINT && sig != SIGTERM)) break;
+    flag->store(true);  // the command stops; a second signal ends the process
   }
   const std::vector<std::string> removed = walfmt::RemoveAllStagingForExit();
+  ClearProgressLine();
   for (const auto& p : removed) {
     if (p.ends_with(".lock")) continue;  // the lock file is an implementation detail
     fmt::print(stderr, "walcut: {}: removed {}\n", ::strsignal(sig), p);
@@ -62,6 +70,8 @@ void InstallSignalCleanup() {
   if (::pthread_sigmask(SIG_BLOCK, &set, nullptr) != 0) return;
   std::thread(WaitForSignal, set).detach();
 }
+
+void StopOnSignal(std::atomic<bool>* flag) { stop_flag.store(flag); }
 
 int NoteStaleStaging(const std::string& out, bool clean) {
   namespace fs = std::filesystem;

@@ -2,6 +2,7 @@
 // output in a staging directory beside it (walfmt/staging.h).
 #pragma once
 
+#include <atomic>
 #include <string>
 
 namespace walcut::cli {
@@ -19,5 +20,12 @@ void InstallSignalCleanup();
 // 0, or kExitIo when the directory cannot be listed or an entry not removed
 // (the message is printed).
 int NoteStaleStaging(const std::string& out, bool clean);
+
+// For a command that runs until it is interrupted (dump --follow): while a
+// flag is set here, the first SIGINT or SIGTERM sets it instead of ending
+// the process, so that the command stops at its next check, writes what it
+// holds and exits as usual. A second signal ends the process as above.
+// nullptr unsets it.
+void StopOnSignal(std::atomic<bool>* flag);
 
 }  // namespace walcut::cli

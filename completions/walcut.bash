@@ -12,16 +12,16 @@ _walcut_record_types="tx_data tx_prepare tx_commit tx_rollback cut_start cut_fin
 _walcut_options() {
   case $1 in
     "") echo "-h --help -V --version" ;;
-    verify) echo "-h --help --format -j --jobs -v --verbose -q --quiet" ;;
-    dump) echo "-h --help --format -t --type -x --tx -k --key -s --from -e --to --node -n --limit --max-bytes --mode -j --jobs -q --quiet" ;;
-    stats) echo "-h --help --format -j --jobs -q --quiet" ;;
-    run) echo "-h --help --nodes --backups --partitions --workload --txs --concurrency --cuts --cut-every --seed --segment-size --accounts --ring-keys --crash --full-snapshot-at --full-snapshot-every --wal-retention --crashes --format -q --quiet" ;;
-    scan) echo "-h --help -o --out --node -q --quiet" ;;
-    cuts) echo "-h --help --format -j --jobs --verdict-out --cut --latest --base --cluster-json -q --quiet" ;;
+    verify) echo "-h --help --format -j --jobs -v --verbose --progress --no-progress -q --quiet" ;;
+    dump) echo "-h --help --format -t --type -x --tx -k --key -s --from -e --to --node -n --limit --max-bytes --mode -j --jobs -f --follow --follow-interval -q --quiet" ;;
+    stats) echo "-h --help --format -j --jobs --progress --no-progress -q --quiet" ;;
+    run) echo "-h --help --nodes --backups --partitions --workload --txs --concurrency --cuts --cut-every --seed --segment-size --accounts --ring-keys --crash --epoch --full-snapshot-at --full-snapshot-every --wal-retention --crashes --format -q --quiet" ;;
+    scan) echo "-h --help -o --out --node --progress --no-progress -q --quiet" ;;
+    cuts) echo "-h --help --format -j --jobs --verdict-out --cut --latest --base --cluster-json --progress --no-progress -q --quiet" ;;
     cut) echo "-h --help" ;;
-    "cut show") echo "-h --help --format -j --jobs --svg -q --quiet" ;;
+    "cut show") echo "-h --help --format -j --jobs --svg --progress --no-progress -q --quiet" ;;
     diff) echo "-h --help --format -n --limit --max-bytes -q --quiet" ;;
-    restore) echo "-h --help --repo --cut --latest --before --base -o --out --dry-run --force -j --jobs --check --clean-stale --verdict --summaries --node --cluster-json --format -q --quiet" ;;
+    restore) echo "-h --help --repo --cut --latest --before --base -o --out --dry-run --force -j --jobs --check --clean-stale --verdict --summaries --node --cluster-json --format --progress --no-progress -q --quiet" ;;
     "restore assemble") echo "-h --help --check --clean-stale --format -q --quiet" ;;
     snapshot) echo "-h --help" ;;
     "snapshot check") echo "-h --help --restore -o --output -j --jobs --check --cluster --max-findings --format -q --quiet" ;;
@@ -29,7 +29,7 @@ _walcut_options() {
     "snapshot create") echo "-h --help --repo --full --incremental --from --cut --latest --parent --name --zstd-level -j --jobs --format -q --quiet" ;;
     "snapshot list") echo "-h --help --format -q --quiet" ;;
     "snapshot expire") echo "-h --help --keep-full --dry-run --format -q --quiet" ;;
-    check) echo "-h --help --cut --all --level --format -o --output --state --full --from-genesis -j --jobs --node --verdict --base -q --quiet" ;;
+    check) echo "-h --help --cut --all --level --format -o --output --state --full --from-genesis -j --jobs --node --verdict --base --progress --no-progress -q --quiet" ;;
     "check merge") echo "-h --help --format -o --output -q --quiet" ;;
   esac
 }
@@ -57,7 +57,7 @@ _walcut_values() {  # COMMAND OPTION
       esac ;;
     -j|--jobs|-x|--tx|-k|--key|-s|--from|-e|--to|--node|-n|--limit|--max-bytes|--nodes|--backups|\
     --partitions|--txs|--concurrency|--cuts|--cut-every|--seed|--segment-size|--accounts|--ring-keys|\
-    --crash|--full-snapshot-at|--full-snapshot-every|--crashes|--cut|--before|--max-findings|--parent|\
+    --crash|--epoch|--full-snapshot-at|--full-snapshot-every|--crashes|--cut|--before|--max-findings|--parent|\
     --name|--zstd-level|--keep-full) echo "none" ;;
   esac
 }

@@ -150,6 +150,10 @@ walfmt::Status CheckNodes(std::vector<NodeSummary>& nodes) {
       return walfmt::Status::InvalidArgument(fmt::format("node {} belongs to cluster {:016x}, node 0 to {:016x}", i,
                                                          nodes[i].cluster_id, nodes[0].cluster_id));
     }
+    if (nodes[i].epoch_unix_us && nodes[0].epoch_unix_us && *nodes[i].epoch_unix_us != *nodes[0].epoch_unix_us) {
+      return walfmt::Status::InvalidArgument(fmt::format("node {} records the cluster epoch {}, node 0 {}", i,
+                                                         *nodes[i].epoch_unix_us, *nodes[0].epoch_unix_us));
+    }
   }
   if (nodes.empty()) return walfmt::Status::InvalidArgument("no nodes");
   return walfmt::Status::Ok();
@@ -339,8 +343,12 @@ class Reconstruction {
       f.position = s.torn_tail ? s.torn_at : s.end;
       f.message = fmt::format("missing CUT_FINISH({}) on node {}, {}", k, i, WalEnd(s));
     } else if (!s.cuts.empty() && s.cuts.back().cut_id > k) {
+      // The first later cut: a scan that stopped once cut k was decided
+      // (ScanOptions::settle_cut) names the same one.
+      const auto later = std::upper_bound(s.cuts.begin(), s.cuts.end(), k,
+                                          [](uint64_t id, const NodeCut& c) { return id < c.cut_id; });
       f.message = fmt::format("node {} has no record of cut {} (no CUT_START), yet took part in cut {}", i, k,
-                              s.cuts.back().cut_id);
+                              later->cut_id);
     } else {
       failure = false;
       f.has_position = true;
@@ -615,6 +623,12 @@ walfmt::Result<ClusterCuts> Reconstruct(std::vector<NodeSummary> nodes, const Re
   if (walfmt::Status st = CheckNodes(nodes); !st.ok()) return st;
   ClusterCuts out;
   out.nodes = std::move(nodes);
+  for (const NodeSummary& n : out.nodes) {
+    if (n.epoch_unix_us) {
+      out.epoch_unix_us = n.epoch_unix_us;
+      break;
+    }
+  }
   Reconstruction(out, opt).Run();
   return out;
 }

@@ -96,6 +96,9 @@ struct ClusterCuts {
   RestoreWindow window;
   bool pruned = false;              // some node's WAL starts after genesis
   std::vector<SnapshotUse> snapshots;  // in WAL order
+  // The wall-clock time of cluster time 0 when the summaries know it
+  // (walfmt/duration.h: ClusterClock prints record times with it).
+  std::optional<uint64_t> epoch_unix_us;
 
   // The first position of node i's WAL that the tools can read: 0/00000000,
   // or the start of its first segment when older ones were removed.

@@ -13,8 +13,10 @@
 #include <nlohmann/json.hpp>
 
 #include "cut/scan.h"
+#include "walfmt/duration.h"
 #include "walfmt/file_io.h"
 #include "walfmt/workers.h"
+#include "walfmt/text_escape.h"
 
 namespace walcut::cut {
 namespace fs = std::filesystem;
@@ -203,6 +205,10 @@ std::string SummaryToJson(const NodeSummary& s) {
   j["schema"] = "walcut.summary/1";
   j["node"] = s.node;
   if (s.cluster_known) j["cluster_id"] = fmt::format("{:016x}", s.cluster_id);
+  if (s.epoch_unix_us) {
+    j["epoch_unix_us"] = *s.epoch_unix_us;
+    j["epoch"] = walfmt::FormatUtc(static_cast<int64_t>(*s.epoch_unix_us));
+  }
   j["wal_dir"] = s.wal_dir;
   json segs = json::array();
   for (const auto& g : s.segments) {
@@ -287,11 +293,11 @@ std::string SummaryToJson(const NodeSummary& s) {
   for (const auto& f : s.findings) fs_.push_back(FindingToJson(f));
   j["findings"] = fs_;
   j["findings_dropped"] = s.findings_dropped;
-  return j.dump(1) + "\n";
+  return walfmt::DumpJson(j, 1) + "\n";
 }
 
 walfmt::Result<NodeSummary> SummaryFromJson(const std::string& text, const std::string& origin) {
-  json j = json::parse(text, nullptr, false);
+  json j = walfmt::UnescapeJsonStrings(json::parse(text, nullptr, false));
   if (j.is_discarded()) return walfmt::Status::Corruption(fmt::format("{}: not JSON", origin));
   Reader r(origin);
   if (r.Str(j, "schema", "") != "walcut.summary/1") {
@@ -303,6 +309,14 @@ walfmt::Result<NodeSummary> SummaryFromJson(const std::string& text, const std::
   if (j.contains("cluster_id")) {
     s.cluster_known = true;
     s.cluster_id = r.Hex64(j, "cluster_id", "");
+  }
+  if (j.contains("epoch_unix_us")) {
+    const uint64_t epoch = r.U64(j, "epoch_unix_us", "");
+    if (epoch > walfmt::kMaxUnixMicros) {
+      return walfmt::Status::Corruption(
+          fmt::format("{}: field \"epoch_unix_us\": {} is after 9999-12-31T23:59:59.999999Z", origin, epoch));
+    }
+    s.epoch_unix_us = epoch;
   }
   s.wal_dir = r.Str(j, "wal_dir", "", false);
   if (j.contains("wal_start")) {
@@ -488,6 +502,8 @@ walfmt::Result<std::vector<NodeSummary>> ScanCluster(const ClusterLayout& layout
     so.node = static_cast<uint32_t>(i);
     so.expect_cluster = layout.has_cluster_json;
     so.cluster_id = layout.cluster_id;
+    so.settle_cut = opt.settle_cut;
+    if (i < opt.from.size()) so.from = opt.from[i];
     if (opt.progress) {
       so.progress = [&, i](uint64_t b) {
         done[i].store(b, std::memory_order_relaxed);
@@ -532,6 +548,7 @@ walfmt::Result<std::vector<NodeSummary>> ScanCluster(const ClusterLayout& layout
   for (size_t i = 0; i < n; ++i) {
     if (!results[i].ok()) return results[i].status();
     out.push_back(std::move(results[i].value()));
+    out.back().epoch_unix_us = layout.epoch_unix_us;
   }
   return out;
 }

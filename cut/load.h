@@ -21,6 +21,11 @@ struct LoadOptions {
   unsigned jobs = 0;  // scanning threads (nodes take turns segment by segment); 0: the number of cores
   // Called from the scanning threads with the total WAL bytes read so far.
   std::function<void(uint64_t bytes)> progress;
+  // ScanCluster only: stop each node's scan once this cut is decided there
+  // (ScanOptions::settle_cut; 0: read every WAL to the end), and start node
+  // i's scan at from[i] (ScanOptions::from; empty: at the first segment).
+  uint64_t settle_cut = 0;
+  std::vector<walfmt::Lsn> from;
 };
 
 // The WAL directory of each node of a cluster directory: from cluster.json

@@ -204,7 +204,14 @@ class Scanner {
     s_.commits = commits_;
     s_.recovered_commits = recovered_commits_;
     s_.peak_in_flight = peak_in_flight_;
-    if (opt_.outcome_overdue_us != 0) OverdueOutcomes();
+    // Stopped early (settle_cut): a transaction still in flight began after
+    // CUT_START of the settled cut and may yet finish; whether it is overdue
+    // is a question about later cuts, which this scan does not answer.
+    if (settled_) {
+      s_.settled_cut = opt_.settle_cut;
+    } else if (opt_.outcome_overdue_us != 0) {
+      OverdueOutcomes();
+    }
     Flush();
     if (open_ >= 0) {
       s_.cuts[open_].end = s_.damaged ? CutEnd::kDamaged : CutEnd::kOpen;
@@ -225,7 +232,51 @@ class Scanner {
     }
   }
 
+  // ScanOptions::settle_cut: false once the scan may stop. Cheap until the
+  // node has started a cut after the settled one; then the conditions are
+  // checked now and then, less often each time they do not hold yet.
+  bool KeepReading() {
+    if (!past_settle_) [[likely]] return true;
+    if (--until_settle_check_ != 0) return true;
+    if (SettledNow()) {
+      settled_ = true;
+      return false;
+    }
+    settle_every_ = std::min<uint64_t>(settle_every_ * 2, kSettleEveryMax);
+    until_settle_check_ = settle_every_;
+    return true;
+  }
+
  private:
+  // Everything the whole WAL would say about cut K = settle_cut and the cuts
+  // before it is known (see ScanOptions::settle_cut); called once the node
+  // has started a later cut.
+  [[gnu::noinline]] bool SettledNow() {
+    const uint64_t k = opt_.settle_cut;
+    // A transaction that began before CUT_START(K) and never finishes is a
+    // finding against K at the end of the WAL (OverdueOutcomes).
+    if (const int idx = FindIndex(k); idx >= 0 && s_.cuts[idx].started) {
+      const Lsn start = s_.cuts[idx].start;
+      bool waiting = false;
+      window_.ForEach([&](const TxId&, const Lsn& first) { waiting |= first != kFirstSeenPruned && first < start; });
+      if (waiting) return false;
+    }
+    // A later cut's after set can still move a commit counted in cut K or
+    // before (MoveBucket, a monotonicity finding of that cut, but also K's
+    // digests): the ring of recent commits, which the next CUT_START copies,
+    // and that copy while its cut is open.
+    const size_t used = RingUsed();
+    for (size_t i = 0; i < used; ++i) {
+      if (!ring_[i].rolled_back && ring_[i].f <= k) return false;
+    }
+    if (open_ >= 0) {
+      for (const auto& [t, d] : pre_start_) {
+        if (!d.rolled_back && d.f <= k) return false;
+      }
+    }
+    return true;
+  }
+
   bool Bad(const RecordView& v, const std::string& what) {
     Finding f;
     f.check = Check::kWal;
@@ -630,6 +681,10 @@ class Scanner {
     }
     have_start_ = true;
     last_start_ = cs.cut_id;
+    if (opt_.settle_cut != 0 && cs.cut_id > opt_.settle_cut && !past_settle_) {
+      past_settle_ = true;
+      until_settle_check_ = 1;  // checked right after this record
+    }
   }
 
   void On(const walfmt::CutFinish& cf, Lsn at) {
@@ -885,6 +940,13 @@ class Scanner {
   bool have_start_ = false;
   uint64_t last_start_ = 0;          // id of the last CUT_START
   uint64_t commits_so_far_ = 0;
+  // settle_cut: the node started a cut after it; records until the next
+  // check, the current interval, and whether the scan stopped settled.
+  bool past_settle_ = false;
+  uint64_t until_settle_check_ = 0;
+  uint64_t settle_every_ = 256;
+  static constexpr uint64_t kSettleEveryMax = 16384;
+  bool settled_ = false;
   // False while a transaction finishing here may have begun before the
   // first segment present (a WAL that starts after genesis, until a full
   // snapshot or a finished cut shows that everything in flight is in view).
@@ -996,13 +1058,24 @@ walfmt::Result<std::unique_ptr<NodeScan>> NodeScan::Open(const std::string& wal_
   if (!segs.ok()) return segs.status();
   if (segs->empty()) return walfmt::Status::NotFound(fmt::format("{}: no WAL segments", wal_dir));
   st->segs = std::move(segs.value());
+  const bool from_position = Lsn{} < opt.from;
+  if (from_position) {
+    // Started mid-WAL: the segments before the one holding `from` are not
+    // even opened, and that one must be there.
+    std::erase_if(st->segs, [&](const walfmt::SegmentFile& f) { return f.index < opt.from.segment; });
+    if (st->segs.empty() || st->segs.front().index != opt.from.segment) {
+      return walfmt::Status::NotFound(
+          fmt::format("{}: no segment {} to start reading at {}", wal_dir, opt.from.segment, opt.from.ToString()));
+    }
+  }
   // Segments are listed by index; a first index above 0 means the oldest
-  // ones were removed (WAL retention): the scan starts mid-history.
-  if (st->segs.front().index > 0) {
+  // ones were removed (WAL retention): the scan starts mid-history. So does
+  // a scan from a position.
+  if (st->segs.front().index > 0 || from_position) {
     st->opt.wal_after_genesis = true;
     st->scanner.StartAfterGenesis();
     s.pruned = true;
-    s.wal_start = Lsn{st->segs.front().index, 0};
+    s.wal_start = from_position ? opt.from : Lsn{st->segs.front().index, 0};
   }
   const uint32_t node = opt.node;
   State* state = st.get();
@@ -1037,9 +1110,16 @@ walfmt::Result<std::unique_ptr<NodeScan>> NodeScan::Open(const std::string& wal_
   };
   for (const auto& p : listing) st->sink(p);
   Scanner* scanner = &st->scanner;
-  st->visit = [scanner](const walfmt::RecordView& v) { return scanner->Visit(v); };
+  if (opt.settle_cut != 0) {
+    st->visit = [scanner](const walfmt::RecordView& v) {
+      return scanner->Visit(v) && scanner->KeepReading();
+    };
+  } else {
+    st->visit = [scanner](const walfmt::RecordView& v) { return scanner->Visit(v); };
+  }
   walfmt::NodeReadOptions ro;
   ro.mode = walfmt::RecoveryMode::kPointInTime;
+  ro.from = opt.from;
   st->reader = std::make_unique<walfmt::NodeWalReader>(st->segs, ro, st->visit, st->sink);
   return std::unique_ptr<NodeScan>(new NodeScan(std::move(st)));
 }

@@ -45,6 +45,25 @@ struct ScanOptions {
   // resolves a stuck transaction after 200 ms.
   uint64_t outcome_overdue_us = 500000;
   std::optional<uint32_t> witness_peer;   // collect (tx, first cut) of transactions shared with this peer
+  // Stop as soon as everything the scan says about cut `settle_cut` (and
+  // every earlier cut) is decided on this node (0: read the whole WAL). That
+  // is once the node has started a later cut (a CUT_ABORT of cut K, or a
+  // commit the marker check places in it, can come until then), every
+  // transaction that began here before CUT_START(K) has finished (one that
+  // never does is a finding at the end of the WAL), and no commit counted in
+  // cut K or before is among the recent commits a later cut's sets could
+  // still move. A WAL where that never happens is read to the end. The
+  // summary then holds for the prefix read (NodeSummary::settled_cut): what
+  // it says of cut K and before is what the whole WAL says, except for a
+  // record after that point naming cut K again, which the runtime never
+  // writes; later cuts look unfinished.
+  uint64_t settle_cut = 0;
+  // Start at this position (a record boundary, usually where a restore of
+  // an earlier cut continues from) instead of the first segment: the scan
+  // treats the WAL as starting after genesis there, as when the older
+  // segments were removed (NodeSummary::pruned, wal_start). Fails
+  // (kNotFound) when the segment holding it is not in the directory.
+  Lsn from;
   // Called now and then with the WAL bytes read so far (progress display).
   std::function<void(uint64_t bytes)> progress;
 };

@@ -170,6 +170,9 @@ struct NodeSummary {
   uint32_t node = 0;
   bool cluster_known = false;
   uint64_t cluster_id = 0;
+  // The wall-clock time of cluster time 0 (walfmt/duration.h), from the
+  // cluster's cluster.json when the scan found one that records it.
+  std::optional<uint64_t> epoch_unix_us;
   std::string wal_dir;
   std::vector<SegmentInfo> segments;
   // The oldest segments were removed: the first one present has an index
@@ -197,6 +200,10 @@ struct NodeSummary {
   // a segment but not as the writer names one, an index present both plain
   // and archived. One line each, naming the file.
   std::vector<std::string> notes;
+  // The scan stopped once this cut was decided on the node
+  // (ScanOptions::settle_cut), before the end of the WAL; 0: it read on to
+  // the end (or to damage). Not part of the summary file.
+  uint64_t settled_cut = 0;
 
   std::vector<NodeCut> cuts;   // by cut id
   std::vector<SnapshotMark> snapshots;

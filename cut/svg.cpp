@@ -7,6 +7,7 @@
 // collection is walked in a fixed order (node id, TxId), so the bytes depend
 // only on the input.
 #include "cut/svg.h"
+#include "walfmt/text_escape.h"
 
 #include <algorithm>
 #include <cmath>
@@ -689,48 +690,17 @@ void DrawFootnotes(Svg& s, const Layout& l, const std::vector<std::string>& note
 }  // namespace
 
 std::string XmlEscape(std::string_view text) {
+  const std::string clean = walfmt::EscapeBytes(text);  // valid UTF-8 XML 1.0 carries, losslessly
   std::string out;
-  out.reserve(text.size());
-  size_t i = 0;
-  while (i < text.size()) {
-    const auto c = static_cast<unsigned char>(text[i]);
-    if (c < 0x80) {
-      switch (c) {
-        case '&': out += "&amp;"; break;
-        case '<': out += "&lt;"; break;
-        case '>': out += "&gt;"; break;
-        case '"': out += "&quot;"; break;
-        case '\'': out += "&apos;"; break;
-        default: out += (c < 0x20 && c != '\t' && c != '\n' && c != '\r') || c == 0x7F ? '?' : static_cast<char>(c);
-      }
-      ++i;
-      continue;
-    }
-    // A well-formed UTF-8 sequence (no overlong forms, no surrogates, <= U+10FFFF) is kept.
-    size_t len = 0;
-    unsigned char lo = 0x80, hi = 0xBF;
-    if (c >= 0xC2 && c <= 0xDF) {
-      len = 2;
-    } else if (c >= 0xE0 && c <= 0xEF) {
-      len = 3;
-      if (c == 0xE0) lo = 0xA0;
-      if (c == 0xED) hi = 0x9F;
-    } else if (c >= 0xF0 && c <= 0xF4) {
-      len = 4;
-      if (c == 0xF0) lo = 0x90;
-      if (c == 0xF4) hi = 0x8F;
-    }
-    bool ok = len > 0 && i + len <= text.size();
-    for (size_t k = 1; ok && k < len; ++k) {
-      const auto b = static_cast<unsigned char>(text[i + k]);
-      ok = k == 1 ? (b >= lo && b <= hi) : (b >= 0x80 && b <= 0xBF);
-    }
-    if (ok) {
-      out.append(text.substr(i, len));
-      i += len;
-    } else {
-      out += '?';
-      ++i;
+  out.reserve(clean.size());
+  for (const char c : clean) {
+    switch (c) {
+      case '&': out += "&amp;"; break;
+      case '<': out += "&lt;"; break;
+      case '>': out += "&gt;"; break;
+      case '"': out += "&quot;"; break;
+      case '\'': out += "&apos;"; break;
+      default: out += c;
     }
   }
   return out;

@@ -46,8 +46,10 @@ struct SvgOptions {
 // cut (callers look it up first with ClusterCuts::Find).
 std::string RenderCutSvg(const ClusterCuts& cc, uint64_t cut_id, const SvgOptions& opt = {});
 
-// Text made safe for XML character data and attribute values: & < > " '
-// escaped, control characters and bytes that are not UTF-8 replaced by '?'.
+// Text made safe for XML character data and attribute values, losslessly:
+// walfmt::EscapeBytes (walfmt/text_escape.h: bytes that are not UTF-8, the
+// backslash and control characters XML cannot carry become \xhh), then
+// & < > " ' as entities.
 std::string XmlEscape(std::string_view text);
 
 }  // namespace walcut::cut

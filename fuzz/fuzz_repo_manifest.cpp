@@ -1,5 +1,5 @@
 // libFuzzer target for the artifact manifests of a snapshot repository
-// (repo::DecodeManifest, schema walcut.artifact/1; repo/REPOSITORY.md): every
+// (repo::DecodeManifest, schema walcut.artifact/2, and /1 of older walcut; repo/REPOSITORY.md): every
 // REPO/<artifact>/manifest.json is read by `snapshot list`, `check-repo`,
 // `restore-repo` and `expire`.
 //

@@ -10,9 +10,10 @@
 // Properties:
 //   - no crash, uncaught exception, leak or undefined behaviour;
 //   - RestoredBaseCut returns the cut exactly when the manifest is a JSON
-//     object with "format": "walcut-restore", an unsigned "cut", and no
-//     "forced": true; nothing when "format" is anything but that string or
-//     "cut" is not an unsigned integer;
+//     object with "schema": "walcut.restore-manifest/2" (or an older
+//     walcut's "format": "walcut-restore"; either under "restore" for a
+//     repository's synthetic full), an unsigned "cut", and no "forced": true;
+//     nothing without that schema or when "cut" is not an unsigned integer;
 //   - FindClusterInfoFor fails with one line naming the manifest, or returns
 //     what ParseClusterInfo makes of the "cluster" object.
 //
@@ -72,10 +73,18 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   // What the manifest says, read independently.
   const json m = json::parse(data, data + size, nullptr, false);
   const bool object = !m.is_discarded() && m.is_object();
-  const auto fmt_it = object ? m.find("format") : m.end();
+  // A restore's schema (or an older walcut's format), at the top level or,
+  // for a repository's synthetic full, under "restore".
+  auto schema_of = [](const json& d) {
+    if (!d.is_object()) return false;
+    const auto s = d.find("schema");
+    const auto f = d.find("format");
+    return (s != d.end() && s->is_string() && *s == "walcut.restore-manifest/2") ||
+           (f != d.end() && f->is_string() && *f == "walcut-restore");
+  };
   const auto cut_it = object ? m.find("cut") : m.end();
   const auto forced_it = object ? m.find("forced") : m.end();
-  const bool is_restore = object && fmt_it != m.end() && fmt_it->is_string() && *fmt_it == "walcut-restore" &&
+  const bool is_restore = object && (schema_of(m) || (m.contains("restore") && schema_of(m["restore"]))) &&
                           cut_it != m.end() && cut_it->is_number_unsigned();
   if (!is_restore) {
     Check(!cut.has_value(), "a manifest that is not a restore's taken for cut " + std::to_string(cut.value_or(0)));

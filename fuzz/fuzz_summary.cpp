@@ -21,6 +21,7 @@
 
 #include "cut/load.h"
 #include "fuzz/check.h"
+#include "walfmt/text_escape.h"
 
 namespace {
 
@@ -42,7 +43,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     return 0;
   }
   // Ids are 32-bit: a larger number is refused, never truncated into another node.
-  const nlohmann::json doc = nlohmann::json::parse(text, nullptr, false);
+  // As the loader reads it: strings unescaped (walfmt/text_escape.h).
+  const nlohmann::json doc = walfmt::UnescapeJsonStrings(nlohmann::json::parse(text, nullptr, false));
   if (doc.is_object() && doc.contains("node") && doc["node"].is_number_unsigned()) {
     Check(doc["node"].get<uint64_t>() <= UINT32_MAX, "node id over 32 bits accepted");
     Check(doc["node"].get<uint64_t>() == s->node, "node id changed");

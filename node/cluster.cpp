@@ -4,6 +4,7 @@
 #include "node/cluster.h"
 
 #include <algorithm>
+#include <chrono>
 #include <charconv>
 #include <filesystem>
 #include <string>
@@ -115,6 +116,10 @@ bool ParseCrashSpec(std::string_view text, CrashSpec& out) {
 
 walfmt::Result<RunResult> RunCluster(ClusterOptions opt) {
   if (Status st = NormalizeOptions(opt); !st.ok()) return st;
+  if (!opt.epoch_unix_us) {
+    const auto now = std::chrono::system_clock::now().time_since_epoch();
+    opt.epoch_unix_us = static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::microseconds>(now).count());
+  }
   std::error_code ec;
   if (std::filesystem::exists(opt.dir, ec)) {
     if (!std::filesystem::is_directory(opt.dir, ec)) {

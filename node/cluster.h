@@ -32,8 +32,9 @@ struct CrashSpec {
   uint64_t at_us = 0;              // virtual time of the crash
   uint64_t restart_delay_us = 0;   // 0: ClusterOptions::restart_delay_us
 };
-// "NODE@TIME[+DELAY]", times as walfmt::ParseDuration reads them (walfmt/duration.h:
-// microseconds, or with a unit us, ms or s; decimals allowed).
+// "NODE@TIME[+DELAY]", TIME cluster time since creation and DELAY as
+// walfmt::ParseDuration reads them (walfmt/duration.h: a number with a unit
+// us, ms, s, m or h, decimals allowed; a bare number is refused).
 bool ParseCrashSpec(std::string_view text, CrashSpec& out);
 
 // What a node does with its WAL segments after a full snapshot.
@@ -78,6 +79,10 @@ struct ClusterOptions {
   // segment holding its SNAPSHOT record; a restarted node then recovers from
   // its latest snapshot file plus the WAL after that record.
   WalRetention wal_retention = WalRetention::kKeep;
+  // The wall-clock time of cluster time 0 (microseconds since the Unix
+  // epoch), recorded in cluster.json so that every record time maps to a
+  // real time. Absent: the real clock when the run starts.
+  std::optional<uint64_t> epoch_unix_us;
 
   // Faults. Any node may crash, the cut initiator included (the oldest live
   // node takes over); a crash that would leave no ready node waits until

@@ -321,6 +321,7 @@ Status Cluster::WriteClusterJson(bool complete) const {
   walfmt::ClusterInfo info;
   info.cluster_id = ClusterIdForSeed(opt_.seed);
   info.seed = opt_.seed;
+  info.epoch_unix_us = opt_.epoch_unix_us;
   info.nodes = opt_.nodes;
   info.backups = opt_.backups;
   info.partitions = opt_.partitions;

@@ -12,7 +12,10 @@
 
 #include "cut/load.h"
 #include "recovery/check_internal.h"
+#include "walfmt/reader.h"
+#include "walfmt/source.h"
 #include "walfmt/file_io.h"
+#include "walfmt/text_escape.h"
 
 namespace walcut::recovery {
 using nlohmann::json;
@@ -77,11 +80,11 @@ std::string CheckStateToJson(const CheckState& s) {
     }
     nodes.push_back({{"node", node}, {"segments", js}});
   }
-  return json{{"schema", kCheckStateSchema}, {"nodes", nodes}}.dump(2) + "\n";
+  return walfmt::DumpJson(json{{"schema", kCheckStateSchema}, {"nodes", nodes}}, 2) + "\n";
 }
 
 Result<CheckState> CheckStateFromJson(const std::string& text, const std::string& origin) {
-  const json j = json::parse(text, nullptr, false);
+  const json j = walfmt::UnescapeJsonStrings(json::parse(text, nullptr, false));
   auto bad = [&origin](const std::string& why) {
     return Status::InvalidArgument(fmt::format("{}: not a {} state file: {}", origin, kCheckStateSchema, why));
   };
@@ -136,8 +139,18 @@ Status WriteCheckState(const std::string& path, const CheckState& s) {
 
 namespace check_detail {
 
-void Progress(const CheckOptions& opt, const char* phase, uint64_t done, uint64_t total, uint64_t bytes) {
-  if (opt.progress) opt.progress(phase, done, total, bytes);
+void Progress(const CheckOptions& opt, const std::string& stage, uint64_t bytes_done, uint64_t bytes_total) {
+  if (opt.progress) opt.progress(stage, bytes_done, bytes_total);
+}
+
+uint64_t WalBytes(const std::vector<std::string>& wal_dirs) {
+  uint64_t total = 0;
+  for (const auto& d : wal_dirs) {
+    auto segs = walfmt::ListSegments(d, [](const walfmt::Problem&) {});
+    if (!segs.ok()) continue;
+    for (const auto& f : *segs) total += walfmt::SegmentDataBytes(f.path, f.compressed);
+  }
+  return total;
 }
 
 CheckItem MakeItem(CheckLevel level, std::string group, std::string name) {
@@ -159,7 +172,8 @@ std::optional<cut::ClusterCuts> ReconstructCuts(const CheckOptions& opt, const w
                                                 CheckReport& rep) {
   cut::LoadOptions lo;
   lo.jobs = opt.jobs;
-  lo.progress = [&opt](uint64_t b) { check_detail::Progress(opt, "scan", 0, 0, b); };
+  const uint64_t total = opt.progress ? check_detail::WalBytes(layout.wal_dirs) : 0;
+  lo.progress = [&opt, total](uint64_t b) { check_detail::Progress(opt, "cuts", b, total); };
   auto sums = cut::ScanCluster(layout, lo);
   if (!sums.ok()) {
     rep.errors.push_back(sums.status().message());

@@ -150,9 +150,11 @@ struct CheckOptions {
   std::optional<uint32_t> node;
   const Verdict* verdict = nullptr;
   std::string base_dir;               // the node's full-snapshot base directory, when the verdict's base is one
-  // Progress (from worker threads): a phase name, units done / total (0 when
-  // unknown), bytes done.
-  std::function<void(const char* phase, uint64_t done, uint64_t total, uint64_t bytes)> progress;
+  // Progress (from worker threads, one call at a time): the stage ("files",
+  // "cuts", "cut 5/16: restore"), WAL bytes done in it, and their total (0
+  // when not known; an estimate for a restore). Bytes done restart at each
+  // stage and never go backwards within one.
+  std::function<void(const std::string& stage, uint64_t bytes_done, uint64_t bytes_total)> progress;
 };
 
 // Runs the ladder. Fails (kNotFound / kInvalidArgument: usage) when DIR is not

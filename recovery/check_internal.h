@@ -24,7 +24,9 @@
 namespace walcut::recovery::check_detail {
 
 // Reports progress to opt.progress, when there is one.
-void Progress(const CheckOptions& opt, const char* phase, uint64_t done, uint64_t total, uint64_t bytes);
+void Progress(const CheckOptions& opt, const std::string& stage, uint64_t bytes_done, uint64_t bytes_total);
+// The WAL bytes of the segments in `wal_dirs` (a progress total).
+uint64_t WalBytes(const std::vector<std::string>& wal_dirs);
 
 // An item that passes until a finding says otherwise.
 CheckItem MakeItem(CheckLevel level, std::string group, std::string name);

@@ -85,7 +85,7 @@ class NodeRestoreCheck {
     req.wal_dir = opt_.dir;
     req.base_dir = opt_.base_dir;
     req.out = out;
-    req.progress = [this](uint64_t b) { Progress(opt_, "restore", 0, 0, b); };
+    req.progress = [this](uint64_t b) { Progress(opt_, "restore", b, 0); };
     auto r = RestorePart(req);
     Status written = Status::Ok();
     if (r.ok()) written = WritePart(*r, v_, out);

@@ -108,9 +108,10 @@ struct CutRestore {
 // The restore of one cut, from the chain's last restore when there is one.
 class RestoreOne {
  public:
+  // `stage`: the progress stage name of this restore ("cut 5/16: restore").
   RestoreOne(const CheckOptions& opt, const cut::ClusterCuts& cc, const walfmt::ClusterLayout& layout, uint64_t k,
-             RestoreChain& chain, CheckReport& rep)
-      : opt_(opt), cc_(cc), layout_(layout), k_(k), chain_(chain), rep_(rep), items_(k) {}
+             RestoreChain& chain, CheckReport& rep, std::string stage)
+      : opt_(opt), cc_(cc), layout_(layout), k_(k), chain_(chain), rep_(rep), items_(k), stage_(std::move(stage)) {}
 
   void Run() {
     const cut::GlobalCut* g = cc_.Find(k_);
@@ -165,7 +166,11 @@ class RestoreOne {
       req_.base = choice->base;
       chosen_why_ = choice->why;
     }
-    req_.progress = [this](uint64_t b) { Progress(opt_, "restore", 0, 0, b); };
+    if (opt_.progress) {
+      const uint64_t total = EstimateBytes();
+      req_.progress = [this, total](uint64_t b) { Progress(opt_, stage_, b, total); };
+      Progress(opt_, stage_, 0, total);
+    }
     return true;
   }
 
@@ -312,6 +317,31 @@ class RestoreOne {
   RestoreChain& chain_;
   CheckReport& rep_;
   CutRestore items_;
+  std::string stage_;
+  // About the WAL bytes the restore reads, for its progress: on each node
+  // from the chain's cut's CUT_START (or the start of the WAL) to this cut's
+  // CUT_FINISH.
+  uint64_t EstimateBytes() const {
+    const cut::GlobalCut* g = cc_.Find(k_);
+    const cut::GlobalCut* from_cut = chain_.tmp.empty() ? nullptr : cc_.Find(chain_.cut);
+    uint64_t total = 0;
+    for (uint32_t i = 0; i < cc_.nodes.size(); ++i) {
+      if (g == nullptr || i >= g->nodes.size() || g->nodes[i] == nullptr || !g->nodes[i]->finished) continue;
+      walfmt::Lsn from = cc_.WalStart(i);
+      if (from_cut && i < from_cut->nodes.size() && from_cut->nodes[i] && from_cut->nodes[i]->started) {
+        from = std::max(from, from_cut->nodes[i]->start);
+      }
+      const walfmt::Lsn to = g->nodes[i]->finish;
+      for (const auto& s : cc_.nodes[i].segments) {
+        const uint64_t lo = s.index == from.segment ? from.offset : 0;
+        const uint64_t hi = s.index == to.segment ? to.offset : s.bytes;
+        if (s.index < from.segment || s.index > to.segment || hi <= lo) continue;
+        total += hi - lo;
+      }
+    }
+    return total;
+  }
+
   RestoreRequest req_;
   std::string chosen_why_;  // why ChooseBase chose the base, when it did
 };
@@ -321,9 +351,16 @@ class RestoreOne {
 void RunRestores(const CheckOptions& opt, const cut::ClusterCuts& cc, const walfmt::ClusterLayout& layout,
                  CheckReport& rep) {
   RestoreChain chain;
+  std::vector<uint64_t> cuts;
   for (const auto& g : cc.cuts) {
     if (opt.cut ? g.cut_id != *opt.cut : g.status != cut::CutStatus::kConsistent) continue;
-    RestoreOne(opt, cc, layout, g.cut_id, chain, rep).Run();
+    cuts.push_back(g.cut_id);
+  }
+  for (size_t i = 0; i < cuts.size(); ++i) {
+    // "cut 5/16": the fifth of sixteen restores, cut 5; the id is added when it differs.
+    std::string stage = cuts[i] == i + 1 ? fmt::format("cut {}/{}: restore", i + 1, cuts.size())
+                                         : fmt::format("cut {} ({}/{}): restore", cuts[i], i + 1, cuts.size());
+    RestoreOne(opt, cc, layout, cuts[i], chain, rep, std::move(stage)).Run();
   }
   if (!chain.tmp.empty()) RemoveTemp(chain.tmp, rep);
 }

@@ -9,8 +9,7 @@
 
 namespace walcut::recovery {
 
-using walfmt::kClusterFormat;
-using walfmt::kClusterFormatVersion;
+using walfmt::kClusterSchema;
 using walfmt::kKeyHash;
 
 using walfmt::ParseWorkload;

@@ -13,6 +13,7 @@
 #include "walfmt/segment.h"
 #include "walfmt/snapshot.h"
 #include "walfmt/source.h"
+#include "walfmt/text_escape.h"
 
 namespace walcut::recovery {
 namespace fs = std::filesystem;
@@ -190,6 +191,7 @@ walfmt::Result<RestoreResult> RestorePart(const PartRequest& req) {
   o.from = vn.from;
   o.to = to;
   o.cut_start = vn.start;
+  o.cut_start_time_us = vn.start_time_us;
   o.continue_from = detail::ContinueFrom(nc);
   if (v.base_kind == BaseKind::kFull) {
     if (req.base_dir.empty()) {
@@ -240,6 +242,7 @@ walfmt::Result<RestoreResult> RestorePart(const PartRequest& req) {
     job.header.node_id = req.node;
     job.header.cluster_id = v.file_cluster_id;
     job.header.wal_position = vn.start;
+    job.header.time_us = vn.start_time_us;
     job.header.name = fmt::format("cut-{}", v.cut);
   }
   auto drop_stage = [&] {
@@ -284,8 +287,7 @@ walfmt::Status WritePart(RestoreResult& r, const Verdict& v, const std::string& 
   if (fs::exists(out, ec)) return fail(Status::InvalidArgument(fmt::format("{}: already exists; refusing to overwrite", out)));
   const NodeRestore& nr = r.nodes.front();
   json m;
-  m["format"] = kPartFormat;
-  m["version"] = kManifestVersion;
+  m["schema"] = kPartSchema;
   m["cut"] = r.cut;
   m["status"] = cut::CutStatusName(r.status);
   m["forced"] = r.status != cut::CutStatus::kConsistent;
@@ -300,7 +302,7 @@ walfmt::Status WritePart(RestoreResult& r, const Verdict& v, const std::string& 
   m["bytes_read"] = nr.bytes_to_read;
   if (!r.cluster_json.empty()) m["cluster_json"] = r.cluster_json;
   const fs::path tmp(r.stage_dir);
-  if (Status st = walfmt::WriteNewFile((tmp / "manifest.json").string(), m.dump(2) + "\n"); !st.ok()) return fail(st);
+  if (Status st = walfmt::WriteNewFile((tmp / "manifest.json").string(), walfmt::DumpJson(m, 2) + "\n"); !st.ok()) return fail(st);
   if (Status st = walfmt::SyncDir(tmp.string()); !st.ok()) return fail(st);
   if (Status st = walfmt::CommitStaging(tmp.string(), fs::absolute(out, ec).string()); !st.ok()) return fail(st);
   r.stage_dir.clear();
@@ -336,15 +338,16 @@ walfmt::Result<Part> ReadPart(const std::string& dir) {
   }
   auto text = ReadText(path);
   if (!text.ok()) return text.status();
-  const json m = json::parse(*text, nullptr, false);
+  const json m = walfmt::UnescapeJsonStrings(json::parse(*text, nullptr, false));
   auto bad = [&](const std::string& what) {
     return Status::InvalidArgument(fmt::format("{}: {}", path, what));
   };
   if (!m.is_object()) return bad("not JSON");
-  const auto format = m.find("format");
-  if (format == m.end() || !format->is_string() || format->get<std::string>() != kPartFormat) {
-    return bad(fmt::format("not a per-node restore manifest (format is not {}){}", kPartFormat,
-                           m.value("format", json()) == json("walcut-restore") ? ": it is a whole restore already" : ""));
+  if (m.value("schema", json()) != json(kPartSchema) && m.value("format", json()) != json(kPartFormatV1)) {
+    const bool whole = m.value("schema", json()) == json(kRestoreManifestSchema) ||
+                       m.value("format", json()) == json(kRestoreManifestFormatV1);
+    return bad(fmt::format("not a per-node restore manifest (schema is not {}){}", kPartSchema,
+                           whole ? ": it is a whole restore already" : ""));
   }
   Part p;
   p.dir = dir;
@@ -380,6 +383,7 @@ walfmt::Result<Part> ReadPart(const std::string& dir) {
     nr.from = pos("wal_from");
     nr.to = pos("wal_to");
     nr.cut_start = pos("cut_start");
+    if (e.contains("cut_start_time_us")) nr.cut_start_time_us = e.at("cut_start_time_us").get<uint64_t>();
     nr.continue_from = pos("continue_from");
     nr.txs_applied = e.at("txs_applied").get<uint64_t>();
     nr.txs_skipped = e.at("txs_skipped").get<uint64_t>();

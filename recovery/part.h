@@ -4,7 +4,7 @@
 //
 //   RestorePart + WritePart   node I's WAL range read once, the restored
 //                             state written to OUT/node-<I>.snap with a
-//                             per-node manifest (format "walcut-restore-part")
+//                             per-node manifest (schema "walcut.restore-part/2")
 //   AssembleParts + WriteRestore
 //                             the parts of every node, checked to belong
 //                             together, copied into one restore output:
@@ -34,7 +34,10 @@
 
 namespace walcut::recovery {
 
-inline constexpr const char* kPartFormat = "walcut-restore-part";
+// The "schema" of a per-node restore's OUT/manifest.json. Older walcut wrote
+// "format": "walcut-restore-part", "version": 1 instead; both are read.
+inline constexpr const char* kPartSchema = "walcut.restore-part/2";
+inline constexpr const char* kPartFormatV1 = "walcut-restore-part";
 
 struct PartRequest {
   const Verdict* verdict = nullptr;

@@ -12,15 +12,18 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "cut/evidence.h"
 #include "recovery/restore_node.h"
 #include "recovery/state_table.h"
 #include "walfmt/bytes.h"
 #include "walfmt/cluster_layout.h"
+#include "walfmt/duration.h"
 #include "walfmt/file_io.h"
 #include "walfmt/reader.h"
 #include "walfmt/snapshot.h"
 #include "walfmt/tx_map.h"
 #include "walfmt/workers.h"
+#include "walfmt/text_escape.h"
 
 namespace walcut::recovery {
 namespace fs = std::filesystem;
@@ -31,16 +34,26 @@ using walfmt::TxId;
 
 namespace {
 
+// "schema" kRestoreManifestSchema, or "format": "walcut-restore" (older walcut).
+bool HasRestoreSchema(const nlohmann::json& m) {
+  const auto schema = m.find("schema");
+  const auto format = m.find("format");
+  return (schema != m.end() && schema->is_string() && *schema == kRestoreManifestSchema) ||
+         (format != m.end() && format->is_string() && *format == kRestoreManifestFormatV1);
+}
+
 // The fields a restore manifest is known by, each of the right type (a
-// value of another type is not read as a default): "format" the string
-// "walcut-restore", "cut" an unsigned number, "forced" absent or a boolean.
+// value of another type is not read as a default): the restore manifest's
+// schema (a repository's synthetic full has the artifact's at the top level
+// and the restore's manifest under "restore"), "cut" an unsigned number,
+// "forced" absent or a boolean.
 bool IsRestoreManifest(const nlohmann::json& m) {
   if (!m.is_object()) return false;
-  const auto format = m.find("format");
+  const auto restore = m.find("restore");
+  const bool known = HasRestoreSchema(m) || (restore != m.end() && restore->is_object() && HasRestoreSchema(*restore));
   const auto cut = m.find("cut");
   const auto forced = m.find("forced");
-  return format != m.end() && format->is_string() && *format == "walcut-restore" && cut != m.end() &&
-         cut->is_number_unsigned() && (forced == m.end() || forced->is_boolean());
+  return known && cut != m.end() && cut->is_number_unsigned() && (forced == m.end() || forced->is_boolean());
 }
 
 double ThreadCpuSeconds() {
@@ -370,6 +383,7 @@ json NodeEntryJson(const NodeRestore& nr) {
           {"wal_from", nr.from.ToString()},
           {"wal_to", nr.to.ToString()},
           {"cut_start", nr.cut_start.ToString()},
+          {"cut_start_time_us", nr.cut_start_time_us},
           {"continue_from", nr.continue_from.ToString()},
           {"txs_applied", nr.txs_applied},
           {"txs_skipped", nr.txs_skipped},
@@ -420,7 +434,7 @@ walfmt::Result<BaseInfo> ResolveBase(const cut::ClusterCuts& cc, const cut::Clus
   if (is_restore) {
     auto text = ReadText((fs::path(req.base) / "manifest.json").string());
     if (!text.ok()) return text.status();
-    json m = json::parse(*text, nullptr, false);
+    json m = walfmt::UnescapeJsonStrings(json::parse(*text, nullptr, false));
     const std::string origin = (fs::path(req.base) / "manifest.json").string();
     if (!IsRestoreManifest(m)) {
       return Status::Corruption(fmt::format("{}: not a walcut restore manifest", origin));
@@ -514,9 +528,123 @@ std::optional<uint64_t> RestoredBaseCut(const std::string& dir) {
   if (dir.empty() || !fs::is_regular_file(path, ec)) return std::nullopt;
   auto text = ReadText(path);
   if (!text.ok()) return std::nullopt;
-  const json m = json::parse(*text, nullptr, false);
+  const json m = walfmt::UnescapeJsonStrings(json::parse(*text, nullptr, false));
   if (!IsRestoreManifest(m) || (m.contains("forced") && m["forced"].get<bool>())) return std::nullopt;
   return m["cut"].get<uint64_t>();
+}
+
+std::optional<RestoredBase> ReadRestoredBase(const std::string& dir) {
+  const auto k = RestoredBaseCut(dir);
+  if (!k) return std::nullopt;
+  auto text = ReadText((fs::path(dir) / "manifest.json").string());
+  if (!text.ok()) return std::nullopt;
+  const json m = json::parse(*text, nullptr, false);
+  const auto nodes = m.find("nodes");
+  if (nodes == m.end() || !nodes->is_array() || nodes->empty()) return std::nullopt;
+  RestoredBase b;
+  b.cut = *k;
+  const size_t n = nodes->size();
+  b.cut_start.assign(n, Lsn{});
+  b.continue_from.assign(n, Lsn{});
+  std::vector<bool> seen(n, false);
+  for (const auto& e : *nodes) {
+    if (!e.is_object()) return std::nullopt;
+    const auto id = e.find("node");
+    const auto start = e.find("cut_start");
+    const auto from = e.find("continue_from");
+    if (id == e.end() || !id->is_number_unsigned() || start == e.end() || !start->is_string() || from == e.end() ||
+        !from->is_string()) {
+      return std::nullopt;
+    }
+    const uint64_t i = id->get<uint64_t>();
+    const auto s = Lsn::Parse(start->get<std::string>());
+    const auto f = Lsn::Parse(from->get<std::string>());
+    if (i >= n || seen[i] || !s || !f) return std::nullopt;
+    seen[i] = true;
+    b.cut_start[i] = *s;
+    b.continue_from[i] = *f;
+  }
+  return b;
+}
+
+const char* VerdictScanName(VerdictScan s) {
+  switch (s) {
+    case VerdictScan::kWhole: return "whole";
+    case VerdictScan::kToCut: return "to-cut";
+    case VerdictScan::kFromBase: return "from-base";
+  }
+  return "unknown";
+}
+
+namespace {
+
+uint64_t BytesScanned(const cut::ClusterCuts& cc) {
+  uint64_t b = 0;
+  for (const auto& s : cc.nodes) b += s.bytes;
+  return b;
+}
+
+bool ConsistentIn(const cut::ClusterCuts& cc, uint64_t k) {
+  const cut::GlobalCut* g = cc.Find(k);
+  return g != nullptr && g->status == cut::CutStatus::kConsistent;
+}
+
+// The WAL read from the base's positions confirms the base: its cut is there
+// with all of its evidence, starts where the base's node files say, and
+// continues from where the manifest says.
+bool ConfirmsBase(const cut::ClusterCuts& cc, const RestoredBase& b) {
+  const cut::GlobalCut* j = cc.Find(b.cut);
+  if (j == nullptr || !cc.EvidenceComplete(*j) || j->nodes.size() != b.cut_start.size()) return false;
+  if (j->status != cut::CutStatus::kConsistent && j->status != cut::CutStatus::kUnavailable) return false;
+  for (size_t i = 0; i < j->nodes.size(); ++i) {
+    if (j->nodes[i]->start != b.cut_start[i] || ContinueFrom(*j->nodes[i]) != b.continue_from[i]) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+std::optional<CutVerdict> ScanToCut(const cut::ClusterLayout& layout, uint64_t k, const std::string& base,
+                                    const cut::LoadOptions& lo) {
+  if (k == 0) return std::nullopt;
+  const size_t n = layout.wal_dirs.size();
+  cut::ReconstructOptions ro;
+  ro.attested_cut = RestoredBaseCut(base);
+  cut::LoadOptions opt = lo;
+  opt.settle_cut = k;
+  if (ro.attested_cut && *ro.attested_cut < k) {
+    const auto b = ReadRestoredBase(base);
+    if (b && b->continue_from.size() == n) {
+      opt.from = b->continue_from;
+      auto sums = cut::ScanCluster(layout, opt);
+      if (sums.ok()) {
+        auto cc = cut::Reconstruct(std::move(sums.value()), ro);
+        if (cc.ok() && ConfirmsBase(*cc, *b)) {
+          // Decided from the base on: consistent, or read again whole.
+          if (!ConsistentIn(*cc, k)) return std::nullopt;
+          const uint64_t bytes = BytesScanned(*cc);
+          return CutVerdict{std::move(cc.value()), VerdictScan::kFromBase, bytes};
+        }
+      }
+      opt.from.clear();
+    }
+  }
+  auto sums = cut::ScanCluster(layout, opt);
+  if (!sums.ok()) return std::nullopt;
+  // No node's scan stopped early: this was the whole WAL's scan (cut k is
+  // the last, not in the WAL, or something before it stays unfinished).
+  const bool whole = std::none_of(sums->begin(), sums->end(), [](const cut::NodeSummary& s) { return s.settled_cut; });
+  auto cc = cut::Reconstruct(std::move(sums.value()), ro);
+  if (!cc.ok()) return std::nullopt;
+  const uint64_t bytes = BytesScanned(*cc);
+  if (whole) {
+    // As `walcut cuts` reads a cluster directory (cut::ReadCuts): the
+    // transactions behind a disagreement named.
+    if (!cut::NameDisagreements(*cc, layout).ok()) return std::nullopt;
+    return CutVerdict{std::move(cc.value()), VerdictScan::kWhole, bytes};
+  }
+  if (!ConsistentIn(*cc, k)) return std::nullopt;
+  return CutVerdict{std::move(cc.value()), VerdictScan::kToCut, bytes};
 }
 
 walfmt::Result<BaseChoice> ChooseBaseFromSummaries(const cut::ClusterCuts& cc, uint64_t k,
@@ -630,6 +758,7 @@ walfmt::Result<RestoreResult> Restore(const cut::ClusterCuts& cc, const cut::Clu
     // to its WAL prefix up to CUT_START, and the manifest says the cut was forced.
     o.to = nc.finished ? nc.finish : nc.start;
     o.cut_start = nc.start;
+    o.cut_start_time_us = nc.start_time_us;
     o.continue_from = ContinueFrom(nc);
     o.base_entries = base_files[i].entries;
     if (r.base.kind == BaseKind::kFull && !(o.from < nc.start)) {
@@ -673,6 +802,7 @@ walfmt::Result<RestoreResult> Restore(const cut::ClusterCuts& cc, const cut::Clu
     job.header.node_id = job.node;
     job.header.cluster_id = cluster_id;
     job.header.wal_position = job.out.cut_start;
+    job.header.time_us = job.out.cut_start_time_us;
     job.header.name = fmt::format("cut-{}", req.cut);
   }
   std::atomic<size_t> next{0};
@@ -746,8 +876,7 @@ walfmt::Status WriteRestore(RestoreResult& r, const std::string& out, const std:
     cluster_id = ci->cluster_id;
   }
   json m;
-  m["format"] = "walcut-restore";
-  m["version"] = kManifestVersion;
+  m["schema"] = kRestoreManifestSchema;
   m["cut"] = r.cut;
   m["status"] = cut::CutStatusName(r.status);
   m["forced"] = r.status != cut::CutStatus::kConsistent;
@@ -762,6 +891,7 @@ walfmt::Status WriteRestore(RestoreResult& r, const std::string& out, const std:
       walfmt::SnapshotFile f;
       f.node_id = nr.node;
       f.wal_position = nr.cut_start;
+      f.time_us = nr.cut_start_time_us;
       f.name = fmt::format("cut-{}", r.cut);
       f.entries = std::move(nr.state);  // written once; the result no longer holds the state
       f.cluster_id = cluster_id;
@@ -769,13 +899,19 @@ walfmt::Status WriteRestore(RestoreResult& r, const std::string& out, const std:
     }
     nodes.push_back(detail::NodeEntryJson(nr));
   }
+  // Record times as UTC too when the cluster records its epoch.
+  if (!r.cluster_json.empty()) {
+    auto ci = walfmt::ParseClusterInfo(r.cluster_json, "cluster.json");
+    const walfmt::ClusterClock clock{ci.ok() ? ci->epoch_unix_us : std::nullopt};
+    for (size_t i = 0; i < nodes.size(); ++i) nodes[i]["cut_start_time"] = clock.Format(r.nodes[i].cut_start_time_us);
+  }
   m["nodes"] = nodes;
   if (!r.cluster_json.empty()) {
-    json cj = json::parse(r.cluster_json, nullptr, false);
+    json cj = walfmt::UnescapeJsonStrings(json::parse(walfmt::CurrentClusterJsonText(r.cluster_json), nullptr, false));
     if (!cj.is_discarded()) m["cluster"] = cj;
   }
   if (!extra_json.empty()) {
-    json extra = json::parse(extra_json, nullptr, false);
+    json extra = walfmt::UnescapeJsonStrings(json::parse(extra_json, nullptr, false));
     if (extra.is_object()) {
       for (auto it = extra.begin(); it != extra.end(); ++it) m[it.key()] = it.value();
     }
@@ -783,7 +919,7 @@ walfmt::Status WriteRestore(RestoreResult& r, const std::string& out, const std:
   // The node files are synced already (SnapshotStreamWriter::Finish,
   // WriteSnapshotFile); the manifest is written last, then the directory is
   // renamed into place durably: OUT appears complete or not at all.
-  if (Status st = walfmt::WriteNewFile((tmp / "manifest.json").string(), m.dump(2) + "\n"); !st.ok()) return fail(st);
+  if (Status st = walfmt::WriteNewFile((tmp / "manifest.json").string(), walfmt::DumpJson(m, 2) + "\n"); !st.ok()) return fail(st);
   if (Status st = walfmt::SyncDir(tmp.string()); !st.ok()) return fail(st);
   if (Status st = walfmt::CommitStaging(tmp.string(), target.string()); !st.ok()) return fail(st);
   r.stage_dir.clear();

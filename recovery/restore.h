@@ -31,7 +31,10 @@
 
 namespace walcut::recovery {
 
-inline constexpr int kManifestVersion = 1;
+// The "schema" of a restore's OUT/manifest.json. Older walcut wrote
+// "format": "walcut-restore", "version": 1 instead; both are read.
+inline constexpr const char* kRestoreManifestSchema = "walcut.restore-manifest/2";
+inline constexpr const char* kRestoreManifestFormatV1 = "walcut-restore";
 
 enum class BaseKind : uint8_t { kGenesis = 1, kFull = 2, kRestored = 3 };
 const char* BaseKindName(BaseKind k);
@@ -65,6 +68,7 @@ struct NodeRestore {
   walfmt::Lsn from;                 // first position read
   walfmt::Lsn to;                   // CUT_FINISH_i(K): reading stops there
   walfmt::Lsn cut_start;
+  uint64_t cut_start_time_us = 0;   // the CUT_START's cluster time: the restored file's header time
   walfmt::Lsn continue_from;        // where a restore based on this one reads from
   std::vector<cut::SegmentInfo> segments;  // the segments the range touches
   uint64_t bytes_to_read = 0;       // WAL bytes in the range (decompressed)
@@ -112,6 +116,51 @@ walfmt::Result<RestoreResult> Restore(const cut::ClusterCuts& cuts, const cut::C
 // nullopt when `dir` is not a restore output. A restore from it passes this
 // to cut::Reconstruct as the attested cut: it was checked when it was made.
 std::optional<uint64_t> RestoredBaseCut(const std::string& dir);
+
+// What a restore output directory says of its cut (manifest.json): the
+// cut, and by node where its cut started and where a restore based on it
+// continues from. nullopt when `dir` is not the output of a restore that was
+// not forced, or its manifest lacks a position of a node 0..N-1.
+struct RestoredBase {
+  uint64_t cut = 0;
+  std::vector<walfmt::Lsn> cut_start;
+  std::vector<walfmt::Lsn> continue_from;
+};
+std::optional<RestoredBase> ReadRestoredBase(const std::string& dir);
+
+// How much of the WAL the verdict on a cut was decided from.
+enum class VerdictScan : uint8_t {
+  kWhole = 1,     // every node's whole WAL (walcut cuts reads the same)
+  kToCut = 2,     // every node's WAL from its start to where cut K is decided there
+  kFromBase = 3,  // from the positions of a restored base cut J to where cut K is decided
+};
+const char* VerdictScanName(VerdictScan s);  // "whole", "to-cut", "from-base"
+
+struct CutVerdict {
+  cut::ClusterCuts cuts;
+  VerdictScan scan = VerdictScan::kWhole;
+  uint64_t bytes_scanned = 0;  // WAL bytes the scan read, over every node
+};
+
+// The verdict on cut `k` for a restore from `base` (RestoreRequest::base),
+// read from less than the whole WAL (cut::ScanOptions::settle_cut): with a
+// restored base of cut J < k whose manifest positions this WAL confirms
+// (J's CUT_START and continue-from positions, its evidence complete), from
+// those positions, with J attested (cut K is then checked against J); else
+// from every WAL's start. Every node's scan stops once cut k is decided
+// there; when no node's scan stopped before the end of its WAL, that was
+// the whole WAL's scan, returned as such (VerdictScan::kWhole, whatever it
+// says of cut k, the disagreements named as cut::ReadCuts names them).
+// nullopt when a shorter scan does not show cut k consistent (or cannot be
+// read): the caller decides from the whole WAL, as `walcut cuts` does, so
+// that a refusal, a forced restore or an error reads and says exactly what
+// the whole WAL does. What it returns equals the whole WAL's verdict on a
+// consistent cut K, except when a record after the point where the scan
+// stopped names cut K again (a repeated CUT_START or CUT_FINISH, a late
+// CUT_ABORT) or a SNAPSHOT record repeating an earlier one's name, which the
+// runtime never writes.
+std::optional<CutVerdict> ScanToCut(const cut::ClusterLayout& layout, uint64_t k, const std::string& base,
+                                    const cut::LoadOptions& lo);
 
 struct BaseChoice {
   std::string base;  // "genesis" or a snapshot name (RestoreRequest::base)

@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "walfmt/file_io.h"
+#include "walfmt/text_escape.h"
 
 namespace walcut::recovery {
 namespace {
@@ -168,7 +169,7 @@ walfmt::Result<ClusterInfoSource> FindClusterInfoFor(const std::string& snapshot
     if (!doc["cluster"].is_object()) {
       return Status::Corruption(fmt::format("{}: field \"cluster\": expected an object", manifest));
     }
-    auto ci = ParseClusterInfo(doc["cluster"].dump(), manifest + " (cluster)");
+    auto ci = ParseClusterInfo(walfmt::DumpJson(doc["cluster"]), manifest + " (cluster)");
     if (!ci.ok()) return ci.status();
     ClusterInfoSource src;
     src.path = manifest;

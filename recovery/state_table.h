@@ -92,6 +92,49 @@ class HugeArray {
   size_t cap_ = 0;
 };
 
+// Sorting a state by key for writing it out (the snapshot format wants
+// increasing keys). Keys of one state tend to share a long prefix
+// ("acct/000123"), so comparing them from the start costs a memcmp call that
+// walks that prefix every time. Instead the prefix every key shares is found
+// first, and each entry carries the 8 bytes after it as a big-endian number
+// (zero-padded): most comparisons are one integer compare, and ties compare
+// the whole keys, so the order is exactly the byte order of the keys.
+struct KeyValue {
+  uint64_t rank;
+  std::string_view key;
+  std::string_view value;
+};
+
+template <typename Visit>
+bool VisitSorted(std::vector<KeyValue>& all, Visit&& visit) {
+  size_t common = all.empty() ? 0 : all[0].key.size();
+  for (const KeyValue& e : all) {
+    const std::string_view first = all[0].key;
+    size_t i = 0;
+    const size_t n = std::min(common, e.key.size());
+    while (i < n && first[i] == e.key[i]) ++i;
+    common = i;
+    if (common == 0) break;
+  }
+  for (KeyValue& e : all) {
+    uint64_t r = 0;
+    for (size_t i = 0; i < 8; ++i) {
+      const size_t at = common + i;
+      const unsigned char c = at < e.key.size() ? static_cast<unsigned char>(e.key[at]) : 0;
+      r = r << 8 | c;
+    }
+    e.rank = r;
+  }
+  std::sort(all.begin(), all.end(), [](const KeyValue& a, const KeyValue& b) {
+    if (a.rank != b.rank) return a.rank < b.rank;
+    return a.key < b.key;
+  });
+  for (const KeyValue& e : all) {
+    if (!visit(e.key, e.value)) return false;
+  }
+  return true;
+}
+
 class StateTable {
  public:
   explicit StateTable(size_t expected_keys = 0) { Rehash(Capacity(expected_keys)); }
@@ -99,8 +142,26 @@ class StateTable {
   size_t size() const { return size_; }
   size_t arena_bytes() const { return arena_.size(); }
 
+  // A 64-bit hash of the key: 8 bytes at a time, each folded in with a
+  // 64x64->128-bit multiply, then the murmur3 finalizer. The partition, the
+  // slot and the tag take different bits of it, so every bit must depend on
+  // every key byte. Never stored: only this process's tables use it.
   static uint64_t Hash(std::string_view k) {
-    uint64_t h = std::hash<std::string_view>{}(k);
+    const char* p = k.data();
+    size_t n = k.size();
+    uint64_t h = 0x243F6A8885A308D3ull ^ (n * 0x9E3779B97F4A7C15ull);
+    if (n >= 8) {
+      while (n > 8) {
+        h = Fold(h ^ Load64(p));
+        p += 8;
+        n -= 8;
+      }
+      h = Fold(h ^ Load64(p + n - 8) ^ 0x13198A2E03707344ull);  // the last 8 bytes (may overlap)
+    } else if (n > 0) {
+      uint64_t w = 0;
+      for (size_t i = 0; i < n; ++i) w |= uint64_t{static_cast<unsigned char>(p[i])} << (8 * i);
+      h = Fold(h ^ w ^ 0x13198A2E03707344ull);
+    }
     h ^= h >> 33;
     h *= 0xFF51AFD7ED558CCDull;
     h ^= h >> 33;
@@ -158,20 +219,23 @@ class StateTable {
     }
   }
 
-  // Calls visit(key, value) for every entry in increasing key order.
+  // Calls visit(key, value) for every entry, in no particular order.
   template <typename Visit>
-  bool ForEachSorted(Visit&& visit) const {
-    std::vector<uint64_t> offs;
-    offs.reserve(size_);
+  void ForEach(Visit&& visit) const {
     for (size_t i = 0; i < slots_.size(); ++i) {
       const uint64_t s = slots_[i];
-      if (s != kEmpty && s != kDead) offs.push_back(Offset(s));
+      if (s != kEmpty && s != kDead) visit(KeyAt(Offset(s)), ValueAt(Offset(s)));
     }
-    std::sort(offs.begin(), offs.end(), [&](uint64_t a, uint64_t b) { return KeyAt(a) < KeyAt(b); });
-    for (uint64_t o : offs) {
-      if (!visit(KeyAt(o), ValueAt(o))) return false;
-    }
-    return true;
+  }
+
+  // Calls visit(key, value) for every entry in increasing key order; stops
+  // when visit returns false (and then returns false).
+  template <typename Visit>
+  bool ForEachSorted(Visit&& visit) const {
+    std::vector<KeyValue> all;
+    all.reserve(size_);
+    ForEach([&](std::string_view k, std::string_view v) { all.push_back({0, k, v}); });
+    return VisitSorted(all, visit);
   }
 
  private:
@@ -180,6 +244,16 @@ class StateTable {
   static constexpr uint64_t kEmpty = 0;
   static constexpr uint64_t kDead = ~uint64_t{0};
   static constexpr size_t kEntryHeader = 10;  // u16 key length, u32 value length, u32 value capacity
+
+  static uint64_t Load64(const char* p) {
+    uint64_t w;
+    std::memcpy(&w, p, 8);
+    return w;
+  }
+  static uint64_t Fold(uint64_t x) {
+    const unsigned __int128 m = static_cast<unsigned __int128>(x) * 0x9E3779B97F4A7C15ull;
+    return static_cast<uint64_t>(m) ^ static_cast<uint64_t>(m >> 64);
+  }
 
   // A slot: bits 0-39 the arena offset plus one (so a slot is never kEmpty),
   // bits 40-62 the top 23 bits of the hash (the probe start uses the low
@@ -304,19 +378,12 @@ class PartitionedState {
   // order.
   template <typename Visit>
   bool ForEachSorted(Visit&& visit) const {
-    std::vector<std::pair<std::string_view, std::string_view>> all;
+    std::vector<KeyValue> all;
     all.reserve(size());
     for (const auto& t : tables_) {
-      t.ForEachSorted([&](std::string_view k, std::string_view v) {
-        all.emplace_back(k, v);
-        return true;
-      });
+      t.ForEach([&](std::string_view k, std::string_view v) { all.push_back({0, k, v}); });
     }
-    std::sort(all.begin(), all.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
-    for (const auto& [k, v] : all) {
-      if (!visit(k, v)) return false;
-    }
-    return true;
+    return VisitSorted(all, visit);
   }
 
  private:

@@ -5,6 +5,7 @@
 
 #include "walfmt/cluster_layout.h"
 #include "walfmt/file_io.h"
+#include "walfmt/text_escape.h"
 
 namespace walcut::recovery {
 namespace {
@@ -50,6 +51,7 @@ json Body(const Verdict& v) {
     json e = {{"node", n.node}, {"from", n.from.ToString()}};
     if (n.pruned) e["wal_start"] = n.wal_start.ToString();
     if (n.started) e["start"] = n.start.ToString();
+    if (n.started) e["start_time_us"] = n.start_time_us;
     if (n.finished) e["finish"] = n.finish.ToString();
     if (v.base_kind == BaseKind::kFull) e["snapshot_fingerprint"] = Hex(n.snapshot_fingerprint);
     if (n.has_transactions) e["transactions"] = n.transactions;
@@ -178,6 +180,7 @@ Verdict FromBody(const json& j) {
     if (e.contains("start")) {
       n.started = true;
       n.start = Pos(e, "start", p);
+      if (e.contains("start_time_us")) n.start_time_us = U64(e, "start_time_us", p);
     }
     if (e.contains("finish")) {
       n.finished = true;
@@ -239,7 +242,7 @@ walfmt::Result<Verdict> MakeVerdict(const cut::ClusterCuts& cc, uint64_t k, cons
       return Status::InvalidArgument(fmt::format("cluster.json is cluster {:016x}, the summaries are from cluster {:016x}",
                                                  info->cluster_id, v.cluster_id));
     }
-    v.cluster_json = opt.cluster_json;
+    v.cluster_json = walfmt::CurrentClusterJsonText(opt.cluster_json);  // an older cluster.json in the current form
     v.file_cluster_id = info->cluster_id;
   }
   const cut::SnapshotUse* snap = nullptr;
@@ -278,6 +281,7 @@ walfmt::Result<Verdict> MakeVerdict(const cut::ClusterCuts& cc, uint64_t k, cons
     if (nc) {
       e.started = nc->started;
       e.start = nc->start;
+      e.start_time_us = nc->start_time_us;
       e.finished = nc->finished;
       e.finish = nc->finish;
       e.before = nc->before;
@@ -308,14 +312,14 @@ walfmt::Result<Verdict> MakeVerdict(const cut::ClusterCuts& cc, uint64_t k, cons
     }
     v.nodes.push_back(std::move(e));
   }
-  v.id = Hex(Fnv1a64(Body(v).dump()));
+  v.id = Hex(Fnv1a64(walfmt::DumpJson(Body(v))));
   return v;
 }
 
 std::string VerdictToJson(const Verdict& v) {
   json j = Body(v);
-  j["id"] = Hex(Fnv1a64(j.dump()));
-  return j.dump(1) + "\n";
+  j["id"] = Hex(Fnv1a64(walfmt::DumpJson(j)));
+  return walfmt::DumpJson(j, 1) + "\n";
 }
 
 walfmt::Result<Verdict> VerdictFromJson(const std::string& text, const std::string& origin) {
@@ -334,7 +338,7 @@ walfmt::Result<Verdict> VerdictFromJson(const std::string& text, const std::stri
           fmt::format("{}: its content does not match its id {} (digest {}): the file was edited or damaged", origin,
                       id, digest));
     }
-    Verdict v = FromBody(j);
+    Verdict v = FromBody(walfmt::UnescapeJsonStrings(j));  // the byte strings it was made from
     v.id = id;
     return v;
   } catch (const FieldError& e) {

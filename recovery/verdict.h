@@ -38,6 +38,7 @@ struct VerdictNode {
   walfmt::Lsn wal_start;
   bool started = false;            // CUT_START(K) on this node
   walfmt::Lsn start;
+  uint64_t start_time_us = 0;      // the CUT_START's cluster time (0 in a verdict written without it)
   bool finished = false;           // CUT_FINISH(K) on this node
   walfmt::Lsn finish;
   std::vector<cut::TrackedTx> before;  // K's sets on this node, with their positions

@@ -25,6 +25,7 @@
 #include "walfmt/reader.h"
 #include "walfmt/snapshot.h"
 #include "walfmt/workers.h"
+#include "walfmt/text_escape.h"
 
 namespace walcut::repo {
 namespace fs = std::filesystem;
@@ -52,6 +53,12 @@ uint64_t U64(const json& j, const char* key) {
 }
 std::string Str(const json& j, const char* key) {
   return j.contains(key) && j[key].is_string() ? j[key].get<std::string>() : "";
+}
+// 16 lower-case hex digits, as walcut writes a cluster_id.
+bool ParseHex16(const std::string& s, uint64_t& out) {
+  if (s.size() != 16 || s.find_first_not_of("0123456789abcdef") != std::string::npos) return false;
+  out = std::stoull(s, nullptr, 16);
+  return true;
 }
 
 json NodeToJson(const ArtifactNode& n) {
@@ -139,7 +146,7 @@ json ManifestToJson(const Manifest& m) {
   j["source"] = m.source;
   j["parent"] = m.parent.empty() ? json(nullptr) : json(m.parent);
   j["seq"] = m.seq;
-  j["cluster_id"] = m.cluster_id;
+  j["cluster_id"] = fmt::format("{:016x}", m.cluster_id);
   j["cut"] = m.cut ? json(*m.cut) : json(nullptr);
   j["snapshot"] = m.snapshot.empty() ? json(nullptr) : json(m.snapshot);
   j["time_us"] = m.time_us;
@@ -383,7 +390,7 @@ Result<CreateResult> CreateRuntimeFull(const CreateRequest& req, const RepoListi
     an.snap_position = snap->wal_position;
     m.nodes.push_back(an);
   }
-  if (Status st = AddFile(s.dir, "cluster.json", *cj, m); !st.ok()) return st;
+  if (Status st = AddFile(s.dir, "cluster.json", walfmt::CurrentClusterJsonText(*cj), m); !st.ok()) return st;
   m.restore = json();
   json cluster = json::parse(*cj, nullptr, false);
   if (cluster.is_object()) m.evidence["cluster_json"] = true;
@@ -398,7 +405,7 @@ Result<CreateResult> CreateRuntimeFull(const CreateRequest& req, const RepoListi
 Status IngestRestore(const std::string& restored, const std::string& stage, Manifest& m) {
   auto text = ReadSmall(Join(restored, "manifest.json"));
   if (!text.ok()) return text.status();
-  json rm = json::parse(*text, nullptr, false);
+  json rm = walfmt::UnescapeJsonStrings(json::parse(*text, nullptr, false));
   if (!rm.is_object() || !rm.contains("nodes") || !rm["nodes"].is_array()) {
     return Status::Corruption(fmt::format("{}/manifest.json: not a restore manifest", restored));
   }
@@ -421,7 +428,7 @@ Status IngestRestore(const std::string& restored, const std::string& stage, Mani
     an.snap_position = snap->wal_position;
   }
   if (rm.contains("cluster") && rm["cluster"].is_object()) {
-    if (Status st = AddFile(stage, "cluster.json", rm["cluster"].dump(2) + "\n", m); !st.ok()) return st;
+    if (Status st = AddFile(stage, "cluster.json", walfmt::CurrentClusterJsonText(walfmt::DumpJson(rm["cluster"], 2) + "\n"), m); !st.ok()) return st;
   }
   return Status::Ok();
 }
@@ -873,7 +880,7 @@ Result<CreateResult> CreateIncrement(const CreateRequest& req, const RepoListing
     if (Status st = walfmt::SyncDir(Join(s.dir, nd + "/wal")); !st.ok()) return st;
     if (Status st = walfmt::SyncDir(Join(s.dir, nd)); !st.ok()) return st;
   }
-  if (Status st = AddFile(s.dir, "cluster.json", *cj, m); !st.ok()) return st;
+  if (Status st = AddFile(s.dir, "cluster.json", walfmt::CurrentClusterJsonText(*cj), m); !st.ok()) return st;
   for (size_t i = 0; i < n; ++i) {
     const std::string plan = cut::SummaryToJson(PlanSummary(*cc, i, *parent, k, segs[i]));
     if (Status st = AddFile(s.dir, PlanFile(i), plan, m); !st.ok()) return st;
@@ -912,7 +919,7 @@ uint64_t Manifest::Bytes() const {
 }
 
 std::string EncodeManifest(const Manifest& m) {
-  std::string text = ManifestToJson(m).dump(2) + "\n";
+  std::string text = walfmt::DumpJson(ManifestToJson(m), 2) + "\n";
   const size_t at = ChecksumOffset(text);
   if (at != std::string::npos) text.replace(at, 32, Xxh3Hex(text));
   return text;
@@ -935,9 +942,10 @@ Result<Manifest> DecodeManifest(const std::string& text, const std::string& orig
     return Status::Corruption(
         fmt::format("{}: checksum mismatch: the manifest says xxh3-128 {}, its bytes give {}", origin, stored, actual));
   }
-  json j = json::parse(text, nullptr, false);
+  json j = walfmt::UnescapeJsonStrings(json::parse(text, nullptr, false));
   if (j.is_discarded() || !j.is_object()) return Status::Corruption(fmt::format("{}: not JSON", origin));
-  if (Str(j, "schema") != kArtifactSchema) {
+  const bool v1 = Str(j, "schema") == kArtifactSchemaV1;
+  if (Str(j, "schema") != kArtifactSchema && !v1) {
     return Status::Corruption(fmt::format("{}: schema '{}', expected '{}'", origin, Str(j, "schema"), kArtifactSchema));
   }
   Manifest m;
@@ -946,7 +954,11 @@ Result<Manifest> DecodeManifest(const std::string& text, const std::string& orig
   m.source = Str(j, "source");
   m.parent = Str(j, "parent");
   m.seq = U64(j, "seq");
-  m.cluster_id = U64(j, "cluster_id");
+  if (v1) {
+    m.cluster_id = U64(j, "cluster_id");
+  } else if (const std::string id = Str(j, "cluster_id"); !ParseHex16(id, m.cluster_id)) {
+    return Status::Corruption(fmt::format("{}: cluster_id '{}' is not 16 hex digits", origin, id));
+  }
   if (j.contains("cut") && j["cut"].is_number_unsigned()) m.cut = j["cut"].get<uint64_t>();
   m.snapshot = Str(j, "snapshot");
   m.time_us = U64(j, "time_us");
@@ -989,13 +1001,18 @@ Status InitRepository(const std::string& dir) {
   if (IsRepository(dir)) {
     auto text = ReadSmall(Join(dir, kMarkerFile));
     if (!text.ok()) return text.status();
-    json j = json::parse(*text, nullptr, false);
-    if (!j.is_object() || Str(j, "format") != kRepoFormat) {
+    json j = walfmt::UnescapeJsonStrings(json::parse(*text, nullptr, false));
+    const bool v1 = j.is_object() && Str(j, "format") == kRepoFormatV1;
+    if (!j.is_object() || (Str(j, "schema") != kRepoSchema && !v1)) {
+      if (j.is_object() && Str(j, "schema").rfind("walcut.repository/", 0) == 0) {
+        return Status::InvalidArgument(
+            fmt::format("{}: repository schema {}, this walcut knows {}", dir, Str(j, "schema"), kRepoSchema));
+      }
       return Status::Corruption(fmt::format("{}/{}: not a walcut repository marker", dir, kMarkerFile));
     }
-    if (U64(j, "version") != static_cast<uint64_t>(kRepoVersion)) {
+    if (v1 && U64(j, "version") != 1) {
       return Status::InvalidArgument(
-          fmt::format("{}: repository version {}, this walcut knows {}", dir, U64(j, "version"), kRepoVersion));
+          fmt::format("{}: repository version {}, this walcut knows 1 and {}", dir, U64(j, "version"), kRepoSchema));
     }
     return Status::Ok();
   }
@@ -1014,8 +1031,8 @@ Status InitRepository(const std::string& dir) {
     fs::create_directories(dir, ec);
     if (ec) return Status::Io(fmt::format("{}: cannot create: {}", dir, ec.message()));
   }
-  json j = {{"format", kRepoFormat}, {"version", kRepoVersion}, {"artifact_schema", kArtifactSchema}};
-  return walfmt::WriteFileAtomic(Join(dir, kMarkerFile), j.dump(2) + "\n");
+  json j = {{"schema", kRepoSchema}, {"artifact_schema", kArtifactSchema}};
+  return walfmt::WriteFileAtomic(Join(dir, kMarkerFile), walfmt::DumpJson(j, 2) + "\n");
 }
 
 const Artifact* RepoListing::Find(std::string_view name) const {
@@ -1276,7 +1293,7 @@ Result<RepoRestoreResult> RestoreFromRepository(const RepoRestoreRequest& req) {
     json chain_json = json::array();
     for (size_t x = 0; x <= j; ++x) chain_json.push_back((*chain)[x]->name);
     const json extra = {{"repository", {{"dir", req.repo}, {"artifact", a.name}, {"chain", chain_json}}}};
-    if (Status st = recovery::WriteRestore(*r, out, extra.dump()); !st.ok()) return st;
+    if (Status st = recovery::WriteRestore(*r, out, walfmt::DumpJson(extra)); !st.ok()) return st;
     if (last) {
       for (const auto& n : r->nodes) res.fingerprints.push_back(n.fingerprint);
     }

@@ -29,9 +29,14 @@
 namespace walcut::repo {
 
 inline constexpr const char* kMarkerFile = "walcut-repository.json";  // REPO's top-level marker
-inline constexpr const char* kRepoFormat = "walcut-repository";
-inline constexpr int kRepoVersion = 1;
-inline constexpr const char* kArtifactSchema = "walcut.artifact/1";
+// The marker's "schema"; older walcut wrote "format": "walcut-repository",
+// "version": 1 instead (read as the same repository).
+inline constexpr const char* kRepoSchema = "walcut.repository/2";
+inline constexpr const char* kRepoFormatV1 = "walcut-repository";
+// An artifact's manifest.json. Version 1 (older walcut) wrote cluster_id as
+// a decimal number, version 2 as 16 hex digits; both are read.
+inline constexpr const char* kArtifactSchema = "walcut.artifact/2";
+inline constexpr const char* kArtifactSchemaV1 = "walcut.artifact/1";
 inline constexpr const char* kManifestFile = "manifest.json";
 inline constexpr const char* kManifestChecksumKey = "manifest_xxh3_128";
 

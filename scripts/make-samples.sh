@@ -10,8 +10,11 @@ w="$build/cli/walcut"
 command -v zstd >/dev/null || { echo "make-samples.sh: zstd not installed (scripts/deps.sh)" >&2; exit 3; }
 
 # The options every sample shares: 3 nodes, 1 backup, bank, 6 cuts, 64 KiB
-# segments (so each node has several, the older ones archived as .wal.zst).
-common=(--nodes 3 --backups 1 --workload bank --txs 3000 --cut-every 400 --seed 12 --segment-size 64K)
+# segments (so each node has several, the older ones archived as .wal.zst),
+# and a fixed epoch (the wall-clock time of cluster time 0, in cluster.json)
+# so that the samples do not depend on when they were made.
+common=(--nodes 3 --backups 1 --workload bank --txs 3000 --cut-every 400 --seed 12 --segment-size 64K
+        --epoch 2026-11-30T12:00:00Z)
 
 run() {  # run DIR OPTIONS...: walcut run, summary to stderr (it holds wall-clock times)
   local dir=$1; shift

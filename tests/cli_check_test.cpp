@@ -188,6 +188,7 @@ Tag ParseXml(const std::string& x) {
 }
 
 void RequireJunit(const std::string& xml) {
+  walcut::test::RequireValidJunit(xml);
   const Tag root = ParseXml(xml);
   REQUIRE(root.children.size() == 1);
   const Tag& suites = root.children[0];
@@ -197,6 +198,7 @@ void RequireJunit(const std::string& xml) {
     REQUIRE(s.name == "testsuite");
     uint64_t t = 0, f = 0;
     for (const Tag& c : s.children) {
+      if (c.name == "system-out") continue;  // the suite's one line (segments --state skipped)
       CHECK(c.name == "testcase");
       CHECK(c.attrs.count("classname"));
       CHECK(c.attrs.count("name"));
@@ -362,6 +364,14 @@ TEST_CASE("check: the state file skips what was verified, reads what is new, rep
   CHECK(j["files"]["segments_skipped"] == 21);
   const Run text = Walcut(fmt::format("check {} --level files --state {}", dir, state));
   CHECK(text.out.find("0 read (0 B, 0 records), 21 skipped (") != std::string::npos);
+  CHECK(text.out.find("segment 0000000000000000.wal") == std::string::npos);  // counted, not listed
+  // JUnit: the unchanged segments are one line of output, not 21 skipped tests.
+  const Run junit = Walcut(fmt::format("check {} --level files --format junit --state {}", dir, state));
+  CHECK(junit.code == 0);
+  RequireJunit(junit.out);
+  CHECK(junit.out.find("<skipped") == std::string::npos);
+  CHECK(junit.out.find("<system-out>21 segments not read again: unchanged since the state file&apos;s run (") !=
+        std::string::npos);
 
   // Appended: node 0's WAL continues (its last segment is archived, a new one
   // starts): those two and the one before them (for continuity) are read.
@@ -370,7 +380,7 @@ TEST_CASE("check: the state file skips what was verified, reads what is new, rep
     walfmt::WriterOptions o;
     o.wal_dir = dir + "/node-0/wal";
     o.node_id = 0;
-    o.cluster_id = cluster["cluster_id"].get<uint64_t>();
+    o.cluster_id = std::stoull(cluster["cluster_id"].get<std::string>(), nullptr, 16);
     o.segment_bytes = 64 * 1024;
     o.archive_compressed = true;
     auto w = walfmt::WalWriter::Open(o, 400000);

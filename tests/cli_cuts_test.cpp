@@ -154,7 +154,8 @@ TEST_CASE("walcut restore: same state from genesis, the full snapshot and an ear
     CHECK(Slurp(t.path + "/a" + f) == Slurp(t.path + "/inc" + f));
   }
   const json m = json::parse(Slurp(t.path + "/a/manifest.json"));
-  CHECK(m["format"] == "walcut-restore");
+  CHECK(m["schema"] == "walcut.restore-manifest/2");
+  CHECK(m.find("format") == m.end());
   CHECK(m["cut"] == 6);
   CHECK(m["forced"] == false);
   CHECK(m["nodes"].size() == 3);

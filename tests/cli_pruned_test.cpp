@@ -27,6 +27,7 @@ const std::string kPruned = std::string(WALCUT_SOURCE_DIR) + "/samples/pruned";
 // scripts/make-samples.sh: the options every sample shares, then pruned's.
 const std::string kPrunedArgs =
     " --nodes 3 --backups 1 --workload bank --txs 3000 --cut-every 400 --seed 12 --segment-size 64K"
+    " --epoch 2026-11-30T12:00:00Z"
     " --full-snapshot-every 1200 --wal-retention after-snapshot";
 
 // Every regular file below dir, by path relative to dir.
@@ -176,7 +177,7 @@ TEST_CASE("pruned: cuts, check, cut show and restore read the WAL as starting af
   CHECK(cuts.out.find("2 cuts: 1 consistent, 0 inconsistent, 0 incomplete, 1 unavailable") != std::string::npos);
   CHECK(cuts.out.find("reason: node 2's WAL starts at 5/00000000 (segments before it were removed); cut 5 started "
                       "before it") != std::string::npos);
-  CHECK(cuts.out.find("full snapshot full-2400 (227.021 ms): base for cuts 6 (1 consistent cuts)") != std::string::npos);
+  CHECK(cuts.out.find("full snapshot full-2400 (2026-11-30T12:00:00.227021Z): base for cuts 6 (1 consistent cuts)") != std::string::npos);
   CHECK(cuts.out.find("full snapshot full-1200: not usable as a base: no node's WAL holds its SNAPSHOT record any "
                       "more") != std::string::npos);
   CHECK(cuts.out.find("earliest 6: base full-2400, the oldest full snapshot every node's WAL still holds") !=

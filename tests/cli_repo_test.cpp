@@ -34,7 +34,7 @@ void Golden(const std::string& name, const std::string& got) { walcut::test::Com
 std::string MakeRunCluster(const std::string& dir) {
   const std::string c = dir + "/cluster";
   auto r = Walcut(fmt::format("run '{}' --nodes 3 --backups 1 --txs 2400 --cuts 4 --full-snapshot-at 800 --seed 5 "
-                              "--segment-size 16MiB",
+                              "--segment-size 16MiB --epoch 2026-11-30T12:00:00Z",
                               c));
   INFO(r.err);
   REQUIRE(r.code == 0);
@@ -92,6 +92,7 @@ TEST_CASE("cli repo: create, list, check (golden), restore through the chain, ex
   Golden("check.json", Normalize(r.out, repo));
   r = Walcut(fmt::format("snapshot check '{}' --format junit", repo));
   CHECK(r.code == 0);
+  RequireValidJunit(r.out);
   Golden("check.junit.xml", Normalize(r.out, repo));
   r = Walcut(fmt::format("snapshot check '{}' --restore --format json", repo));
   INFO(r.out << r.err);

@@ -77,8 +77,8 @@ TEST_CASE("samples: each sample is under 1 MiB and keeps its cluster.json", "[cl
     CHECK(total < 1024 * 1024);
     REQUIRE(files.count("/cluster.json") == 1);
     const auto j = nlohmann::json::parse(Slurp(Sample(name) + "/cluster.json"));
-    CHECK(j["format"] == "walcut-cluster");
-    CHECK(j["format_version"] == 1);
+    CHECK(j["schema"] == "walcut.cluster/2");
+    CHECK(j["cluster_id"].get<std::string>().size() == 16);
     CHECK(j["nodes"] == 3);
     CHECK(j["complete"] == true);
   }
@@ -150,7 +150,7 @@ TEST_CASE("samples: healthy's snapshot files carry the cluster id of the WAL", "
   const auto j = nlohmann::json::parse(Slurp(dir + "/cluster.json"));
   auto f = walfmt::ReadSnapshotFile(dir + "/snapshots/full-1500/node-0.snap");
   REQUIRE(f.ok());
-  CHECK(f->cluster_id == j["cluster_id"].get<uint64_t>());
+  CHECK(fmt::format("{:016x}", f->cluster_id) == j["cluster_id"].get<std::string>());
 }
 
 TEST_CASE("samples: crash-during-cut has cut 3 aborted between consistent cuts", "[cli][samples]") {
@@ -271,6 +271,7 @@ TEST_CASE("samples: crash-during-cut regenerates byte for byte", "[cli][samples]
   const std::string out = t.path + "/c";
   auto r = Walcut("run " + out +
                   " --nodes 3 --backups 1 --workload bank --txs 3000 --cut-every 400 --seed 12 --segment-size 64K"
+                  " --epoch 2026-11-30T12:00:00Z"
                   " --crash 2@128500us+5ms");
   INFO(r.out << r.err);
   REQUIRE(r.code == 0);

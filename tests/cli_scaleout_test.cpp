@@ -13,6 +13,7 @@
 #include "cli_support.h"
 
 namespace fs = std::filesystem;
+using walcut::test::RequireValidJunit;
 using walcut::test::Run;
 using walcut::test::Slurp;
 using walcut::test::Spit;
@@ -328,6 +329,7 @@ TEST_CASE("check per node: files and restore levels where the WAL lives, the rep
   const Run merged = Walcut(fmt::format("check merge{} --format junit", restore_reports));
   INFO(merged.out << merged.err);
   CHECK(merged.code == 0);
+  RequireValidJunit(merged.out);
   CHECK_THAT(merged.out, Catch::Contains("<testcase classname=\"walcut.restore.cut-5\" name=\"node 2: fingerprint\">"));
   CHECK_THAT(merged.out, Catch::Contains("<testcase classname=\"walcut.cuts.cut-5\" name=\"node 0: verdict\">"));
   const Run merged_text = Walcut(fmt::format("check merge{}", restore_reports));

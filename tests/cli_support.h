@@ -61,6 +61,20 @@ inline Run Walcut(const std::string& args) {
   return r;
 }
 
+// Every JUnit report a test produces goes through this: tests/junit_check.py
+// (the rules of the common junit-10.xsd, well-formed XML 1.0, counts that
+// add up) must accept it.
+inline void RequireValidJunit(const std::string& xml) {
+  TempDir t;
+  Spit(t.path + "/report.xml", xml);
+  const std::string cmd = fmt::format("python3 '{}/tests/junit_check.py' '{}/report.xml' >'{}/out' 2>&1",
+                                      WALCUT_SOURCE_DIR, t.path, t.path);
+  const int st = std::system(cmd.c_str());
+  INFO("tests/junit_check.py: " << Slurp(t.path + "/out") << "report:\n" << xml);
+  REQUIRE(WIFEXITED(st));
+  REQUIRE(WEXITSTATUS(st) == 0);
+}
+
 inline std::vector<std::string> Lines(const std::string& s) {
   std::vector<std::string> v;
   std::stringstream ss(s);

@@ -636,6 +636,8 @@ TEST_CASE("the nodes' scans interleaved segment by segment on 1-4 threads equal 
     so.cluster_id = layout->cluster_id;
     auto s = walcut::cut::ScanNode(layout->wal_dirs[n], so);
     REQUIRE(s.ok());
+    REQUIRE(layout->epoch_unix_us.has_value());  // ScanCluster adds cluster.json's epoch to every summary
+    s->epoch_unix_us = layout->epoch_unix_us;
     expected.push_back(walcut::cut::SummaryToJson(*s));
   }
   CHECK(expected[3].find("\"damage\"") != std::string::npos);
@@ -986,4 +988,175 @@ TEST_CASE("a one-phase commit dropped on a cluster without backups: the missing 
   auto s = walcut::cut::ScanNode(layout->wal_dirs[2], so);
   REQUIRE(s.ok());
   CHECK(s->findings.empty());
+}
+
+namespace {
+
+// Cut k as the scans that stop once k is decided (ScanOptions::settle_cut)
+// see it: the same status and reason as the whole WAL's. `settled` counts
+// the nodes whose scan did stop early.
+ClusterCuts SettledSameAsWhole(const std::string& dir, uint64_t k, size_t& settled) {
+  auto layout = walcut::cut::FindClusterLayout(dir);
+  REQUIRE(layout.ok());
+  const ClusterCuts whole = LoadCuts(dir);
+  walcut::cut::LoadOptions lo;
+  lo.settle_cut = k;
+  auto sums = walcut::cut::ScanCluster(*layout, lo);
+  REQUIRE(sums.ok());
+  auto cc = walcut::cut::Reconstruct(std::move(sums.value()));
+  REQUIRE(cc.ok());
+  const GlobalCut* a = whole.Find(k);
+  const GlobalCut* b = cc->Find(k);
+  REQUIRE(a);
+  REQUIRE(b);
+  INFO("whole WAL: " << Findings(*a) << "scan up to cut " << k << ": " << Findings(*b));
+  CHECK(b->status == a->status);
+  CHECK(b->reason == a->reason);
+  CHECK(b->findings.size() == a->findings.size());
+  settled = 0;
+  for (size_t i = 0; i < cc->nodes.size(); ++i) {
+    settled += cc->nodes[i].settled_cut == k;
+    CHECK(cc->nodes[i].bytes <= whole.nodes[i].bytes);
+  }
+  return std::move(cc.value());
+}
+
+}  // namespace
+
+TEST_CASE("settle_cut: a healthy WAL is read in part", "[settle]") {
+  TempDir d("settle");
+  walcut::node::ClusterOptions o = Healthy(d.path.string());
+  o.txs = 6000;
+  REQUIRE(walcut::node::RunCluster(o).ok());
+  size_t settled = 0;
+  const ClusterCuts cc = SettledSameAsWhole(d.path.string(), 1, settled);
+  CHECK(settled == 3);
+  const ClusterCuts whole = LoadCuts(d.path.string());
+  for (size_t i = 0; i < 3; ++i) {
+    // Past CUT_START(2) on the node, short of the end of its WAL.
+    CHECK(whole.Find(2)->nodes[i]->start < cc.nodes[i].end);
+    CHECK(cc.nodes[i].bytes < whole.nodes[i].bytes / 2);
+  }
+  // The last cut has no later CUT_START: read to the end.
+  const uint64_t last = whole.cuts.back().cut_id;
+  SettledSameAsWhole(d.path.string(), last, settled);
+  CHECK(settled == 0);
+}
+
+TEST_CASE("settle_cut: read to the next CUT_START, a late CUT_ABORT(K) fails K", "[settle]") {
+  // As the initiator writes when a participant was lost (its own
+  // CUT_FINISH came first).
+  TempDir d("settle-abort");
+  walcut::node::ClusterOptions o = Healthy(d.path.string());
+  o.txs = 6000;
+  REQUIRE(walcut::node::RunCluster(o).ok());
+  const uint64_t k = 2;
+  Rewrite(d.path.string(), 0, [&](std::vector<Rec>& recs) {
+    auto next = FindRecord<walfmt::CutStart>(recs, [&](const walfmt::CutStart& c) { return c.cut_id == k + 1; });
+    REQUIRE(next != recs.end());
+    walfmt::CutAbort a{k, std::get<walfmt::CutStart>(next->rec).time_us, walfmt::CutAbortReason::kParticipantLost,
+                       "node 2 was lost"};
+    recs.insert(next, Rec{a, {}});
+  });
+  size_t settled = 0;
+  const ClusterCuts cc = SettledSameAsWhole(d.path.string(), k, settled);
+  CHECK(cc.Find(k)->status == CutStatus::kInconsistent);
+  CHECK(cc.Find(k)->reason.find("CUT_ABORT(2) on node 0") != std::string::npos);
+  CHECK(settled == 3);
+}
+
+TEST_CASE("settle_cut: an unfinished transaction begun before K fails K", "[settle]") {
+  TempDir d("settle-overdue");
+  walcut::node::ClusterOptions o = Healthy(d.path.string());
+  o.backups = 0;
+  o.txs = 15000;
+  REQUIRE(walcut::node::RunCluster(o).ok());
+  const uint64_t k = 2;
+  const ClusterCuts whole = LoadCuts(d.path.string());
+  REQUIRE(whole.Find(k)->status == CutStatus::kConsistent);
+  const walfmt::Lsn start = whole.Find(k)->nodes[2]->start;
+  const walfmt::Lsn prev_start = whole.Find(k - 1)->nodes[2]->start;
+  // The last one-phase transaction of node 2 alone that commits between
+  // CUT_START(K-1) and CUT_START(K): its commit dropped, it began before
+  // CUT_START(K) and never finishes.
+  auto tracked = [&](const walfmt::TxId& t) {
+    for (const auto* set : {&whole.Find(k)->nodes[2]->before, &whole.Find(k)->nodes[2]->after}) {
+      for (const auto& x : *set) {
+        if (x.tx == t) return true;
+      }
+    }
+    return false;
+  };
+  auto recs = ReadAll(fmt::format("{}/node-2/wal", d.path.string()));
+  walfmt::TxId tx;
+  bool found = false;
+  for (const auto& r : recs) {
+    auto* c = std::get_if<walfmt::TxCommit>(&r.rec);
+    if (c && (c->flags & walfmt::kTxFlagOnePhase) && c->participants.size() == 1 && prev_start < r.lsn &&
+        r.lsn < start && !tracked(c->tx) &&
+        LastCommitTime(recs) - c->time_us > walcut::cut::ScanOptions{}.outcome_overdue_us + 100000) {
+      tx = c->tx;
+      found = true;
+    }
+  }
+  REQUIRE(found);
+  INFO("dropped the TX_COMMIT of " << tx.ToString() << " on node 2");
+  Rewrite(d.path.string(), 2, [&](std::vector<Rec>& all) {
+    all.erase(std::find_if(all.begin(), all.end(), [&](const Rec& r) {
+      auto* c = std::get_if<walfmt::TxCommit>(&r.rec);
+      return c && c->tx == tx;
+    }));
+  });
+  size_t settled = 0;
+  const ClusterCuts cc = SettledSameAsWhole(d.path.string(), k, settled);
+  CHECK(cc.Find(k)->status == CutStatus::kInconsistent);
+  CHECK(cc.Find(k)->reason.find(tx.ToString()) != std::string::npos);
+  CHECK(cc.nodes[2].settled_cut == 0);  // node 2 read to the end
+  CHECK(settled == 2);
+  // The cut before it is decided before the transaction began.
+  SettledSameAsWhole(d.path.string(), k - 1, settled);
+  CHECK(settled == 3);
+}
+
+TEST_CASE("settle_cut: a later after set moving a commit of K fails K", "[settle]") {
+  // Cuts close together (fewer commits between them than the ring of
+  // recent commits holds): a commit of cut K is still among the recent
+  // commits when cut K+1 starts, and CUT_FINISH(K+1) lists it in after(K+1).
+  TempDir d("settle-move");
+  walcut::node::ClusterOptions o = Healthy(d.path.string());
+  o.cuts = 8;
+  o.cut_every = 120;
+  REQUIRE(walcut::node::RunCluster(o).ok());
+  const ClusterCuts whole = LoadCuts(d.path.string());
+  const uint64_t k = 3;
+  REQUIRE(whole.Find(k)->status == CutStatus::kConsistent);
+  REQUIRE(whole.Find(k + 1)->status == CutStatus::kConsistent);
+  // A transaction of node 0 and another node, committed on node 0 just before
+  // CUT_START(K) (so in cut K), not tracked.
+  const walfmt::Lsn start = whole.Find(k)->nodes[0]->start;
+  auto recs = ReadAll(fmt::format("{}/node-0/wal", d.path.string()));
+  walfmt::TxId tx;
+  bool found = false;
+  for (const auto& r : recs) {
+    auto* c = std::get_if<walfmt::TxCommit>(&r.rec);
+    if (c && c->participants.size() > 1 && r.lsn < start) {
+      tx = c->tx;
+      found = true;
+    }
+  }
+  REQUIRE(found);
+  for (const auto* set : {&whole.Find(k)->nodes[0]->before, &whole.Find(k)->nodes[0]->after}) {
+    for (const auto& t : *set) REQUIRE(t.tx != tx);
+  }
+  INFO("listed " << tx.ToString() << " in after(" << k + 1 << ") on node 0");
+  Rewrite(d.path.string(), 0, [&](std::vector<Rec>& all) {
+    auto f = FindRecord<walfmt::CutFinish>(all, [&](const walfmt::CutFinish& c) { return c.cut_id == k + 1; });
+    REQUIRE(f != all.end());
+    std::get<walfmt::CutFinish>(f->rec).after.push_back(tx);
+  });
+  size_t settled = 0;
+  const ClusterCuts cc = SettledSameAsWhole(d.path.string(), k, settled);
+  // Cut K no longer holds it on node 0: its digests disagree with its peers'.
+  CHECK(cc.Find(k)->status == CutStatus::kInconsistent);
+  CHECK_FALSE(cc.Find(k)->checks.atomicity);
 }

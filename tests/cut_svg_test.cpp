@@ -154,12 +154,13 @@ TEST_CASE("the XML checker itself accepts and rejects") {
 TEST_CASE("XmlEscape: markup characters, control characters and bytes that are not UTF-8") {
   using walcut::cut::XmlEscape;
   CHECK(XmlEscape("a<b>&\"c'") == "a&lt;b&gt;&amp;&quot;c&apos;");
-  CHECK(XmlEscape(std::string("x\x01y\x7fz", 5)) == "x?y?z");
+  CHECK(XmlEscape(std::string("x\x01y\x7fz", 5)) == "x\\x01y\x7fz");  // DEL is an XML character
   CHECK(XmlEscape("tab\tnl\n") == "tab\tnl\n");
   CHECK(XmlEscape("caf\xc3\xa9 \xe2\x86\x92") == "caf\xc3\xa9 \xe2\x86\x92");  // é →
-  CHECK(XmlEscape("\xff\xc3") == "??");                                        // a bad byte, a cut-short sequence
-  CHECK(XmlEscape("\xc0\xaf") == "??");                                        // overlong '/'
-  CHECK(XmlEscape("\xed\xa0\x80") == "???");                                   // a surrogate
+  CHECK(XmlEscape("\xff\xc3") == "\\xff\\xc3");        // a bad byte, a cut-short sequence
+  CHECK(XmlEscape("\xc0\xaf") == "\\xc0\\xaf");        // overlong '/'
+  CHECK(XmlEscape("\xed\xa0\x80") == "\\xed\\xa0\\x80");  // a surrogate
+  CHECK(XmlEscape("a\\b") == "a\\x5cb");                  // the backslash, so that \xhh is unambiguous
 }
 
 TEST_CASE("a consistent cut: one line and the cut marks per node, the cut line, arrows per tracked transaction") {

@@ -24,6 +24,12 @@ TEST_CASE("a restore manifest whose fields have the wrong type is not a restore,
   CHECK_FALSE(with(R"({"format":"walcut-restore","cut":1,"forced":true})").has_value());
   CHECK_FALSE(with(R"({"format":"walcut-restore","cut":-1})").has_value());
   CHECK_FALSE(with(R"(["format","walcut-restore"])").has_value());
+  // The current schema, and a repository's synthetic full (the restore's under "restore").
+  CHECK(with(R"({"schema":"walcut.restore-manifest/2","cut":4})") == std::optional<uint64_t>(4));
+  CHECK_FALSE(with(R"({"schema":"walcut.restore-manifest/3","cut":4})").has_value());
+  CHECK(with(R"({"schema":"walcut.artifact/2","cut":5,"restore":{"schema":"walcut.restore-manifest/2"}})") ==
+        std::optional<uint64_t>(5));
+  CHECK_FALSE(with(R"({"schema":"walcut.artifact/2","cut":5,"restore":{"schema":"x"}})").has_value());
 }
 
 TEST_CASE("a check state file with a node id above 32 bits or a time past int64 is refused, not misread",

@@ -3,8 +3,10 @@
 // same operations through PartitionedState (buffered per partition, applied
 // when a buffer fills), over enough keys and writes to make the tables rehash
 // and compact their arenas several times.
+#include <algorithm>
 #include <map>
 #include <string>
+#include <vector>
 
 #include <catch2/catch.hpp>
 #include <fmt/format.h>
@@ -95,4 +97,69 @@ TEST_CASE("state table: values keep their bytes when neighbours move") {
   t.Erase("a");
   CHECK(t.size() == 2);
   CHECK(Contents(t).count("a") == 0);
+}
+
+TEST_CASE("state table: visits in byte order of the keys, whatever they share") {
+  // Keys that defeat an 8-byte rank: a long shared prefix, prefixes of each
+  // other, zero bytes (the rank pads with zeros), bytes above 0x7f (compared
+  // unsigned), the empty key.
+  std::vector<std::string> keys = {"", std::string(1, '\0'), std::string(2, '\0'), "a", std::string("a\0", 2),
+                                   std::string("a\0\0\0\0\0\0\0\0\1", 10), std::string("a\0\0\0\0\0\0\0\0", 9)};
+  const std::string shared = "tenant/0000000042/account/";
+  for (int i = 0; i < 300; ++i) {
+    keys.push_back(shared + fmt::format("{:05}", (i * 7919) % 1000));
+    keys.push_back(shared + fmt::format("{:05}", (i * 7919) % 1000) + std::string(1, '\0'));
+    keys.push_back(shared + fmt::format("{:05}", (i * 7919) % 1000) + "\xff\x80");
+    keys.push_back(shared.substr(0, i % shared.size()));
+    keys.push_back(std::string("\xff", 1) + std::to_string(i));
+  }
+  for (bool with_empty : {true, false}) {
+    INFO("with the empty key: " << with_empty);
+    StateTable t;
+    PartitionedState p(0, 256);
+    std::map<std::string, std::string> model;
+    for (size_t i = 0; i < keys.size(); ++i) {
+      if (!with_empty && keys[i].empty()) continue;
+      model[keys[i]] = std::to_string(i);
+      t.Put(keys[i], std::to_string(i));
+      p.Put(keys[i], std::to_string(i));
+    }
+    p.Flush();
+    CHECK(Contents(t) == model);
+    CHECK(Contents(p) == model);
+    // Only the shared prefix: every key of the state starts with it.
+    StateTable only;
+    std::map<std::string, std::string> only_model;
+    for (int i = 999; i >= 0; --i) {
+      const std::string k = shared + std::to_string(i);
+      only.Put(k, "v");
+      only_model[k] = "v";
+    }
+    CHECK(Contents(only) == only_model);
+  }
+}
+
+TEST_CASE("state table: the key hash spreads bank-like keys evenly over the partitions") {
+  // The partition is bits 32-39 of the hash: 256 partitions of 100,000 keys
+  // that differ only in their last digits should each get close to 1/256.
+  std::vector<int> count(256, 0);
+  for (int i = 0; i < 100000; ++i) {
+    const uint64_t h = StateTable::Hash(fmt::format("acct/{:06}", i));
+    ++count[(h >> 32) & 255];
+  }
+  const auto [lo, hi] = std::minmax_element(count.begin(), count.end());
+  INFO("partition sizes " << *lo << " to " << *hi << ", mean 390.6");
+  CHECK(*lo > 300);
+  CHECK(*hi < 490);
+  // The low bits (the slot) and the top bits (the tag) too.
+  std::vector<int> low(256, 0), top(256, 0);
+  for (int i = 0; i < 100000; ++i) {
+    const uint64_t h = StateTable::Hash(fmt::format("acct/{:06}", i));
+    ++low[h & 255];
+    ++top[h >> 56];
+  }
+  CHECK(*std::min_element(low.begin(), low.end()) > 300);
+  CHECK(*std::max_element(low.begin(), low.end()) < 490);
+  CHECK(*std::min_element(top.begin(), top.end()) > 300);
+  CHECK(*std::max_element(top.begin(), top.end()) < 490);
 }

@@ -7,6 +7,7 @@
 
 #include <catch2/catch.hpp>
 #include <fmt/format.h>
+#include <nlohmann/json.hpp>
 
 #include "cut/load.h"
 #include "recovery/restore.h"
@@ -665,6 +666,109 @@ TEST_CASE("repo: a synthetic full of a WAL pruned by retention restores from the
       CHECK(ReadAll(fmt::format("{}/node-{}.snap", rq.out, i)) == ReadAll(fmt::format("{}/node-{}.snap", rr.out, i)));
     }
   }
+}
+
+}  // namespace walcut::repo
+
+namespace walcut::repo {
+namespace {
+
+// The documents of a repository as walcut wrote them before "schema" and hex
+// cluster ids: cluster.json of format walcut-cluster 1 (decimal cluster_id).
+nlohmann::json OldClusterJson(nlohmann::json c) {
+  c.erase("schema");
+  c["format"] = "walcut-cluster";
+  c["format_version"] = 1;
+  c["cluster_id"] = std::stoull(c["cluster_id"].get<std::string>(), nullptr, 16);
+  return c;
+}
+
+// Rewrites artifact DIR's manifest.json (and its cluster.json) in the
+// version 1 form, with a correct self-checksum.
+void MakeArtifactVersion1(const std::string& dir) {
+  nlohmann::json m = nlohmann::json::parse(ReadAll(dir + "/manifest.json"));
+  REQUIRE(m["schema"] == kArtifactSchema);
+  m["schema"] = kArtifactSchemaV1;
+  m["cluster_id"] = std::stoull(m["cluster_id"].get<std::string>(), nullptr, 16);
+  if (m.contains("restore")) {  // a synthetic full: the restore's manifest as walcut-restore 1
+    for (nlohmann::json* r : {&m, &m["restore"]}) {
+      (*r)["format"] = "walcut-restore";
+      (*r)["version"] = 1;
+      if (r != &m) r->erase("schema");
+      if (r->contains("cluster")) (*r)["cluster"] = OldClusterJson((*r)["cluster"]);
+    }
+  }
+  const std::string cj = OldClusterJson(nlohmann::json::parse(ReadAll(dir + "/cluster.json"))).dump(2) + "\n";
+  WriteAll(dir + "/cluster.json", cj);
+  for (auto& f : m["files"]) {
+    if (f["path"] == "cluster.json") {
+      f["bytes"] = cj.size();
+      f["xxh3_128"] = Xxh3Hex(cj);
+    }
+  }
+  const std::string zeros(32, '0');
+  m[kManifestChecksumKey] = zeros;
+  std::string text = m.dump(2) + "\n";
+  const std::string key = fmt::format("\n  \"{}\": \"", kManifestChecksumKey);
+  const size_t at = text.find(key + zeros);
+  REQUIRE(at != std::string::npos);
+  text.replace(at + key.size(), zeros.size(), Xxh3Hex(text));
+  WriteAll(dir + "/manifest.json", text);
+  REQUIRE(DecodeManifest(text, dir).ok());
+}
+
+}  // namespace
+
+TEST_CASE("repo: a repository written by older walcut (format/version, decimal cluster_id) lists, checks, restores "
+          "and grows", "[repo]") {
+  TempDir t("repo-v1");
+  const std::string cluster = MakeCluster(t.str(), 21);
+  const std::string repo = t.str() + "/repo";
+  const auto consistent = ConsistentCuts(Cuts(cluster));
+  INFO("seed 21");
+  REQUIRE(consistent.size() >= 3);
+  const uint64_t k1 = consistent[0], k2 = consistent[1], k3 = consistent.back();
+  auto full = Create(cluster, repo, true, "", k1);
+  REQUIRE_OK(full);
+  auto inc = Create(cluster, repo, false, "", k2);
+  REQUIRE_OK(inc);
+  const uint64_t cluster_id = inc->m.cluster_id;
+  WriteAll(repo + "/" + kMarkerFile,
+           R"({"format": "walcut-repository", "version": 1, "artifact_schema": "walcut.artifact/1"})" "\n");
+  MakeArtifactVersion1(repo + "/" + full->m.name);
+  MakeArtifactVersion1(repo + "/" + inc->m.name);
+
+  auto l = ListRepository(repo);
+  REQUIRE_OK(l);
+  REQUIRE(l->artifacts.size() == 2);
+  for (const auto& a : l->artifacts) {
+    INFO(a.name << ": " << a.status.message());
+    CHECK(a.status.ok());
+    CHECK(a.m.cluster_id == cluster_id);
+  }
+  RequireClean(Check(repo, true));
+  // The synthetic full still serves as a restored base.
+  CHECK(recovery::RestoredBaseCut(repo + "/" + full->m.name) == std::optional<uint64_t>(k1));
+  const std::string live = t.str() + "/live", chained = t.str() + "/chained";
+  LiveRestore(cluster, k2, live);
+  RepoRestoreRequest rq;
+  rq.repo = repo;
+  rq.cut = k2;
+  rq.out = chained;
+  REQUIRE_OK(RestoreFromRepository(rq));
+  for (int i = 0; i < 3; ++i) {
+    CHECK(ReadAll(fmt::format("{}/node-{}.snap", live, i)) == ReadAll(fmt::format("{}/node-{}.snap", chained, i)));
+  }
+  // A new artifact (version 2) joins the old chain.
+  auto next = Create(cluster, repo, false, "", k3);
+  REQUIRE_OK(next);
+  CHECK(next->m.parent == inc->m.name);
+  CHECK(nlohmann::json::parse(ReadAll(repo + "/" + next->m.name + "/manifest.json"))["cluster_id"] ==
+        fmt::format("{:016x}", cluster_id));
+  RequireClean(Check(repo, true));
+  // A marker of a later version is refused, not misread.
+  WriteAll(repo + "/" + kMarkerFile, R"({"schema": "walcut.repository/3"})" "\n");
+  CHECK(InitRepository(repo).code() == walfmt::ErrorCode::kInvalidArgument);
 }
 
 }  // namespace walcut::repo

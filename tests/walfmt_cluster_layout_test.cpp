@@ -27,9 +27,8 @@ namespace {
 // 1 backup, 6 partitions, one full snapshot.
 json SampleDoc() {
   json j;
-  j["format"] = "walcut-cluster";
-  j["format_version"] = 1;
-  j["cluster_id"] = 18446744073709551557ull;  // above 2^63: must survive as unsigned
+  j["schema"] = "walcut.cluster/2";
+  j["cluster_id"] = "ffffffffffffffc5";  // 18446744073709551557: above 2^53 and 2^63
   j["seed"] = 7;
   j["nodes"] = 3;
   j["backups"] = 1;
@@ -52,6 +51,17 @@ json SampleDoc() {
                              {"fingerprint", fmt::format("{:016x}", 0xF00D0000ull + n)}});
   }
   j["full_snapshots"] = json::array({snap});
+  return j;
+}
+
+// The same document as older walcut wrote it: "format"/"format_version",
+// cluster_id a decimal number.
+json SampleDocV1() {
+  json j = SampleDoc();
+  j.erase("schema");
+  j["format"] = "walcut-cluster";
+  j["format_version"] = 1;
+  j["cluster_id"] = 18446744073709551557ull;
   return j;
 }
 
@@ -112,8 +122,7 @@ TEST_CASE("cluster.json: no full_snapshots means none", "[cluster_layout]") {
 
 TEST_CASE("cluster.json: every missing field is named", "[cluster_layout]") {
   const std::vector<std::pair<std::string, std::string>> fields = {
-      {"/format", "format"},
-      {"/format_version", "format_version"},
+      {"/schema", "schema"},
       {"/cluster_id", "cluster_id"},
       {"/seed", "seed"},
       {"/nodes", "nodes"},
@@ -152,8 +161,10 @@ TEST_CASE("cluster.json: malformed values are named with what was found", "[clus
     std::string expect;  // the whole message after "/x/cluster.json: "
   };
   const std::vector<Case> cases = {
-      {"/format", "something-else", "field \"format\": expected \"walcut-cluster\", found \"something-else\""},
-      {"/format_version", 2, "field \"format_version\": version 2 is not supported (this walcut reads 1)"},
+      {"/schema", "walcut.cluster/3", "field \"schema\": expected \"walcut.cluster/2\", found \"walcut.cluster/3\""},
+      {"/cluster_id", 18446744073709551557ull, "field \"cluster_id\": expected a string, found 18446744073709551557"},
+      {"/cluster_id", "c5", "field \"cluster_id\": \"c5\" is not 16 hex digits"},
+      {"/cluster_id", "fffffffffffffffg", "field \"cluster_id\": \"fffffffffffffffg\" is not 16 hex digits"},
       {"/nodes", "3", "field \"nodes\": expected an unsigned integer, found \"3\""},
       {"/nodes", -3, "field \"nodes\": expected an unsigned integer, found -3"},
       {"/nodes", 2.5, "field \"nodes\": expected an unsigned integer, found 2.5"},
@@ -199,6 +210,53 @@ TEST_CASE("cluster.json: malformed values are named with what was found", "[clus
   SECTION("not an object") {
     CHECK(ParseError(json::array({1, 2})) == "/x/cluster.json: field \"(document)\": expected an object, found [1,2]");
   }
+}
+
+TEST_CASE("cluster.json: version 1, as older walcut wrote it, still reads", "[cluster_layout]") {
+  auto v1 = ParseClusterInfo(SampleDocV1().dump(), "/x/cluster.json");
+  INFO(v1.status().message());
+  REQUIRE(v1.ok());
+  auto v2 = ParseClusterInfo(SampleDoc().dump(), "/x/cluster.json");
+  REQUIRE(v2.ok());
+  CHECK(v1->cluster_id == 18446744073709551557ull);
+  CHECK(v1->cluster_id == v2->cluster_id);
+  CHECK(v1->full_snapshots[0].nodes[2].fingerprint == v2->full_snapshots[0].nodes[2].fingerprint);
+  // Its own keys are checked as before.
+  json doc = SampleDocV1();
+  doc["format"] = "something-else";
+  CHECK(ParseError(doc) == "/x/cluster.json: field \"format\": expected \"walcut-cluster\", found \"something-else\"");
+  doc = SampleDocV1();
+  doc["format_version"] = 2;
+  CHECK(ParseError(doc) == "/x/cluster.json: field \"format_version\": version 2 is not supported (this walcut reads 1, "
+                           "and \"schema\": \"walcut.cluster/2\")");
+  doc = SampleDocV1();
+  doc["cluster_id"] = "ffffffffffffffc5";
+  CHECK(ParseError(doc) == "/x/cluster.json: field \"cluster_id\": expected an unsigned integer, found \"ffffffffffffffc5\"");
+  // The copy walcut embeds in what it writes is made current, other members kept.
+  json v1doc = SampleDocV1();
+  v1doc["complete"] = true;
+  const json cur = json::parse(CurrentClusterJsonText(v1doc.dump()));
+  CHECK(cur["schema"] == "walcut.cluster/2");
+  CHECK(cur["cluster_id"] == "ffffffffffffffc5");
+  CHECK(cur.find("format") == cur.end());
+  CHECK(cur.find("format_version") == cur.end());
+  CHECK(cur["complete"] == true);
+  const std::string current = SampleDoc().dump();
+  CHECK(CurrentClusterJsonText(current) == current);  // already current: unchanged
+}
+
+TEST_CASE("cluster.json: a name of bytes that are not UTF-8 is written escaped and reads back", "[cluster_layout]") {
+  auto parsed = ParseClusterInfo(SampleDoc().dump(), "sample");
+  REQUIRE(parsed.ok());
+  ClusterInfo in = parsed.value();
+  in.full_snapshots[0].name = "full-\xff\xfe\\x";  // not UTF-8, and a backslash
+  const std::string text = ClusterJsonText(in, ClusterRunRecord{});
+  const json j = json::parse(text);  // valid JSON
+  CHECK(j["full_snapshots"][0]["name"] == "full-\\xff\\xfe\\x5cx");
+  auto back = ParseClusterInfo(text, "w");
+  INFO(back.status().message());
+  REQUIRE(back.ok());
+  CHECK(back->full_snapshots[0].name == in.full_snapshots[0].name);
 }
 
 TEST_CASE("cluster.json: text that is not JSON", "[cluster_layout]") {
@@ -269,6 +327,8 @@ TEST_CASE("cluster.json: what the writer writes parses back to what it was given
   CHECK(r->full_snapshots[0].nodes[2].fingerprint == in.full_snapshots[0].nodes[2].fingerprint);
   // The run record is written for people and scripts, in sorted key order.
   const json j = json::parse(text);
+  CHECK(j["schema"] == "walcut.cluster/2");
+  CHECK(j["cluster_id"] == "ffffffffffffffc5");
   CHECK(j["parameters"]["txs"] == 3000);
   CHECK(j["faults"]["crashes"][0]["at_us"] == 128500);
   CHECK(j["complete"] == true);

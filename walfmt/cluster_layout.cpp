@@ -7,9 +7,11 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "walfmt/duration.h"
 #include "walfmt/file_io.h"
 #include "walfmt/segment.h"
 #include "walfmt/snapshot.h"
+#include "walfmt/text_escape.h"
 
 namespace walfmt {
 namespace {
@@ -25,7 +27,7 @@ constexpr uint64_t kMaxSnapshots = 1u << 16;
 
 // Short rendering of a JSON value for an error message.
 std::string Shown(const json& v) {
-  std::string s = v.dump();
+  std::string s = walfmt::DumpJson(v);
   if (s.size() > 40) s = s.substr(0, 37) + "...";
   return s;
 }
@@ -174,19 +176,45 @@ Status ParseSnapshots(const Reader& r, const json& doc, ClusterInfo& ci) {
   return Status::Ok();
 }
 
+// Version 1 (older walcut): "format"/"format_version" instead of "schema".
+bool IsVersion1(const json& doc) { return doc.is_object() && doc.find("schema") == doc.end() && doc.find("format") != doc.end(); }
+
 Status ParseDocument(const Reader& r, const json& doc, ClusterInfo& ci) {
   if (!doc.is_object()) return r.Error("(document)", fmt::format("expected an object, found {}", Shown(doc)));
   std::string text;
-  if (Status st = r.String(doc, "format", "format", text); !st.ok()) return st;
-  if (text != kClusterFormat) return r.Error("format", fmt::format("expected \"{}\", found {}", kClusterFormat, Quoted(text)));
-  uint64_t version = 0;
-  if (Status st = r.Unsigned(doc, "format_version", "format_version", UINT64_MAX, version); !st.ok()) return st;
-  if (version != kClusterFormatVersion) {
-    return r.Error("format_version", fmt::format("version {} is not supported (this walcut reads {})", version,
-                                                 kClusterFormatVersion));
+  const bool v1 = IsVersion1(doc);
+  if (v1) {
+    if (Status st = r.String(doc, "format", "format", text); !st.ok()) return st;
+    if (text != kClusterFormatV1) {
+      return r.Error("format", fmt::format("expected \"{}\", found {}", kClusterFormatV1, Quoted(text)));
+    }
+    uint64_t version = 0;
+    if (Status st = r.Unsigned(doc, "format_version", "format_version", UINT64_MAX, version); !st.ok()) return st;
+    if (version != 1) {
+      return r.Error("format_version", fmt::format("version {} is not supported (this walcut reads 1, and \"schema\": \"{}\")",
+                                                   version, kClusterSchema));
+    }
+  } else {
+    if (Status st = r.String(doc, "schema", "schema", text); !st.ok()) return st;
+    if (text != kClusterSchema) {
+      return r.Error("schema", fmt::format("expected \"{}\", found {}", kClusterSchema, Quoted(text)));
+    }
   }
-  if (Status st = r.Unsigned(doc, "cluster_id", "cluster_id", UINT64_MAX, ci.cluster_id); !st.ok()) return st;
+  // cluster_id: 16 hex digits; a decimal number in version 1.
+  if (v1) {
+    if (Status st = r.Unsigned(doc, "cluster_id", "cluster_id", UINT64_MAX, ci.cluster_id); !st.ok()) return st;
+  } else {
+    if (Status st = r.String(doc, "cluster_id", "cluster_id", text); !st.ok()) return st;
+    if (text.size() != 16 || !ParseHex64(text, ci.cluster_id)) {
+      return r.Error("cluster_id", fmt::format("{} is not 16 hex digits", Quoted(text)));
+    }
+  }
   if (Status st = r.Unsigned(doc, "seed", "seed", UINT64_MAX, ci.seed); !st.ok()) return st;
+  if (doc.contains("epoch_unix_us")) {
+    uint64_t epoch = 0;
+    if (Status st = r.Unsigned(doc, "epoch_unix_us", "epoch_unix_us", kMaxUnixMicros, epoch); !st.ok()) return st;
+    ci.epoch_unix_us = epoch;
+  }
   if (Status st = r.U32(doc, "nodes", "nodes", kMaxNodes, ci.nodes); !st.ok()) return st;
   if (ci.nodes == 0) return r.Error("nodes", "expected at least 1, found 0");
   if (Status st = r.U32(doc, "backups", "backups", kMaxNodes, ci.backups); !st.ok()) return st;
@@ -282,7 +310,7 @@ const FullSnapshotInfo* ClusterInfo::FindSnapshot(std::string_view name) const {
 Result<ClusterInfo> ParseClusterInfo(std::string_view json_text, std::string_view origin) {
   json doc;
   try {
-    doc = json::parse(json_text.begin(), json_text.end());
+    doc = UnescapeJsonStrings(json::parse(json_text.begin(), json_text.end()));
   } catch (const json::exception& e) {
     // e.what() reads "[json.exception.parse_error.101] parse error at line 3, column 5: ..."
     std::string what = e.what();
@@ -324,11 +352,14 @@ std::optional<uint32_t> NodeIdFromDirName(std::string_view name) {
 
 std::string ClusterJsonText(const ClusterInfo& info, const ClusterRunRecord& run) {
   json j;
-  j["format"] = kClusterFormat;
-  j["format_version"] = kClusterFormatVersion;
+  j["schema"] = kClusterSchema;
   j["wal_format_version"] = kFormatVersion;
-  j["cluster_id"] = info.cluster_id;
+  j["cluster_id"] = fmt::format("{:016x}", info.cluster_id);
   j["seed"] = info.seed;
+  if (info.epoch_unix_us) {
+    j["epoch_unix_us"] = *info.epoch_unix_us;
+    j["epoch"] = FormatUtc(static_cast<int64_t>(*info.epoch_unix_us));
+  }
   j["nodes"] = info.nodes;
   j["backups"] = info.backups;
   j["initiator"] = run.initiator;
@@ -396,7 +427,19 @@ std::string ClusterJsonText(const ClusterInfo& info, const ClusterRunRecord& run
   faults["random_crashes"] = run.random_crashes;
   j["faults"] = faults;
   j["complete"] = run.complete;
-  return j.dump(2) + "\n";
+  return walfmt::DumpJson(j, 2) + "\n";
+}
+
+std::string CurrentClusterJsonText(std::string_view json_text) {
+  json doc = json::parse(json_text.begin(), json_text.end(), nullptr, false);
+  if (!IsVersion1(doc)) return std::string(json_text);
+  doc.erase("format");
+  doc.erase("format_version");
+  doc["schema"] = kClusterSchema;
+  if (auto id = doc.find("cluster_id"); id != doc.end() && id->is_number_unsigned()) {
+    *id = fmt::format("{:016x}", id->get<uint64_t>());
+  }
+  return DumpJson(doc, 2) + "\n";
 }
 
 Status WriteClusterJson(const std::string& cluster_dir, const ClusterInfo& info, const ClusterRunRecord& run) {
@@ -412,6 +455,7 @@ Result<ClusterLayout> FindClusterLayout(const std::string& dir) {
   if (info.ok()) {
     l.has_cluster_json = true;
     l.cluster_id = info->cluster_id;
+    l.epoch_unix_us = info->epoch_unix_us;
     for (const std::string& wd : info->node_wal_dirs) l.wal_dirs.push_back((fs::path(dir) / wd).string());
     return l;
   }

@@ -6,7 +6,7 @@
 // manifest.json embeds a copy of cluster.json under "cluster", so the same
 // parser reads both.
 //
-//   DIR/cluster.json          this file's format, "walcut-cluster" version 1
+//   DIR/cluster.json          this file's format, schema "walcut.cluster/2"
 //   DIR/node-<i>/wal/         node i's WAL (as cluster.json's node_dirs say)
 //   DIR/snapshots/<name>/     full snapshots (as full_snapshots says)
 //
@@ -32,9 +32,13 @@
 
 namespace walfmt {
 
-// cluster.json "format" and "format_version" that this parser understands.
-inline constexpr std::string_view kClusterFormat = "walcut-cluster";
-inline constexpr uint64_t kClusterFormatVersion = 1;
+// cluster.json's "schema". Version 1 of the document (older walcut) said
+// "format": "walcut-cluster", "format_version": 1 instead and wrote
+// cluster_id as a decimal number; the parser reads both, the writer writes
+// version 2 (cluster_id as 16 lower-case hex digits, as every document and
+// message of walcut shows it).
+inline constexpr std::string_view kClusterSchema = "walcut.cluster/2";
+inline constexpr std::string_view kClusterFormatV1 = "walcut-cluster";
 // The key -> partition function the tools recompute (walfmt/topology.h).
 inline constexpr std::string_view kKeyHash = "fnv1a64 % partitions";
 inline constexpr std::string_view kClusterJsonName = "cluster.json";
@@ -83,6 +87,10 @@ struct ClusterInfo {
   // "after-snapshot") and, with it, the first segment each node still has.
   std::string wal_retention;
   std::vector<uint64_t> first_segment;           // by node id; empty without retention
+  // The wall-clock time of cluster time 0, in microseconds since the Unix
+  // epoch ("epoch_unix_us"; walfmt/duration.h): record time T happened at
+  // epoch + T. Absent in a cluster.json written before walcut recorded it.
+  std::optional<uint64_t> epoch_unix_us;
 
   Topology topology() const { return Topology(nodes, backups, partitions); }
   bool has_bank() const { return workload != Workload::kCycle; }
@@ -90,6 +98,13 @@ struct ClusterInfo {
   // nullptr when no full snapshot has that name.
   const FullSnapshotInfo* FindSnapshot(std::string_view name) const;
 };
+
+// The text of a cluster.json document in the current version: version 1's
+// "format"/"format_version" become "schema", its decimal cluster_id hex;
+// every other member is kept. Text that is not a version 1 document is
+// returned as it is. For the copies of cluster.json walcut embeds in the
+// documents it writes (a restore's manifest.json).
+std::string CurrentClusterJsonText(std::string_view json_text);
 
 // Parses the text of a cluster.json. `origin` names it in error messages
 // (a path, or "manifest.json (cluster)"). Errors are kCorruption.
@@ -140,6 +155,7 @@ struct ClusterLayout {
   std::string dir;
   bool has_cluster_json = false;
   uint64_t cluster_id = 0;            // 0 without cluster.json
+  std::optional<uint64_t> epoch_unix_us;  // from cluster.json, when it records one
   std::vector<std::string> wal_dirs;  // by node id: DIR joined with the relative WAL directory
 };
 Result<ClusterLayout> FindClusterLayout(const std::string& dir);

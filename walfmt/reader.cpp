@@ -341,7 +341,7 @@ class SegmentPolicy {
   SegmentPolicy(ByteSource& src, const SegmentFile& file, const ScanOptions& opt, const RecordVisitor& visit,
                 const ProblemSink& sink)
       : src_(src), file_(file), opt_(opt), visit_(visit), sink_(sink),
-        fr_(src, kSegmentHeaderSize, opt.check_payload_crc) {
+        fr_(src, std::max<uint64_t>(kSegmentHeaderSize, opt.start), opt.check_payload_crc) {
     s_.file = file;
   }
 
@@ -411,8 +411,8 @@ class SegmentPolicy {
       return false;
     }
     s_.header_ok = true;
-    s_.valid_end = kSegmentHeaderSize;
-    s_.last_end = kSegmentHeaderSize;
+    s_.valid_end = std::max<uint64_t>(kSegmentHeaderSize, opt_.start);
+    s_.last_end = s_.valid_end;
     bool identity_ok = true;
     if (s_.header.segment_index != file_.index) {
       Report(ProblemKind::kSegmentMismatch, true, 24, 0, "segment header names another index than the file name",

@@ -106,6 +106,12 @@ struct ScanOptions {
   uint32_t node_id = 0;
   bool expect_cluster = false;
   uint64_t cluster_id = 0;
+  // Read the records from this offset on (a record boundary an earlier scan
+  // of the same file found, e.g. its valid_end; 0: right after the header).
+  // The header is still read and checked; the counters of the result cover
+  // the records read, and valid_end/last_end start here. For following a
+  // segment that is still being written.
+  uint64_t start = 0;
 };
 
 enum class SegmentEnd : uint8_t {

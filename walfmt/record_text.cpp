@@ -1,5 +1,7 @@
 #include "walfmt/record_text.h"
 
+#include "walfmt/duration.h"
+
 #include <algorithm>
 #include <array>
 #include <charconv>
@@ -53,12 +55,20 @@ void AppendTxFlags(std::string& out, uint16_t f) {
   if (f & kTxFlagOnePhase) out += " 1pc";
   if (f & kTxFlagRecovered) out += " recovered";
 }
-void AppendCutTime(std::string& out, uint64_t cut, uint64_t time_us) {
-  out += "cut ";
-  AppendU64(out, cut);
-  out += " time ";
+void AppendTime(std::string& out, uint64_t time_us, const ClusterClock* clock) {
+  out += "time ";
+  if (clock != nullptr) {
+    out += clock->Format(time_us);
+    return;
+  }
   AppendU64(out, time_us);
   out += "us";
+}
+void AppendCutTime(std::string& out, uint64_t cut, uint64_t time_us, const ClusterClock* clock) {
+  out += "cut ";
+  AppendU64(out, cut);
+  out.push_back(' ');
+  AppendTime(out, time_us, clock);
 }
 
 }  // namespace
@@ -258,7 +268,7 @@ char* WriteTxOutcomeDescription(char* p, RecordType type, const TxOutcomeView& v
   return p;
 }
 
-void AppendDescription(std::string& out, const Record& rec, size_t max_bytes) {
+void AppendDescription(std::string& out, const Record& rec, size_t max_bytes, const ClusterClock* clock) {
   std::visit(
       [&](const auto& r) {
         using T = std::decay_t<decltype(r)>;
@@ -281,9 +291,9 @@ void AppendDescription(std::string& out, const Record& rec, size_t max_bytes) {
           AppendNodes(out, r.participants);
           AppendTxFlags(out, r.flags);
         } else if constexpr (std::is_same_v<T, CutStart>) {
-          AppendCutTime(out, r.cut_id, r.time_us);
+          AppendCutTime(out, r.cut_id, r.time_us, clock);
         } else if constexpr (std::is_same_v<T, CutFinish>) {
-          AppendCutTime(out, r.cut_id, r.time_us);
+          AppendCutTime(out, r.cut_id, r.time_us, clock);
           out += " before ";
           AppendU64(out, r.before.size());
           out += " [";
@@ -294,7 +304,7 @@ void AppendDescription(std::string& out, const Record& rec, size_t max_bytes) {
           AppendTxList(out, r.after, 8);
           out.push_back(']');
         } else if constexpr (std::is_same_v<T, CutAbort>) {
-          AppendCutTime(out, r.cut_id, r.time_us);
+          AppendCutTime(out, r.cut_id, r.time_us, clock);
           out += " reason ";
           out += CutAbortReasonName(r.reason);
           out += ": ";
@@ -302,16 +312,15 @@ void AppendDescription(std::string& out, const Record& rec, size_t max_bytes) {
         } else if constexpr (std::is_same_v<T, Snapshot>) {
           out += "name ";
           AppendPrintable(out, r.name, 0);
-          out += " time ";
-          AppendU64(out, r.time_us);
-          out += "us fingerprint ";
+          out.push_back(' ');
+          AppendTime(out, r.time_us, clock);
+          out += " fingerprint ";
           AppendHex64(out, r.fingerprint);
         } else {
           out += "incarnation ";
           AppendU64(out, r.incarnation);
-          out += " time ";
-          AppendU64(out, r.time_us);
-          out += "us";
+          out.push_back(' ');
+          AppendTime(out, r.time_us, clock);
         }
       },
       rec);

@@ -186,7 +186,15 @@ struct Block {
 // The decoder: compressed input (a file or memory) in, blocks out.
 class ZstdDecoder {
  public:
-  ZstdDecoder(int fd, std::string path) : fd_(fd), path_(std::move(path)) { in_buf_.resize(ZSTD_DStreamInSize()); }
+  // `prefix`: bytes already read from fd (the magic of a stream), decoded first.
+  ZstdDecoder(int fd, std::string path, std::string prefix = {}) : fd_(fd), path_(std::move(path)) {
+    in_buf_.resize(std::max(ZSTD_DStreamInSize(), prefix.size()));
+    if (!prefix.empty()) {
+      std::memcpy(in_buf_.data(), prefix.data(), prefix.size());
+      in_ = {in_buf_.data(), prefix.size(), 0};
+      compressed_read_ = prefix.size();
+    }
+  }
   explicit ZstdDecoder(std::span<const uint8_t> mem) : mem_(mem), path_("<memory>") {}
   ~ZstdDecoder() {
     if (fd_ >= 0) close(fd_);
@@ -292,7 +300,8 @@ class ZstdDecoder {
 // the fuzzer) everything runs on the calling thread.
 class ZstdSource final : public ByteSource {
  public:
-  ZstdSource(int fd, std::string path) : dec_(fd, std::move(path)), threaded_(true) {}
+  ZstdSource(int fd, std::string path, std::string prefix = {})
+      : dec_(fd, std::move(path), std::move(prefix)), threaded_(true) {}
   explicit ZstdSource(std::span<const uint8_t> mem) : dec_(mem), threaded_(false) {}
   ~ZstdSource() override {
     if (thread_.joinable()) {
@@ -459,9 +468,141 @@ class ZstdSource final : public ByteSource {
   uint64_t floor_ = 0;  // the highest offset asked for: a stream does not go back
 };
 
+// --- A stream (standard input): read() into a window, forward only.
+class StreamSource final : public ByteSource {
+ public:
+  StreamSource(int fd, std::string path, std::string prefix)
+      : fd_(fd), path_(std::move(path)), buf_(new uint8_t[kWindowBytes]) {
+    std::memcpy(buf_.get(), prefix.data(), prefix.size());
+    len_ = prefix.size();
+  }
+  ~StreamSource() override { close(fd_); }
+
+  Status Get(uint64_t offset, size_t n, const uint8_t*& p, size_t& got) override {
+    if (n > kMaxGetBytes) return Status::Internal(fmt::format("{}: read of {} bytes at once asked for", path_, n));
+    if (offset < win_off_) return Status::Internal(fmt::format("{}: a stream cannot go backwards", path_));
+    if (Status st = Fill(offset, n); !st.ok()) return st;
+    Expose(offset, n, p, got);
+    return Status::Ok();
+  }
+  void Window(uint64_t offset, size_t want, const uint8_t*& p, size_t& got) override {
+    if (offset < win_off_ || !Fill(offset, std::min(want, kMaxGetBytes)).ok()) {
+      Expose(offset, 0, p, got);
+      return;
+    }
+    Expose(offset, kWindowBytes, p, got);
+  }
+  std::optional<uint64_t> size() const override { return std::nullopt; }
+
+ private:
+  uint64_t end() const { return win_off_ + len_; }
+  void Expose(uint64_t offset, size_t n, const uint8_t*& p, size_t& got) const {
+    if (offset < win_off_ || offset >= end()) {
+      p = nullptr;
+      got = 0;
+      return;
+    }
+    p = buf_.get() + (offset - win_off_);
+    got = static_cast<size_t>(std::min<uint64_t>(n, end() - offset));
+  }
+  Status Fill(uint64_t offset, size_t n) {
+    if (offset + n <= end() || eof_) return Status::Ok();
+    // Drop what lies before `offset` (read and dropped when it was never
+    // in the window), keep the rest at the start of the window.
+    if (offset >= end()) {
+      win_off_ = end();
+      len_ = 0;
+      while (win_off_ < offset && !eof_) {
+        const size_t chunk = static_cast<size_t>(std::min<uint64_t>(offset - win_off_, kWindowBytes));
+        size_t r = 0;
+        if (Status st = ReadSome(buf_.get(), chunk, r); !st.ok()) return st;
+        win_off_ += r;
+      }
+      if (eof_) return Status::Ok();
+    } else if (offset > win_off_) {
+      const size_t keep = static_cast<size_t>(end() - offset);
+      std::memmove(buf_.get(), buf_.get() + (offset - win_off_), keep);
+      win_off_ = offset;
+      len_ = keep;
+    }
+    while (end() < offset + n && !eof_) {
+      size_t r = 0;
+      if (Status st = ReadSome(buf_.get() + len_, kWindowBytes - len_, r); !st.ok()) return st;
+      len_ += r;
+    }
+    return Status::Ok();
+  }
+  Status ReadSome(uint8_t* to, size_t room, size_t& got) {
+    ssize_t r;
+    do {
+      r = read(fd_, to, room);
+    } while (r < 0 && errno == EINTR);
+    if (r < 0) return Status::Io(Errno("read", path_));
+    got = static_cast<size_t>(r);
+    eof_ = r == 0;
+    return Status::Ok();
+  }
+
+  int fd_;
+  std::string path_;
+  std::unique_ptr<uint8_t[]> buf_;
+  uint64_t win_off_ = 0;
+  size_t len_ = 0;
+  bool eof_ = false;
+};
+
+// The one stream of standard input, and the views OpenSegmentSource hands out.
+class StdinView final : public ByteSource {
+ public:
+  explicit StdinView(ByteSource& s) : s_(s) {}
+  Status Get(uint64_t offset, size_t n, const uint8_t*& p, size_t& got) override { return s_.Get(offset, n, p, got); }
+  void Window(uint64_t offset, size_t want, const uint8_t*& p, size_t& got) override {
+    s_.Window(offset, want, p, got);
+  }
+  void Release(uint64_t offset) override { s_.Release(offset); }
+  std::optional<uint64_t> size() const override { return std::nullopt; }
+
+ private:
+  ByteSource& s_;
+};
+
+Result<ByteSource*> Stdin() {
+  static std::mutex mu;
+  static std::unique_ptr<ByteSource> src;
+  std::lock_guard<std::mutex> lock(mu);
+  if (src) return src.get();
+  const int fd = fcntl(STDIN_FILENO, F_DUPFD_CLOEXEC, 0);
+  if (fd < 0) return Status::Io(Errno("dup", kStdinPath));
+  // The first four bytes tell a zstd frame from a plain segment.
+  std::string magic;
+  while (magic.size() < 4) {
+    char c[4];
+    const ssize_t r = read(fd, c, 4 - magic.size());
+    if (r < 0 && errno == EINTR) continue;
+    if (r < 0) {
+      Status st = Status::Io(Errno("read", kStdinPath));
+      close(fd);
+      return st;
+    }
+    if (r == 0) break;
+    magic.append(c, static_cast<size_t>(r));
+  }
+  if (magic == std::string("\x28\xb5\x2f\xfd", 4)) {
+    src = std::make_unique<ZstdSource>(fd, kStdinPath, std::move(magic));
+  } else {
+    src = std::make_unique<StreamSource>(fd, kStdinPath, std::move(magic));
+  }
+  return src.get();
+}
+
 }  // namespace
 
 Result<std::unique_ptr<ByteSource>> OpenSegmentSource(const std::string& path, bool compressed) {
+  if (path == kStdinPath) {
+    auto s = Stdin();
+    if (!s.ok()) return s.status();
+    return std::unique_ptr<ByteSource>(new StdinView(**s));
+  }
   // O_NONBLOCK: a FIFO (or a device) named like a segment must not block the
   // open; it is refused below as not a regular file. Reads of a regular file
   // ignore the flag.
@@ -483,6 +624,26 @@ Result<std::unique_ptr<ByteSource>> OpenSegmentSource(const std::string& path, b
   posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL);  // larger read-ahead when the file is not cached
   if (compressed) return std::unique_ptr<ByteSource>(new ZstdSource(fd, path));
   return std::unique_ptr<ByteSource>(new PreadSource(fd, path, static_cast<uint64_t>(sb.st_size)));
+}
+
+uint64_t SegmentDataBytes(const std::string& path, bool compressed) {
+  const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+  if (fd < 0) return 0;
+  struct stat sb {};
+  uint64_t bytes = 0;
+  if (fstat(fd, &sb) == 0 && S_ISREG(sb.st_mode)) {
+    bytes = static_cast<uint64_t>(sb.st_size);
+    if (compressed) {
+      uint8_t head[18];  // ZSTD_FRAMEHEADERSIZE_MAX, the most a frame header takes
+      const ssize_t r = pread(fd, head, sizeof head, 0);
+      if (r > 0) {
+        const unsigned long long n = ZSTD_getFrameContentSize(head, static_cast<size_t>(r));
+        if (n != ZSTD_CONTENTSIZE_UNKNOWN && n != ZSTD_CONTENTSIZE_ERROR && n <= kMaxSegmentBytes) bytes = n;
+      }
+    }
+  }
+  close(fd);
+  return bytes;
 }
 
 std::unique_ptr<ByteSource> MemorySource(std::span<const uint8_t> data, bool zstd_frame) {

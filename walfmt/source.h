@@ -44,7 +44,23 @@ class ByteSource {
 };
 
 // Opens a segment file read-only. `compressed` selects the zstd decoder.
+// The path kStdinPath is standard input (see below).
 Result<std::unique_ptr<ByteSource>> OpenSegmentSource(const std::string& path, bool compressed);
+
+// Standard input as one segment: the path of its SegmentFile, as messages
+// name it (the command line says "-"). It is read with read(), so a pipe
+// works; a zstd frame is recognized by its magic bytes (28 b5 2f fd), not by
+// a name. Every OpenSegmentSource(kStdinPath) is a view of the same stream:
+// a second open reads on where the first left off, so the first bytes (the
+// header) can be looked at before the segment is read, as long as nothing
+// was released.
+inline constexpr const char* kStdinPath = "<stdin>";
+
+// The bytes of WAL data in a segment file, without reading it: its size, or
+// for a .wal.zst the decompressed size its zstd frame header records (the
+// compressed size when the header does not say). 0 when it cannot be read.
+// For progress totals; the reader never trusts it.
+uint64_t SegmentDataBytes(const std::string& path, bool compressed);
 
 // Reads from memory the caller keeps alive. With `zstd_frame` the buffer holds
 // a compressed segment (used by tests and the fuzzer); it is decoded on the

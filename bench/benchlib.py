@@ -1,0 +1,87 @@
+"""benchlib: the side-by-side timing every bench/*.py script shares.
+
+Each round runs every command once, in a fixed order, so a slow spell of a
+shared machine hits all of them alike; ratios are the median of the
+per-round ratios, not a ratio of medians.
+"""
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+
+def run(cmd, stdout=subprocess.DEVNULL, env=None, check=True):
+    """Wall seconds, CPU seconds (user + sys, children included) and peak RSS (MiB) of one run, from GNU time."""
+    with tempfile.NamedTemporaryFile("r") as f:
+        t0 = time.monotonic()
+        rc = subprocess.run(["/usr/bin/time", "-f", "%U %S %M", "-o", f.name] + cmd,
+                            stdout=stdout, env=env).returncode
+        wall = time.monotonic() - t0
+        if check and rc != 0:
+            sys.exit(f"{os.path.basename(sys.argv[0])}: {' '.join(cmd)} exited with {rc}")
+        user, sys_s, kib = f.read().split()[-3:]
+    return wall, float(user) + float(sys_s), int(kib) / 1024.0
+
+
+def loadavg():
+    with open("/proc/loadavg") as f:
+        return " ".join(f.read().split()[:3])
+
+
+def rounds(cmds, n, warm=True, between=None):
+    """Runs every command of `cmds` (name -> argv) once per round, n rounds.
+
+    With warm, one unmeasured run of each first (page cache). `between(name)`
+    runs after each measured command (cleanup, not timed). Returns
+    (rows, load): rows maps each name to a list of (wall, cpu, rss_mib), load
+    is the load average before and after."""
+    if warm:
+        for k, c in cmds.items():
+            run(c)
+            if between:
+                between(k)
+    rows = {k: [] for k in cmds}
+    load = [loadavg()]
+    for _ in range(n):
+        for k, c in cmds.items():
+            rows[k].append(run(c))
+            if between:
+                between(k)
+    load.append(loadavg())
+    return rows, load
+
+
+def median(rows, name, what=0):
+    return statistics.median(r[what] for r in rows[name])
+
+
+def ratio(rows, x, y, what=0):
+    """Median, min and max over the rounds of x's time / y's time (what: 0 wall, 1 CPU).
+
+    A round where y took no measurable time (CPU times are in 10 ms steps)
+    is left out; nan when every round is."""
+    per = [rx[what] / ry[what] for rx, ry in zip(rows[x], rows[y]) if ry[what] > 0]
+    if not per:
+        return float("nan"), float("nan"), float("nan")
+    return statistics.median(per), min(per), max(per)
+
+
+def print_table(rows, n, load, extra=None):
+    """The per-command medians; `extra(name)` adds a text column (rates)."""
+    print(f"{n} rounds; load average before {load[0]}, after {load[1]}")
+    print(f"{'command':40s} {'wall s':>8s} {'CPU s':>8s} {'RSS MiB':>8s}")
+    for k, r in rows.items():
+        line = (f"{k:40s} {median(rows, k, 0):8.3f} {median(rows, k, 1):8.3f} "
+                f"{max(m for _, _, m in r):8.1f}")
+        if extra:
+            line += "  " + extra(k)
+        print(line)
+
+
+def print_ratios(rows, pairs):
+    print("ratios, median of the rounds' ratios (min-max): wall; CPU")
+    for x, y in pairs:
+        w, c = ratio(rows, x, y, 0), ratio(rows, x, y, 1)
+        print(f"  {x} / {y}: {w[0]:.2f}x ({w[1]:.2f}-{w[2]:.2f}); CPU {c[0]:.2f}x ({c[1]:.2f}-{c[2]:.2f})")

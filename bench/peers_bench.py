@@ -1,0 +1,140 @@
+#!/usr/bin/env python3
+"""peers_bench.py: walcut and its peers timed side by side, round by round.
+
+    bench/peers_bench.py --data DIR [--rounds N] [--walcut BIN] [--crcfloor BIN] [--pgbin DIR]
+
+DIR is what bench/peers.sh makes: pg/ (PostgreSQL WAL segments, the LSN
+range in pg.range), rocks/ (a RocksDB directory with one WAL, the number of
+writes in rocks.writes) and walgen/ (a walcut cluster). Every command runs
+once per round in a fixed order, output to /dev/null; restores write to a
+directory under /dev/shm (or TMPDIR) that is removed after each run, outside
+the timing. Prints the median wall and CPU time of each command, records/s
+and bytes/s, and the ratios the issue's targets name.
+"""
+import argparse
+import glob
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+
+from benchlib import median, print_ratios, print_table, ratio, rounds
+
+
+def size(files):
+    return sum(os.path.getsize(f) for f in files)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--data", required=True)
+    ap.add_argument("--walcut", default="build/cli/walcut")
+    ap.add_argument("--crcfloor", default="build/bench/crcfloor")
+    ap.add_argument("--pgbin", default="/usr/lib/postgresql/15/bin")
+    a = ap.parse_args()
+
+    pgdir = os.path.join(a.data, "pg")
+    pgfiles = sorted(glob.glob(os.path.join(pgdir, "0*")))
+    start, end = open(os.path.join(a.data, "pg.range")).read().split()
+    rocksdir = os.path.join(a.data, "rocks")
+    rlogs = sorted(glob.glob(os.path.join(rocksdir, "*.log")))
+    walgen = os.path.join(a.data, "walgen")
+    wfiles = sorted(glob.glob(os.path.join(walgen, "*", "wal", "*.wal")))
+    if not pgfiles or len(rlogs) != 1 or not wfiles:
+        sys.exit("peers_bench: the data sets are incomplete; run bench/peers.sh")
+    rlog = rlogs[0]
+    waldump = os.path.join(a.pgbin, "pg_waldump")
+    scratch = tempfile.mkdtemp(prefix="walcut-peers-", dir="/dev/shm" if os.access("/dev/shm", os.W_OK) else None)
+    secondary = os.path.join(scratch, "secondary")
+    restored = os.path.join(scratch, "restore")
+
+    # What each data set holds, counted once.
+    pg_stats = subprocess.run([waldump, "-p", pgdir, "-s", start, "-e", end, "--stats"],
+                              capture_output=True, text=True, check=True).stdout
+    m = re.search(r"^Total\s+(\d+)", pg_stats, re.M)
+    pg_records = int(m.group(1))
+    hi, lo = (int(x, 16) for x in start.split("/"))
+    ehi, elo = (int(x, 16) for x in end.split("/"))
+    pg_bytes = ((ehi << 32) + elo) - ((hi << 32) + lo)
+    r_batches = sum(1 for _ in subprocess.run(["ldb", "dump_wal", f"--walfile={rlog}"], capture_output=True,
+                                              text=True, check=True).stdout.splitlines() if _[:1].isdigit())
+    r_writes = int(open(os.path.join(a.data, "rocks.writes")).read())
+    r_bytes = os.path.getsize(rlog)
+    st = json.loads(subprocess.run([a.walcut, "stats", "--format", "json", walgen], capture_output=True,
+                                   text=True, check=True).stdout)
+    w_records = st["records"]
+    w_bytes = size(wfiles)
+    rj = json.loads(subprocess.run([a.walcut, "restore", walgen, "--latest", "--dry-run", "--format", "json",
+                                    "-j1"], capture_output=True, text=True, check=True).stdout)
+    w_writes = sum(n["writes_applied"] for n in rj["nodes"])
+
+    cmds = {
+        "cat pg": ["cat"] + pgfiles,
+        "cat rocks": ["cat", rlog],
+        "cat walgen": ["cat"] + wfiles,
+        "crcfloor --read": [a.crcfloor, "--read"] + wfiles,
+        "pg_waldump --stats": [waldump, "-p", pgdir, "-s", start, "-e", end, "--stats"],
+        "pg_waldump": [waldump, "-p", pgdir, "-s", start, "-e", end],
+        "ldb dump_wal": ["ldb", "dump_wal", f"--walfile={rlog}"],
+        "rocksdb replay": ["ldb", f"--db={os.path.abspath(rocksdir)}", f"--secondary_path={secondary}",
+                           "scan", "--max_keys=1"],
+        "walcut stats -j1": [a.walcut, "stats", "-j1", walgen],
+        "walcut verify -j1": [a.walcut, "verify", "-j1", walgen],
+        "walcut dump -j1": [a.walcut, "dump", "-j1", walgen],
+        "walcut restore -j1": [a.walcut, "restore", walgen, "--latest", "-j1", "--out", restored, "-q"],
+    }
+    work = {  # name -> (records or writes, bytes, unit)
+        "cat pg": (pg_records, pg_bytes, "records"), "pg_waldump --stats": (pg_records, pg_bytes, "records"),
+        "pg_waldump": (pg_records, pg_bytes, "records"),
+        "cat rocks": (r_batches, r_bytes, "records"), "ldb dump_wal": (r_batches, r_bytes, "records"),
+        "rocksdb replay": (r_writes, r_bytes, "writes"),
+        "cat walgen": (w_records, w_bytes, "records"), "crcfloor --read": (w_records, w_bytes, "records"),
+        "walcut stats -j1": (w_records, w_bytes, "records"), "walcut verify -j1": (w_records, w_bytes, "records"),
+        "walcut dump -j1": (w_records, w_bytes, "records"), "walcut restore -j1": (w_writes, w_bytes, "writes"),
+    }
+
+    def cleanup(name):
+        shutil.rmtree(restored, ignore_errors=True)
+        shutil.rmtree(secondary, ignore_errors=True)
+
+    try:
+        rows, load = rounds(cmds, a.rounds, between=cleanup)
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+
+    print(f"data: PostgreSQL WAL {pg_bytes / 1e9:.2f} GB, {pg_records:,} records ({len(pgfiles)} segments); "
+          f"RocksDB WAL {r_bytes / 1e9:.2f} GB, {r_batches:,} records, {r_writes:,} writes; "
+          f"walcut WAL {w_bytes / 1e9:.2f} GB, {w_records:,} records, {w_writes:,} writes to the last cut")
+
+    def rates(name):
+        n, b, unit = work[name]
+        w = median(rows, name, 0)
+        return f"{n / w / 1e6:7.2f} M {unit}/s {b / w / 1e9:6.2f} GB/s"
+
+    print_table(rows, a.rounds, load, rates)
+
+    def per_round(x, y, what):  # x's rate / y's rate, median over the rounds
+        per = [(work[x][what] / rx[0]) / (work[y][what] / ry[0]) for rx, ry in zip(rows[x], rows[y])]
+        per.sort()
+        return per[len(per) // 2], per[0], per[-1]
+
+    print("walcut / peer, median of the rounds (min-max):")
+    for x, y, what, label in [
+        ("walcut stats -j1", "pg_waldump --stats", 1, "bytes/s"),
+        ("walcut dump -j1", "pg_waldump", 0, "records/s"),
+        ("walcut dump -j1", "ldb dump_wal", 0, "records/s"),
+        ("walcut restore -j1", "rocksdb replay", 0, "writes/s"),
+        ("walcut stats -j1", "pg_waldump --stats", 0, "records/s"),
+    ]:
+        r = per_round(x, y, what)
+        print(f"  {x} / {y}, {label}: {r[0]:.2f}x ({r[1]:.2f}-{r[2]:.2f})")
+    print_ratios(rows, [("walcut stats -j1", "crcfloor --read"), ("walcut verify -j1", "crcfloor --read"),
+                        ("walcut stats -j1", "cat walgen"), ("pg_waldump --stats", "cat pg")])
+
+
+if __name__ == "__main__":
+    main()
