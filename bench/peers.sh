@@ -15,7 +15,9 @@
 #
 # Data (bench/data-peers/, gitignored):
 #   pg/      PostgreSQL 15 WAL segments made by pgbench (scale 50, 2 clients)
-#            on a throwaway cluster, the range [start, end) in pg.range;
+#            on a throwaway cluster (fsync and synchronous_commit off: the
+#            WAL records are the same, only made faster), the range
+#            [start, end) in pg.range;
 #   rocks/   a RocksDB directory whose one WAL holds db_bench fillrandom
 #            writes (16-byte keys, 100-byte values, no flush);
 #   walgen/  walcut's synthetic cluster (bench/walgen, 3 nodes, 16 MiB
@@ -87,6 +89,7 @@ if [ "$regen" = 1 ] || [ "$(cat "$data/params" 2>/dev/null)" != "$params" ]; the
   rm -rf "$data"
 fi
 mkdir -p "$data"
+echo "$params" >"$data/params"
 bytes=$((size_mb * 1000 * 1000))
 
 # --- walcut: walgen, 3 nodes --------------------------------------------
@@ -144,6 +147,9 @@ max_wal_size = $((4 * size_mb + 1024))MB
 min_wal_size = $((2 * size_mb + 1024))MB
 wal_keep_size = $((2 * size_mb + 1024))MB
 checkpoint_timeout = 1d
+fsync = off
+synchronous_commit = off
+full_page_writes = on
 EOF
   "${as_pg[@]}" "$pgbin/pg_ctl" -D "$pgdata" -l "$data/pgrun/pg.log" -w start >/dev/null
   psql=("${as_pg[@]}" "$pgbin/psql" -h "$data/pgrun" -p "$port" -U postgres -d postgres -qAtX)
@@ -175,7 +181,6 @@ EOF
   rm -rf "$pgdata" "$data/pgrun"
   touch "$data/pg.done"
 fi
-echo "$params" >"$data/params"
 
 exec python3 "$root/bench/peers_bench.py" --rounds "$rounds" --data "$data" \
   --walcut "$walcut" --crcfloor "$crcfloor" --pgbin "$pgbin"
