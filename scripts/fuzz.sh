@@ -14,7 +14,9 @@
 # .cpp. TARGET names a subset (default: every target).
 #
 # Environment: FUZZ_BUILD_DIR (default build-fuzz), FUZZ_EXTRA (more libFuzzer
-# flags for every target, e.g. "-fork=2" or "-seed=1").
+# flags for every target, e.g. "-fork=2" or "-seed=1"), FUZZ_CPU_SECONDS
+# (a campaign: each target runs until it has used that much CPU time, however
+# long that takes on a shared machine; SECONDS is then ignored).
 set -euo pipefail
 
 usage() {
@@ -71,10 +73,18 @@ fi
 # The time is split evenly; every target gets at least one second.
 each=$((seconds / ${#targets[@]}))
 [ "$each" -ge 1 ] || each=1
+cpu_budget="${FUZZ_CPU_SECONDS:-}"
+if [ -n "$cpu_budget" ]; then
+  [[ "$cpu_budget" =~ ^[0-9]+$ ]] && [ "$cpu_budget" -ge 1 ] || usage
+  each=$((cpu_budget * 1000))  # wall-time cap far above the CPU budget
+fi
+ticks="$(getconf CLK_TCK)"
+# CPU seconds (user + system) used so far by process $1.
+cpu_of() { awk -v t="$ticks" '{ sub(/^.*\) /, ""); print int(($12 + $13) / t) }' "/proc/$1/stat" 2>/dev/null || echo 0; }
 artifacts="$build/artifacts"
 mkdir -p "$artifacts"
 failed=()
-printf '%-18s %5s %10s %8s %7s %7s  %s\n' target secs execs exec/s cov ft result
+printf '%-18s %5s %5s %10s %8s %7s %7s  %s\n' target wall cpu execs exec/s cov ft result
 for t in "${targets[@]}"; do
   corpus="$build/corpus/$t"
   seeds="$root/fuzz/corpus/$t"
@@ -87,13 +97,30 @@ for t in "${targets[@]}"; do
   flags+=($(sed -n 's|^// fuzz.sh:||p' "$root/fuzz/fuzz_$t.cpp"))
   log="$build/fuzz-$t.log"
   set +e
+  start=$SECONDS
   ASAN_OPTIONS="detect_leaks=1:abort_on_error=1:${ASAN_OPTIONS:-}" \
   UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1:${UBSAN_OPTIONS:-}" \
   "$build/fuzz/fuzz_$t" \
     -max_total_time="$each" -rss_limit_mb=2048 -timeout=30 -print_final_stats=1 \
     -artifact_prefix="$artifacts/$t-" "${flags[@]}" ${FUZZ_EXTRA:-} \
-    "${dirs[@]}" >"$log" 2>&1
+    "${dirs[@]}" >"$log" 2>&1 &
+  pid=$!
+  cpu=0
+  interrupted=0
+  while kill -0 "$pid" 2>/dev/null; do
+    sleep 2
+    c="$(cpu_of "$pid")"
+    [ "$c" -gt 0 ] && cpu="$c"
+    if [ -n "$cpu_budget" ] && [ "$cpu" -ge "$cpu_budget" ] && [ "$interrupted" = 0 ]; then
+      kill -INT "$pid" 2>/dev/null
+      interrupted=1
+    fi
+  done
+  wait "$pid"
   rc=$?
+  # libFuzzer exits 72 when interrupted: here that is the end of the budget.
+  [ "$interrupted" = 1 ] && [ "$rc" = 72 ] && rc=0
+  wall=$((SECONDS - start))
   set -e
   final() { sed -n "s/^stat::$1: *//p" "$log" | tail -n 1; }
   cov="$(grep -oE 'cov: [0-9]+' "$log" | tail -n 1 | cut -d' ' -f2 || true)"
@@ -103,7 +130,7 @@ for t in "${targets[@]}"; do
     result="FAILED (exit $rc, log $log)"
     failed+=("$t")
   fi
-  printf '%-18s %5s %10s %8s %7s %7s  %s\n' "$t" "$each" "$(final number_of_executed_units)" \
+  printf '%-18s %5s %5s %10s %8s %7s %7s  %s\n' "$t" "$wall" "$cpu" "$(final number_of_executed_units)" \
     "$(final average_exec_per_sec)" "${cov:-?}" "${ft:-?}" "$result"
 done
 
@@ -116,4 +143,8 @@ if [ ${#failed[@]} -gt 0 ]; then
   ls -l "$artifacts" >&2 || true
   exit 1
 fi
-echo "fuzz.sh: OK, ${#targets[@]} targets, no crash in ${each}s each"
+if [ -n "$cpu_budget" ]; then
+  echo "fuzz.sh: OK, ${#targets[@]} targets, no crash in ${cpu_budget} CPU seconds each"
+else
+  echo "fuzz.sh: OK, ${#targets[@]} targets, no crash in ${each}s each"
+fi
