@@ -19,13 +19,13 @@
 #include <chrono>
 #include <thread>
 
-#include <unistd.h>
 
 #include <fmt/format.h>
 
 #include "cli/clock.h"
 #include "cli/command.h"
 #include "cli/dump_format.h"
+#include "cli/follow.h"
 #include "cli/inputs.h"
 #include "cli/ordered_pipeline.h"
 #include "cli/output.h"
@@ -223,100 +223,16 @@ class RecordWriter {
   // --follow: the records of one node as they are appended, from the
   // segment `first` (an index into its segments) on, until `stop` is set
   // (SIGINT, SIGTERM), --to or --limit is reached, or damage that is not
-  // the live end of the WAL stops the read.
+  // the live end of the WAL stops the read (follow.h).
   void Follow(const NodeCtx& node, size_t first, std::chrono::milliseconds interval, const std::atomic<bool>& stop) {
     cur_ = &node;
-    stop_ = &stop;
-    const NodeWal& nw = *node.wal;
-    std::vector<walfmt::SegmentFile> known = nw.wal.segments;
-    std::optional<walfmt::SegmentScan> prev;
-    size_t i = first;
-    auto wait = [&] {
-      const auto until = std::chrono::steady_clock::now() + interval;
-      while (!stop.load() && std::chrono::steady_clock::now() < until) {
-        std::this_thread::sleep_for(std::min(interval, std::chrono::milliseconds(10)));
-      }
-    };
-    // The first segment may not exist yet.
-    while (known.empty() && !stop.load()) {
-      if (auto f = Existing(nw.wal_dir, 0)) {
-        known.push_back(*f);
-      } else {
-        wait();
-      }
-    }
-    while (i < known.size() && !stop.load() && !limit_hit_) {
-      walfmt::SegmentFile file = known[i];
-      uint64_t pos = 0;  // where the next pass starts: after the last complete record read
-      walfmt::SegmentScan acc;
-      for (;;) {
-        // Whether the writer moved on is looked at before the pass: a
-        // segment that has a successor is complete, so the pass that
-        // follows reads it to its true end.
-        std::optional<walfmt::SegmentFile> next;
-        if (i + 1 < known.size()) {
-          next = known[i + 1];
-        } else {
-          next = Existing(nw.wal_dir, file.index + 1);
-        }
-        if (!file.compressed && ::access(file.path.c_str(), F_OK) != 0) {
-          // Archived while it was followed: read on in the archive.
-          if (auto z = Existing(nw.wal_dir, file.index); z && z->compressed) file = *z;
-        }
-        walfmt::ScanOptions so;
-        so.mode = mode_;
-        so.is_last = !next;
-        so.start = pos;
-        if (prev && prev->header_ok) {
-          so.expect_node = true;
-          so.node_id = prev->header.node_id;
-          so.expect_cluster = true;
-          so.cluster_id = prev->header.cluster_id;
-        }
-        std::vector<walfmt::Problem> problems;
-        walfmt::SegmentScan s = walfmt::ScanSegmentFile(
-            file, so, [this](const walfmt::RecordView& v) { return Visit(v); },
-            [&problems](const walfmt::Problem& p) { problems.push_back(p); },
-            pos == 0 && prev ? &*prev : nullptr);
-        Merge(acc, s, pos == 0);
-        if (limit_hit_ || s.end == walfmt::SegmentEnd::kStopped) {
-          for (const auto& p : problems) Report(p);
-          out_.Flush();
-          return;
-        }
-        // The live end of the WAL: a record or a header still being
-        // written, or no more records yet. Read again from the last
-        // complete record once the writer added to it.
-        const bool short_header = !s.header_ok && s.file_bytes < walfmt::kSegmentHeaderSize;
-        const bool live = !next && (s.end == walfmt::SegmentEnd::kClean || s.end == walfmt::SegmentEnd::kTornTail ||
-                                    short_header || (s.end == walfmt::SegmentEnd::kDamaged && s.damaged_to_end));
-        if (live) {
-          // Damage skipped before the live end (salvage) is reported once;
-          // the end itself is not damage yet.
-          if (s.header_ok) {
-            for (const auto& p : problems) {
-              if (p.offset < s.last_end) Report(p);
-            }
-          }
-          out_.Flush();
-          if (stop.load()) return;
-          pos = s.header_ok ? std::max(pos, s.last_end) : 0;
-          wait();
-          continue;
-        }
-        for (const auto& p : problems) Report(p);
-        const bool damaged = s.end == walfmt::SegmentEnd::kDamaged || s.end == walfmt::SegmentEnd::kBadHeader ||
-                             s.end == walfmt::SegmentEnd::kIoError;
-        if (s.failed || (damaged && mode_ != walfmt::RecoveryMode::kSalvage)) {
-          out_.Flush();
-          return;
-        }
-        if (i + 1 >= known.size()) known.push_back(*next);
-        prev = std::move(acc);
-        break;
-      }
-      ++i;
-    }
+    FollowOptions fo;
+    fo.mode = mode_;
+    fo.interval = interval;
+    fo.idle = [this] { out_.Flush(); };
+    FollowNodeWal(
+        *node.wal, first, fo, stop, [this](const walfmt::RecordView& v) { return Visit(v); },
+        [this](const walfmt::Problem& p) { Report(p); });
     out_.Flush();
   }
 
@@ -358,39 +274,8 @@ class RecordWriter {
         [this](const walfmt::Problem& p) { Report(p); }, prev);
   }
 
-  // Segment `index` of a WAL directory, plain or archived, if it exists.
-  static std::optional<walfmt::SegmentFile> Existing(const std::string& dir, uint64_t index) {
-    for (const bool z : {false, true}) {
-      walfmt::SegmentFile f{dir + "/" + walfmt::SegmentFileName(index, z), index, z};
-      if (::access(f.path.c_str(), F_OK) == 0) return f;
-    }
-    return std::nullopt;
-  }
-
-  // The passes over one followed segment as one scan: the counters added
-  // up, the ends from the last pass that read a record.
-  static void Merge(walfmt::SegmentScan& acc, const walfmt::SegmentScan& s, bool first) {
-    if (first) {
-      acc = s;
-      return;
-    }
-    const uint64_t last_end = acc.last_end, valid_end = acc.valid_end;
-    const uint32_t last_crc = acc.last_crc, last_record_crc = acc.last_record_crc;
-    const uint64_t records = acc.records, record_bytes = acc.record_bytes;
-    acc = s;
-    acc.records += records;
-    acc.record_bytes += record_bytes;
-    if (s.records == 0) {
-      acc.last_end = last_end;
-      acc.valid_end = std::max(valid_end, s.valid_end);
-      acc.last_crc = last_crc;
-      acc.last_record_crc = last_record_crc;
-    }
-  }
-
   // The sequential read of one record, straight into the output.
   bool Visit(const walfmt::RecordView& v) {
-    if (stop_ != nullptr && stop_->load(std::memory_order_relaxed)) return false;
     if (v.lsn < f_.from) return true;
     switch (line_.Format(*cur_, v, out_.buf(), bad_)) {
       case LineFormatter::Outcome::kStop: return false;
@@ -444,7 +329,6 @@ class RecordWriter {
   walfmt::Problem bad_;
   uint64_t printed_ = 0;
   bool limit_hit_ = false;
-  const std::atomic<bool>* stop_ = nullptr;  // --follow
 };
 
 int RunDump(const DumpOptions& o) {

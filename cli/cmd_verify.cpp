@@ -1,4 +1,7 @@
 // walcut verify PATH...: integrity of every segment of every node.
+#include <atomic>
+#include <chrono>
+#include <cstdio>
 #include <map>
 #include <memory>
 #include <set>
@@ -6,8 +9,10 @@
 #include <fmt/format.h>
 
 #include "cli/command.h"
+#include "cli/follow.h"
 #include "cli/inputs.h"
 #include "cli/output.h"
+#include "cli/signals.h"
 #include "walfmt/parallel_scan.h"
 #include "walfmt/text_escape.h"
 
@@ -19,6 +24,8 @@ struct VerifyOptions {
   Format format = Format::kText;
   unsigned jobs = 0;
   bool verbose = false;
+  bool follow = false;
+  unsigned follow_interval_ms = 100;
 };
 
 std::string_view SegmentStatus(const walfmt::SegmentOutcome& o) {
@@ -48,20 +55,49 @@ int RunVerify(const VerifyOptions& o) {
     PrintError(in.status().message());
     return ExitForStatus(in.status());
   }
-  std::vector<walfmt::NodeSegments> segs;
-  uint64_t total_segments = 0;
-  for (const NodeWal& n : in->nodes) {
-    segs.push_back(n.wal);
-    total_segments += n.wal.segments.size();
+  std::vector<std::vector<walfmt::SegmentOutcome>> outcomes;
+  if (o.follow) {
+    if (in->nodes.size() != 1) {
+      PrintError(fmt::format("--follow reads one node's WAL; the input has {} nodes: give a node or WAL directory",
+                             in->nodes.size()));
+      return kExitUsage;
+    }
+    if (in->nodes.front().wal_dir.empty()) {
+      PrintError("--follow reads a WAL directory (a node or WAL directory), not segment files");
+      return kExitUsage;
+    }
+    // Each problem on its own line as it is found; the report below once
+    // interrupted.
+    FollowOptions fo;
+    fo.mode = walfmt::RecoveryMode::kSalvage;
+    fo.interval = std::chrono::milliseconds(o.follow_interval_ms);
+    auto live = [&o](const walfmt::Problem& p) {
+      if (o.format == Format::kJson) {
+        PrintProblem(p);
+        return;
+      }
+      fmt::print("{}: {}\n", p.fatal ? "FINDING" : "note", p.ToString());
+      std::fflush(stdout);
+    };
+    std::atomic<bool> stop{false};
+    StopOnSignal(&stop);
+    outcomes.push_back(FollowNodeWal(
+        in->nodes.front(), 0, fo, stop, [](const walfmt::RecordView&) { return true; }, live));
+    StopOnSignal(nullptr);
+  } else {
+    std::vector<walfmt::NodeSegments> segs;
+    for (const NodeWal& n : in->nodes) segs.push_back(n.wal);
+    Progress progress("verify");
+    if (progress.enabled()) progress.SetTotal(DataBytes(segs));
+    walfmt::ParallelScanOptions po;
+    po.mode = walfmt::RecoveryMode::kSalvage;  // find every problem, not just the first
+    po.jobs = o.jobs;
+    po.progress = [&progress](uint64_t, uint64_t b) { progress.Update(b); };
+    outcomes = walfmt::ScanInParallel(segs, po);
+    progress.Finish();
   }
-  Progress progress("verify");
-  if (progress.enabled()) progress.SetTotal(DataBytes(segs));
-  walfmt::ParallelScanOptions po;
-  po.mode = walfmt::RecoveryMode::kSalvage;  // find every problem, not just the first
-  po.jobs = o.jobs;
-  po.progress = [&progress](uint64_t, uint64_t b) { progress.Update(b); };
-  const auto outcomes = walfmt::ScanInParallel(segs, po);
-  progress.Finish();
+  uint64_t total_segments = 0;
+  for (const auto& oc : outcomes) total_segments += oc.size();
 
   // Problems that belong to a node rather than to one segment.
   std::vector<std::vector<walfmt::Problem>> node_problems(in->nodes.size());
@@ -77,7 +113,7 @@ int RunVerify(const VerifyOptions& o) {
   std::set<uint64_t> clusters;
   for (size_t i = 0; i < in->nodes.size(); ++i) {
     const NodeWal& n = in->nodes[i];
-    if (n.wal.segments.empty()) {
+    if (outcomes[i].empty()) {
       node_problems[i].push_back(
           NodeProblem(walfmt::ProblemKind::kMissingSegment, n, "node has no WAL segments (expected wal/<index>.wal)"));
     }
@@ -216,6 +252,14 @@ void RegisterVerify(CLI::App& root, Registry& reg) {
   AddProgressOptions(cmd);
   cmd->add_option("-j,--jobs", o->jobs, "Threads (default: one per core)");
   cmd->add_flag("-v,--verbose", o->verbose, "List every segment, not only those with problems");
+  cmd->add_flag("-f,--follow", o->follow,
+                "Keep checking records as the WAL grows, across new segments, printing each finding as it is "
+                "found, until interrupted (SIGINT, SIGTERM: the report of what was read, exit 0 or 1); one node "
+                "(a node or WAL directory); an incomplete record at the end is checked once it is complete");
+  cmd->add_option("--follow-interval", o->follow_interval_ms,
+                  "With --follow: milliseconds between looks for more WAL (default 100)")
+      ->default_val(100)
+      ->check(CLI::Range(1u, 60000u));
   reg.Add(cmd, [o] { return RunVerify(*o); });
 }
 

@@ -12,7 +12,7 @@ _walcut_record_types="tx_data tx_prepare tx_commit tx_rollback cut_start cut_fin
 _walcut_options() {
   case $1 in
     "") echo "-h --help -V --version" ;;
-    verify) echo "-h --help --format -j --jobs -v --verbose --progress --no-progress -q --quiet" ;;
+    verify) echo "-h --help --format -j --jobs -v --verbose -f --follow --follow-interval --progress --no-progress -q --quiet" ;;
     dump) echo "-h --help --format -t --type -x --tx -k --key -s --from -e --to --node -n --limit --max-bytes --mode -j --jobs -f --follow --follow-interval -q --quiet" ;;
     stats) echo "-h --help --format -j --jobs --progress --no-progress -q --quiet" ;;
     run) echo "-h --help --nodes --backups --partitions --workload --txs --concurrency --cuts --cut-every --seed --segment-size --accounts --ring-keys --crash --epoch --full-snapshot-at --full-snapshot-every --wal-retention --crashes --format -q --quiet" ;;

@@ -8,6 +8,8 @@
 #include <nlohmann/json.hpp>
 
 #include "recovery/restore_node.h"
+#include "walfmt/cluster_layout.h"
+#include "walfmt/duration.h"
 #include "walfmt/file_io.h"
 #include "walfmt/reader.h"
 #include "walfmt/segment.h"
@@ -299,6 +301,13 @@ walfmt::Status WritePart(RestoreResult& r, const Verdict& v, const std::string& 
   m["base"] = {{"kind", BaseKindName(r.base.kind)}, {"name", r.base.name}};
   if (!r.base.dir.empty()) m["base"]["dir"] = r.base.dir;
   m["entry"] = detail::NodeEntryJson(nr);
+  // The record time as UTC too when the cluster records its epoch, as in
+  // the whole-cluster manifest (restore.cpp).
+  if (!r.cluster_json.empty()) {
+    auto ci = walfmt::ParseClusterInfo(r.cluster_json, "cluster.json");
+    const walfmt::ClusterClock clock{ci.ok() ? ci->epoch_unix_us : std::nullopt};
+    m["entry"]["cut_start_time"] = clock.Format(nr.cut_start_time_us);
+  }
   m["bytes_read"] = nr.bytes_to_read;
   if (!r.cluster_json.empty()) m["cluster_json"] = r.cluster_json;
   const fs::path tmp(r.stage_dir);

@@ -2,7 +2,7 @@
 // total, rate and ETA, and cleared before any other output; never on a
 // stderr that is not a terminal unless --progress), `check`'s stages, a
 // segment read from standard input (plain and zstd, through a pipe), and
-// `dump --follow` reading a WAL directory while it grows.
+// `dump --follow` and `verify --follow` reading a WAL directory while it grows.
 #include <fcntl.h>
 #include <poll.h>
 #include <pty.h>
@@ -385,6 +385,118 @@ TEST_CASE("dump --follow: damage followed by more data is a finding; usage error
   CHECK(code == 2);
   CHECK(two.find("give --node") != std::string::npos);
   Shell(fmt::format("'{}' dump --follow '{}'", WALCUT_BIN, seg), code);
+  CHECK(code == 2);
+}
+
+// ---- verify --follow.
+
+// Hands the segments `segs` to the WAL directory `wal` the way a writer
+// appends: each new segment first with 30 bytes of its header, then in
+// pieces of 977 bytes (most end inside a record). Segment `from` on; the
+// last segment only up to `last_bytes` when that is given.
+void Feed(const std::vector<fs::path>& segs, const std::string& wal, size_t from, size_t last_bytes = SIZE_MAX) {
+  for (size_t i = from; i < segs.size(); ++i) {
+    std::string bytes = Slurp(segs[i].string());
+    if (i + 1 == segs.size()) bytes = bytes.substr(0, std::min(bytes.size(), last_bytes));
+    const std::string path = wal + "/" + segs[i].filename().string();
+    Spit(path, bytes.substr(0, 30));
+    std::this_thread::sleep_for(std::chrono::milliseconds(40));
+    for (size_t at = 30; at < bytes.size(); at += 977) {
+      Append(path, bytes.substr(at, 977));
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+  }
+}
+
+std::vector<fs::path> Segments(const std::string& wal) {
+  std::vector<fs::path> segs;
+  for (const auto& e : fs::directory_iterator(wal)) segs.push_back(e.path());
+  std::sort(segs.begin(), segs.end());
+  return segs;
+}
+
+bool Running(pid_t pid) { return waitpid(pid, nullptr, WNOHANG) == 0; }
+
+TEST_CASE("verify --follow: a clean live feed across segment switches and partial writes; SIGINT reports it",
+          "[follow]") {
+  TempDir src, live, io;
+  MakeCluster(src.path, 1, 300, false, 8192);
+  int code = 0;
+  const std::vector<std::string> want = Lines(Shell(fmt::format("'{}' verify '{}/node-0'", WALCUT_BIN, src.path), code));
+  REQUIRE(code == 0);
+  REQUIRE(!want.empty());
+  REQUIRE(want.back().find(": OK") != std::string::npos);
+  const std::vector<fs::path> segs = Segments(src.path + "/node-0/wal");
+  REQUIRE(segs.size() >= 3);
+  const std::string wal = live.path + "/node-0/wal";
+  fs::create_directories(wal);
+  // The first segment: its first 1000 bytes (a record cut short).
+  const std::string first = Slurp(segs[0].string());
+  Spit(wal + "/" + segs[0].filename().string(), first.substr(0, 1000));
+  const pid_t pid = Start({"verify", "--follow", "--follow-interval", "20", live.path + "/node-0"}, io.path + "/out",
+                          io.path + "/err");
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  CHECK(Running(pid));  // the partial record at the live end is not damage
+  Append(wal + "/" + segs[0].filename().string(), first.substr(1000));
+  Feed(segs, wal, 1);
+  // The whole WAL is there; give the follower many intervals to read it.
+  std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+  CHECK(Running(pid));
+  CHECK(Slurp(io.path + "/out") == "");  // no findings while following
+  kill(pid, SIGINT);
+  CHECK(Wait(pid) == 0);
+  const std::string out = Slurp(io.path + "/out");
+  INFO(out);
+  // The report of what was read: the same as verify's of the complete WAL
+  // (the node's directory is named differently).
+  const std::vector<std::string> got = Lines(out);
+  REQUIRE(got.size() == want.size());
+  CHECK(got.back() == want.back());  // "verified 1 node, N segments, B, R records: OK"
+  CHECK(std::regex_replace(got.front(), std::regex(R"(\(.*\))"), "()") ==
+        std::regex_replace(want.front(), std::regex(R"(\(.*\))"), "()"));
+  CHECK(Slurp(io.path + "/err") == "");
+}
+
+TEST_CASE("verify --follow: a damaged record in the feed is a finding printed while following; exit 1 after SIGINT",
+          "[follow]") {
+  TempDir src, live, io;
+  MakeCluster(src.path, 1, 300, false, 8192);
+  const std::vector<fs::path> segs = Segments(src.path + "/node-0/wal");
+  REQUIRE(segs.size() >= 3);
+  // A record payload in the middle of the second segment.
+  std::string bytes = Slurp(segs[1].string());
+  bytes[bytes.size() / 2] ^= 0x20;
+  Spit(segs[1].string(), bytes);
+  int code = 0;
+  const std::string want = Shell(fmt::format("'{}' verify '{}/node-0'", WALCUT_BIN, src.path), code);
+  REQUIRE(code == 1);
+  const std::string wal = live.path + "/node-0/wal";
+  fs::create_directories(wal);
+  const pid_t pid = Start({"verify", "--follow", "--follow-interval", "20", live.path + "/node-0"}, io.path + "/out",
+                          io.path + "/err");
+  // The last segment only in part: the follower is still at the live end.
+  Feed(segs, wal, 0, 2000);
+  CHECK(WaitFor([&] { return Slurp(io.path + "/out").find("FINDING: ") != std::string::npos; }));
+  CHECK(Running(pid));  // found while following, not at the end
+  const std::string live_lines = Slurp(io.path + "/out");
+  INFO(live_lines);
+  CHECK(live_lines.find(segs[1].filename().string()) != std::string::npos);
+  kill(pid, SIGINT);
+  CHECK(Wait(pid) == 1);
+  const std::string out = Slurp(io.path + "/out");
+  INFO(out);
+  CHECK(out.find("FAILED (1 finding in 1 segment)") != std::string::npos);
+  CHECK(want.find("FAILED (1 finding in 1 segment)") != std::string::npos);
+}
+
+TEST_CASE("verify --follow: usage errors", "[follow]") {
+  TempDir src;
+  MakeCluster(src.path, 2, 50, false, 1u << 20);
+  int code = 0;
+  const std::string two = Shell(fmt::format("'{}' verify --follow '{}'", WALCUT_BIN, src.path), code);
+  CHECK(code == 2);
+  CHECK(two.find("one node's WAL") != std::string::npos);
+  Shell(fmt::format("'{}' verify --follow '{}/node-0/wal/0000000000000000.wal'", WALCUT_BIN, src.path), code);
   CHECK(code == 2);
 }
 

@@ -102,6 +102,19 @@ TEST_CASE("a restored snapshot carries its nodes' CUT_START times; its manifest 
   CHECK(m["nodes"][1]["cut_start_time"] == "2026-11-30T12:00:00.127665Z");
 }
 
+TEST_CASE("a per-node restore's manifest prints its CUT_START time as UTC too", "[cli][time]") {
+  TempDir t;
+  const auto v = Walcut(fmt::format("cuts {} --verdict-out {}/v.json --cut 3", Healthy(), t.path));
+  INFO(v.out << v.err);
+  REQUIRE(v.code == 0);
+  const auto r = Walcut(fmt::format("restore {}/node-1 --verdict {}/v.json --out {}/p1", Healthy(), t.path, t.path));
+  INFO(r.out << r.err);
+  REQUIRE(r.code == 0);
+  const json m = json::parse(Slurp(t.path + "/p1/manifest.json"));
+  CHECK(m["entry"]["cut_start_time_us"] == 127665);
+  CHECK(m["entry"]["cut_start_time"] == "2026-11-30T12:00:00.127665Z");
+}
+
 TEST_CASE("a cluster.json without an epoch still loads: offsets, and wall-clock options refused", "[cli][time]") {
   TempDir t;
   const std::string c = t.path + "/c";

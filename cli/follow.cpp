@@ -1,0 +1,150 @@
+// The follow loop shared by dump --follow and verify --follow (follow.h).
+#include "cli/follow.h"
+
+#include <algorithm>
+#include <optional>
+#include <string>
+#include <thread>
+
+#include <unistd.h>
+
+namespace walcut::cli {
+namespace {
+
+// Segment `index` of a WAL directory, plain or archived, if it exists.
+std::optional<walfmt::SegmentFile> Existing(const std::string& dir, uint64_t index) {
+  for (const bool z : {false, true}) {
+    walfmt::SegmentFile f{dir + "/" + walfmt::SegmentFileName(index, z), index, z};
+    if (::access(f.path.c_str(), F_OK) == 0) return f;
+  }
+  return std::nullopt;
+}
+
+// The passes over one followed segment as one scan: the counters added
+// up, the ends from the last pass that read a record.
+void Merge(walfmt::SegmentScan& acc, const walfmt::SegmentScan& s, bool first) {
+  if (first) {
+    acc = s;
+    return;
+  }
+  const uint64_t last_end = acc.last_end, valid_end = acc.valid_end;
+  const uint32_t last_crc = acc.last_crc, last_record_crc = acc.last_record_crc;
+  const uint64_t records = acc.records, record_bytes = acc.record_bytes;
+  acc = s;
+  acc.records += records;
+  acc.record_bytes += record_bytes;
+  if (s.records == 0) {
+    acc.last_end = last_end;
+    acc.valid_end = std::max(valid_end, s.valid_end);
+    acc.last_crc = last_crc;
+    acc.last_record_crc = last_record_crc;
+  }
+}
+
+}  // namespace
+
+std::vector<walfmt::SegmentOutcome> FollowNodeWal(const NodeWal& nw, size_t first, const FollowOptions& opt,
+                                                  const std::atomic<bool>& stop, const walfmt::RecordVisitor& visit,
+                                                  const walfmt::ProblemSink& report) {
+  std::vector<walfmt::SegmentOutcome> done;
+  std::vector<walfmt::SegmentFile> known = nw.wal.segments;
+  std::optional<walfmt::SegmentScan> prev;  // the segment before, merged
+  size_t i = first;
+  auto wait = [&] {
+    if (opt.idle) opt.idle();
+    const auto until = std::chrono::steady_clock::now() + opt.interval;
+    while (!stop.load() && std::chrono::steady_clock::now() < until) {
+      std::this_thread::sleep_for(std::min(opt.interval, std::chrono::milliseconds(10)));
+    }
+  };
+  const walfmt::RecordVisitor checked = [&](const walfmt::RecordView& v) {
+    if (stop.load(std::memory_order_relaxed)) return false;
+    return visit(v);
+  };
+  // The first segment may not exist yet.
+  while (known.empty() && !stop.load()) {
+    if (auto f = Existing(nw.wal_dir, 0)) {
+      known.push_back(*f);
+    } else {
+      wait();
+    }
+  }
+  while (i < known.size() && !stop.load()) {
+    walfmt::SegmentFile file = known[i];
+    uint64_t pos = 0;  // where the next pass starts: after the last complete record read
+    walfmt::SegmentOutcome acc;
+    auto give = [&acc, &report](const walfmt::Problem& p) {
+      acc.problems.push_back(p);
+      report(p);
+    };
+    for (;;) {
+      // Whether the writer moved on is looked at before the pass: a
+      // segment that has a successor is complete, so the pass that
+      // follows reads it to its true end.
+      std::optional<walfmt::SegmentFile> next;
+      if (i + 1 < known.size()) {
+        next = known[i + 1];
+      } else {
+        next = Existing(nw.wal_dir, file.index + 1);
+      }
+      if (!file.compressed && ::access(file.path.c_str(), F_OK) != 0) {
+        // Archived while it was followed: read on in the archive.
+        if (auto z = Existing(nw.wal_dir, file.index); z && z->compressed) file = *z;
+      }
+      walfmt::ScanOptions so;
+      so.mode = opt.mode;
+      so.is_last = !next;
+      so.start = pos;
+      if (prev && prev->header_ok) {
+        so.expect_node = true;
+        so.node_id = prev->header.node_id;
+        so.expect_cluster = true;
+        so.cluster_id = prev->header.cluster_id;
+      }
+      std::vector<walfmt::Problem> problems;
+      walfmt::SegmentScan s = walfmt::ScanSegmentFile(
+          file, so, checked, [&problems](const walfmt::Problem& p) { problems.push_back(p); },
+          pos == 0 && prev ? &*prev : nullptr);
+      Merge(acc.scan, s, pos == 0);
+      if (s.end == walfmt::SegmentEnd::kStopped) {
+        for (const auto& p : problems) give(p);
+        done.push_back(std::move(acc));
+        return done;
+      }
+      // The live end of the WAL: a record or a header still being
+      // written, or no more records yet. Read again from the last
+      // complete record once the writer added to it.
+      const bool short_header = !s.header_ok && s.file_bytes < walfmt::kSegmentHeaderSize;
+      const bool live = !next && (s.end == walfmt::SegmentEnd::kClean || s.end == walfmt::SegmentEnd::kTornTail ||
+                                  short_header || (s.end == walfmt::SegmentEnd::kDamaged && s.damaged_to_end));
+      if (live) {
+        // Damage skipped before the live end (salvage) is reported once;
+        // the end itself is not damage yet.
+        if (s.header_ok) {
+          for (const auto& p : problems) {
+            if (p.offset < s.last_end) give(p);
+          }
+        }
+        if (stop.load()) {
+          done.push_back(std::move(acc));
+          return done;
+        }
+        pos = s.header_ok ? std::max(pos, s.last_end) : 0;
+        wait();
+        continue;
+      }
+      for (const auto& p : problems) give(p);
+      prev = acc.scan;
+      done.push_back(std::move(acc));
+      const bool damaged = s.end == walfmt::SegmentEnd::kDamaged || s.end == walfmt::SegmentEnd::kBadHeader ||
+                           s.end == walfmt::SegmentEnd::kIoError;
+      if (s.failed || (damaged && opt.mode != walfmt::RecoveryMode::kSalvage)) return done;
+      if (i + 1 >= known.size()) known.push_back(*next);
+      break;
+    }
+    ++i;
+  }
+  return done;
+}
+
+}  // namespace walcut::cli
