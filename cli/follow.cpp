@@ -6,6 +6,7 @@
 #include <string>
 #include <thread>
 
+#include <sys/stat.h>
 #include <unistd.h>
 
 namespace walcut::cli {
@@ -72,6 +73,9 @@ std::vector<walfmt::SegmentOutcome> FollowNodeWal(const NodeWal& nw, size_t firs
   while (i < known.size() && !stop.load()) {
     walfmt::SegmentFile file = known[i];
     uint64_t pos = 0;  // where the next pass starts: after the last complete record read
+    // The size at the last pass that ended at the live end: until the file
+    // grows (or a successor appears) another pass would read the same bytes.
+    std::optional<uint64_t> live_size;
     walfmt::SegmentOutcome acc;
     auto give = [&acc, &report](const walfmt::Problem& p) {
       acc.problems.push_back(p);
@@ -86,6 +90,17 @@ std::vector<walfmt::SegmentOutcome> FollowNodeWal(const NodeWal& nw, size_t firs
         next = known[i + 1];
       } else {
         next = Existing(nw.wal_dir, file.index + 1);
+      }
+      if (live_size && !next) {
+        struct stat st {};
+        if (::stat(file.path.c_str(), &st) == 0 && static_cast<uint64_t>(st.st_size) == *live_size) {
+          wait();
+          if (stop.load()) {
+            done.push_back(std::move(acc));
+            return done;
+          }
+          continue;
+        }
       }
       if (!file.compressed && ::access(file.path.c_str(), F_OK) != 0) {
         // Archived while it was followed: read on in the archive.
@@ -130,6 +145,7 @@ std::vector<walfmt::SegmentOutcome> FollowNodeWal(const NodeWal& nw, size_t firs
           return done;
         }
         pos = s.header_ok ? std::max(pos, s.last_end) : 0;
+        live_size = s.file_bytes;
         wait();
         continue;
       }

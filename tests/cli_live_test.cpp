@@ -439,8 +439,29 @@ TEST_CASE("verify --follow: a clean live feed across segment switches and partia
   CHECK(Running(pid));  // the partial record at the live end is not damage
   Append(wal + "/" + segs[0].filename().string(), first.substr(1000));
   Feed(segs, wal, 1);
-  // The whole WAL is there; give the follower many intervals to read it.
-  std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+  // The whole WAL is there. verify prints nothing while the WAL is clean, so
+  // the test watches what it read (/proc/PID/io rchar): at least the whole
+  // WAL, then no more for half a second (the follower polls the live end and
+  // reads nothing new).
+  uint64_t total = 0;
+  for (const auto& seg : segs) total += fs::file_size(seg);
+  auto rchar = [pid] {
+    std::ifstream io(fmt::format("/proc/{}/io", pid));
+    std::string key;
+    uint64_t v = 0;
+    while (io >> key >> v) {
+      if (key == "rchar:") return v;
+    }
+    return uint64_t{0};
+  };
+  uint64_t last = 0;
+  int still = 0;
+  CHECK(WaitFor([&] {
+    const uint64_t now = rchar();
+    still = now == last ? still + 1 : 0;
+    last = now;
+    return now >= total && still >= 25;
+  }));
   CHECK(Running(pid));
   CHECK(Slurp(io.path + "/out") == "");  // no findings while following
   kill(pid, SIGINT);
