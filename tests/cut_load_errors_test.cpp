@@ -54,15 +54,16 @@ TEST_CASE("a malformed summary is refused with the field and what is wrong with 
        "s.json: field '.segments' is not an array"},
   };
   for (const Case& k : cases) {
-    INFO(k.what);
-    json j = json::parse(good);
-    k.edit(j);
-    auto r = walcut::cut::SummaryFromJson(j.dump(), "s.json");
-    REQUIRE_FALSE(r.ok());
-    CHECK(r.status().message() == k.error);
+    DYNAMIC_SECTION(k.what) {
+      json j = json::parse(good);
+      k.edit(j);
+      auto r = walcut::cut::SummaryFromJson(j.dump(), "s.json");
+      CHECK_FALSE(r.ok());
+      CHECK(r.status().message() == k.error);
+    }
   }
   auto r = walcut::cut::SummaryFromJson(good.substr(0, good.size() / 2), "s.json");
-  REQUIRE_FALSE(r.ok());
+  CHECK_FALSE(r.ok());
   CHECK(r.status().message() == "s.json: not JSON");
 }
 
@@ -91,7 +92,7 @@ TEST_CASE("LoadInputs refuses no input, a directory among several inputs and a p
   for (const Case& c : cases) {
     INFO(c.message);
     auto r = walcut::cut::LoadInputs(c.paths, {});
-    REQUIRE_FALSE(r.ok());
+    CHECK_FALSE(r.ok());
     CHECK(r.status().code() == c.code);
     CHECK(r.status().message() == c.message);
   }

@@ -31,7 +31,7 @@ std::string Slurp(const fs::path& p) {
 }
 
 void Refused(const walfmt::Result<walcut::recovery::Verdict>& r, walfmt::ErrorCode code, const std::string& message) {
-  REQUIRE_FALSE(r.ok());
+  CHECK_FALSE(r.ok());
   CHECK(r.status().code() == code);
   CHECK(r.status().message() == message);
 }
@@ -150,7 +150,7 @@ TEST_CASE("RestorePart refuses a verdict node without the cut's markers, a WAL d
   req.out = (d.path / "part-0").string();
   auto refused = [&](walfmt::ErrorCode code, const std::string& message) {
     auto r = walcut::recovery::RestorePart(req);
-    REQUIRE_FALSE(r.ok());
+    CHECK_FALSE(r.ok());
     CHECK(r.status().code() == code);
     CHECK(r.status().message() == message);
     CHECK_FALSE(fs::exists(req.out));
