@@ -8,6 +8,7 @@
 #include <functional>
 #include <map>
 #include <string>
+#include <vector>
 
 #include <catch2/catch.hpp>
 #include <fmt/format.h>
@@ -1368,4 +1369,43 @@ TEST_CASE("a commit made before CUT_START(1) listed in after(2): a monotonicity 
   CHECK(HasFinding(*g, "monotonicity", node,
                    fmt::format("node 0: transaction {} (committed at ", old.ToString())));
   CHECK(HasFinding(*g, "monotonicity", node, "is in cut 1 but in after(2): cut 2 does not contain cut 1"));
+}
+
+TEST_CASE("an intact TX_DATA or CUT_START record whose payload does not decode is a wal finding; no segments is an "
+          "error") {
+  TempDir d("undecodable");
+  const fs::path wal = d.path / "wal";
+  walfmt::WriterOptions wo;
+  wo.wal_dir = wal.string();
+  wo.node_id = 0;
+  wo.cluster_id = 0x5eed;
+  auto w = walfmt::WalWriter::Create(wo);
+  REQUIRE(w.ok());
+  const std::vector<uint8_t> three{1, 2, 3};
+  auto at_data = (*w)->AppendRaw(static_cast<uint16_t>(walfmt::RecordType::kTxData), 0, three);
+  REQUIRE(at_data.ok());
+  auto at_start = (*w)->AppendRaw(static_cast<uint16_t>(walfmt::RecordType::kCutStart), 0, three);
+  REQUIRE(at_start.ok());
+  REQUIRE((*w)->Close().ok());
+  walcut::cut::ScanOptions so;
+  so.node = 0;
+  auto s = walcut::cut::ScanNode(wal.string(), so);
+  REQUIRE(s.ok());
+  auto decode = walfmt::DecodePayload(walfmt::RecordType::kCutStart, three);
+  REQUIRE_FALSE(decode.ok());
+  std::set<std::string> messages;
+  for (const auto& f : s->findings) {
+    if (f.check == walcut::cut::Check::kWal) messages.insert(f.message);
+  }
+  INFO(fmt::format("{}", fmt::join(messages, "\n")));
+  CHECK(messages.count(fmt::format("node 0: intact TX_DATA record at {} does not decode: TX_DATA payload shorter than "
+                                   "a transaction id",
+                                   at_data->ToString())));
+  CHECK(messages.count(fmt::format("node 0: intact CUT_START record at {} does not decode: {}", at_start->ToString(),
+                                   decode.status().message())));
+  fs::create_directories(d.path / "empty");
+  auto none = walcut::cut::ScanNode((d.path / "empty").string(), so);
+  CHECK_FALSE(none.ok());
+  CHECK(none.status().code() == walfmt::ErrorCode::kNotFound);
+  CHECK(none.status().message() == (d.path / "empty").string() + ": no WAL segments");
 }
