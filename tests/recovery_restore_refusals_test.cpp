@@ -65,8 +65,9 @@ TEST_CASE("Restore refuses a cut it cannot restore and an output that exists", "
     cc.cuts[gi].nodes[2] = &unfinished;
     refused(cc, *layout, walfmt::ErrorCode::kInvalidArgument, "cut 1 has no CUT_FINISH on node 2");
   }
-  SECTION("an output that exists") {
+  SECTION("an output that exists, refused before the base is looked at") {
     fs::create_directories(req.out);
+    req.base = "no-such-base";
     refused(cc, *layout, walfmt::ErrorCode::kInvalidArgument, req.out + ": already exists; refusing to overwrite");
   }
   SECTION("an output made while the restore ran") {
