@@ -1,8 +1,9 @@
-// MakeVerdict and VerdictFromJson refusals: each names what does not fit.
+// MakeVerdict, VerdictFromJson, RestorePart and AssembleParts refusals: each names what does not fit.
 #include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <vector>
 
 #include <catch2/catch.hpp>
 #include <fmt/format.h>
@@ -189,4 +190,38 @@ TEST_CASE("RestorePart refuses a verdict node without the cut's markers, a WAL d
     refused(walfmt::ErrorCode::kCorruption, expected.status().message());
     CHECK_THAT(expected.status().message(), Catch::Contains(file));
   }
+}
+
+TEST_CASE("AssembleParts refuses no parts, an output that exists, and a part that is not a per-node restore",
+          "[recovery][verdict]") {
+  walcut::test::ScratchDir d("assemble-refusals");
+  const fs::path empty = d.path / "empty";
+  fs::create_directories(empty);
+  const fs::path garbled = d.path / "garbled";
+  fs::create_directories(garbled);
+  std::ofstream(garbled / "manifest.json") << "[1, 2";
+  const fs::path listed = d.path / "listed";
+  fs::create_directories(listed);
+  std::ofstream(listed / "manifest.json") << "[1, 2]";
+  const std::string missing = (d.path / "missing").string();
+  const std::string out = (d.path / "out").string();
+  auto refused = [&](const std::vector<std::string>& parts, const std::string& o, walfmt::ErrorCode code,
+                     const std::string& message) {
+    auto r = walcut::recovery::AssembleParts(parts, o);
+    CHECK_FALSE(r.ok());
+    CHECK(r.status().code() == code);
+    CHECK(r.status().message() == message);
+  };
+  refused({}, out, walfmt::ErrorCode::kInvalidArgument, "no parts to assemble");
+  refused({missing}, out, walfmt::ErrorCode::kNotFound, missing + ": no such directory");
+  refused({empty.string()}, out, walfmt::ErrorCode::kInvalidArgument,
+          empty.string() + ": not a per-node restore (no manifest.json)");
+  refused({garbled.string()}, out, walfmt::ErrorCode::kInvalidArgument,
+          (garbled / "manifest.json").string() + ": not JSON");
+  refused({listed.string()}, out, walfmt::ErrorCode::kInvalidArgument,
+          (listed / "manifest.json").string() + ": not JSON");
+  // OUT is refused before any part is read.
+  refused({missing}, empty.string(), walfmt::ErrorCode::kInvalidArgument,
+          empty.string() + ": already exists; refusing to overwrite");
+  CHECK_FALSE(fs::exists(out));
 }
