@@ -8,6 +8,7 @@
 #include <functional>
 #include <map>
 #include <string>
+#include <vector>
 
 #include <catch2/catch.hpp>
 #include <fmt/format.h>
@@ -1197,4 +1198,214 @@ TEST_CASE("a commit whose marker is ahead of every cut the node reached: a marke
   CHECK(HasFinding(*g, "marker", node, "with marker 9, but the node had only reached cut 1"));
   // Cut 1 was decided before that commit: untouched.
   CHECK(bad.Find(1)->status == CutStatus::kConsistent);
+}
+
+namespace {
+
+// Index in recs of the first record of type R with cut id k.
+template <typename R>
+size_t CutRecord(std::vector<Rec>& recs, uint64_t k) {
+  auto it = FindRecord<R>(recs, [&](const R& r) { return r.cut_id == k; });
+  REQUIRE(it != recs.end());
+  return static_cast<size_t>(it - recs.begin());
+}
+
+bool Listed(const walfmt::CutFinish& f, const walfmt::TxId& t) {
+  return std::find(f.before.begin(), f.before.end(), t) != f.before.end() ||
+         std::find(f.after.begin(), f.after.end(), t) != f.after.end();
+}
+
+}  // namespace
+
+TEST_CASE("a commit inside cut 2 with marker 1 that is not in before(2): a marker finding naming it") {
+  TempDir d("marker-not-before");
+  auto run = walcut::node::RunCluster(Healthy(d.path.string()));
+  REQUIRE(run.ok());
+  const uint32_t node = 0;
+  walfmt::TxId moved;
+  Rewrite(d.path.string(), node, [&](std::vector<Rec>& recs) {
+    const size_t s = CutRecord<walfmt::CutStart>(recs, 2);
+    const size_t f = CutRecord<walfmt::CutFinish>(recs, 2);
+    const auto& fin = std::get<walfmt::CutFinish>(recs[f].rec);
+    for (size_t i = s + 1; i < f; ++i) {
+      if (auto* c = std::get_if<walfmt::TxCommit>(&recs[i].rec); c && !Listed(fin, c->tx)) {
+        c->marker = 1;
+        moved = c->tx;
+        break;
+      }
+    }
+  });
+  REQUIRE(moved.seq != 0);
+  ClusterCuts bad = LoadCuts(d.path.string());
+  const GlobalCut* g = bad.Find(2);
+  REQUIRE(g);
+  INFO(Findings(*g));
+  CHECK(g->status == CutStatus::kInconsistent);
+  CHECK_FALSE(g->checks.markers);
+  CHECK(HasFinding(*g, "marker", node, fmt::format("node 0: transaction {} committed at ", moved.ToString())));
+  CHECK(HasFinding(*g, "marker", node,
+                   "after CUT_START(2) with marker 1 < 2 but is not in before(2): the marker puts it in the cut, "
+                   "the WAL does not"));
+}
+
+TEST_CASE("a commit before CUT_START(2) with marker 2 that is not in after(2): a marker finding naming it") {
+  TempDir d("marker-not-after");
+  auto run = walcut::node::RunCluster(Healthy(d.path.string()));
+  REQUIRE(run.ok());
+  const uint32_t node = 0;
+  walfmt::TxId bumped;
+  Rewrite(d.path.string(), node, [&](std::vector<Rec>& recs) {
+    const size_t f1 = CutRecord<walfmt::CutFinish>(recs, 1);
+    const size_t s = CutRecord<walfmt::CutStart>(recs, 2);
+    const auto& fin = std::get<walfmt::CutFinish>(recs[CutRecord<walfmt::CutFinish>(recs, 2)].rec);
+    for (size_t i = s; i-- > f1;) {
+      if (auto* c = std::get_if<walfmt::TxCommit>(&recs[i].rec); c && c->marker == 1 && !Listed(fin, c->tx)) {
+        c->marker = 2;
+        bumped = c->tx;
+        break;
+      }
+    }
+  });
+  REQUIRE(bumped.seq != 0);
+  ClusterCuts bad = LoadCuts(d.path.string());
+  const GlobalCut* g = bad.Find(2);
+  REQUIRE(g);
+  INFO(Findings(*g));
+  CHECK(g->status == CutStatus::kInconsistent);
+  CHECK_FALSE(g->checks.markers);
+  CHECK(HasFinding(*g, "marker", node, fmt::format("node 0: transaction {} committed at ", bumped.ToString())));
+  CHECK(HasFinding(*g, "marker", node,
+                   "before CUT_START(2) with marker 2 >= 2 but is not in after(2): the WAL puts it in the cut, "
+                   "the marker does not"));
+}
+
+TEST_CASE("a CUT_START repeated and a CUT_FINISH repeated or for a cut never started: shape findings") {
+  TempDir d("repeated-markers");
+  auto run = walcut::node::RunCluster(Healthy(d.path.string()));
+  REQUIRE(run.ok());
+  const uint32_t node = 1;
+  Rewrite(d.path.string(), node, [&](std::vector<Rec>& recs) {
+    const size_t f = CutRecord<walfmt::CutFinish>(recs, 2);
+    walfmt::CutStart again = std::get<walfmt::CutStart>(recs[CutRecord<walfmt::CutStart>(recs, 2)].rec);
+    walfmt::CutFinish twice = std::get<walfmt::CutFinish>(recs[f].rec);
+    walfmt::CutFinish stray;
+    stray.cut_id = 77;
+    stray.time_us = twice.time_us;
+    recs.insert(recs.begin() + static_cast<std::ptrdiff_t>(f) + 1,
+                {Rec{again, {}}, Rec{twice, {}}, Rec{stray, {}}});
+  });
+  ClusterCuts bad = LoadCuts(d.path.string());
+  const GlobalCut* g = bad.Find(2);
+  REQUIRE(g);
+  INFO(Findings(*g));
+  CHECK(g->status == CutStatus::kInconsistent);
+  CHECK_FALSE(g->checks.shape);
+  CHECK(HasFinding(*g, "shape", node, "node 1: CUT_START(2) at "));
+  CHECK(HasFinding(*g, "shape", node, "after CUT_START(2): cut ids must increase"));
+  CHECK(HasFinding(*g, "shape", node, "after the cut had ended here"));
+  const GlobalCut* s = bad.Find(77);
+  REQUIRE(s);
+  INFO(Findings(*s));
+  CHECK(HasFinding(*s, "shape", node, "node 1: CUT_FINISH(77) at "));
+  CHECK(HasFinding(*s, "shape", node, "without a CUT_START"));
+}
+
+TEST_CASE("a tracked transaction whose commit became a rollback on one node: a rollback finding naming it") {
+  TempDir d("tracked-rollback");
+  auto run = walcut::node::RunCluster(Healthy(d.path.string()));
+  REQUIRE(run.ok());
+  ClusterCuts cc = LoadCuts(d.path.string());
+  uint32_t node = 0;
+  const GlobalCut* g = nullptr;
+  for (node = 0; node < 3 && !g; ++node) g = CutWithBefore(cc, node);
+  REQUIRE(g);
+  --node;
+  const uint64_t k = g->cut_id;
+  const walfmt::TxId t = g->nodes[node]->before[0].tx;
+  Rewrite(d.path.string(), node, [&](std::vector<Rec>& recs) {
+    auto it = FindRecord<walfmt::TxCommit>(recs, [&](const walfmt::TxCommit& c) { return c.tx == t; });
+    REQUIRE(it != recs.end());
+    const auto c = std::get<walfmt::TxCommit>(it->rec);
+    it->rec = walfmt::TxRollback{c.tx, c.time_us, c.flags, c.participants};
+  });
+  ClusterCuts bad = LoadCuts(d.path.string());
+  const GlobalCut* b = bad.Find(k);
+  REQUIRE(b);
+  INFO(Findings(*b));
+  CHECK(b->status == CutStatus::kInconsistent);
+  CHECK(HasFinding(*b, "rollback", node,
+                   fmt::format("node {}: transaction {} rolled back at ", node, t.ToString())));
+  CHECK(HasFinding(*b, "rollback", node, fmt::format("but listed in before({}) of CUT_FINISH at ", k)));
+}
+
+TEST_CASE("a commit made before CUT_START(1) listed in after(2): a monotonicity finding naming it") {
+  TempDir d("monotonicity");
+  auto run = walcut::node::RunCluster(Healthy(d.path.string()));
+  REQUIRE(run.ok());
+  const uint32_t node = 0;
+  walfmt::TxId old;
+  Rewrite(d.path.string(), node, [&](std::vector<Rec>& recs) {
+    const size_t s1 = CutRecord<walfmt::CutStart>(recs, 1);
+    const size_t s2 = CutRecord<walfmt::CutStart>(recs, 2);
+    for (size_t i = s1; i-- > 0;) {
+      if (auto* c = std::get_if<walfmt::TxCommit>(&recs[i].rec)) {
+        old = c->tx;
+        // It must still be among the recent commits the scan keeps at CUT_START(2).
+        size_t between = 0;
+        for (size_t j = i; j < s2; ++j) between += std::holds_alternative<walfmt::TxCommit>(recs[j].rec);
+        REQUIRE(between < 256);
+        break;
+      }
+    }
+    std::get<walfmt::CutFinish>(recs[CutRecord<walfmt::CutFinish>(recs, 2)].rec).after.push_back(old);
+  });
+  REQUIRE(old.seq != 0);
+  ClusterCuts bad = LoadCuts(d.path.string());
+  const GlobalCut* g = bad.Find(2);
+  REQUIRE(g);
+  INFO(Findings(*g));
+  CHECK(g->status == CutStatus::kInconsistent);
+  CHECK_FALSE(g->checks.monotonicity);
+  CHECK(HasFinding(*g, "monotonicity", node,
+                   fmt::format("node 0: transaction {} (committed at ", old.ToString())));
+  CHECK(HasFinding(*g, "monotonicity", node, "is in cut 1 but in after(2): cut 2 does not contain cut 1"));
+}
+
+TEST_CASE("an intact TX_DATA or CUT_START record whose payload does not decode is a wal finding; no segments is an "
+          "error") {
+  TempDir d("undecodable");
+  const fs::path wal = d.path / "wal";
+  walfmt::WriterOptions wo;
+  wo.wal_dir = wal.string();
+  wo.node_id = 0;
+  wo.cluster_id = 0x5eed;
+  auto w = walfmt::WalWriter::Create(wo);
+  REQUIRE(w.ok());
+  const std::vector<uint8_t> three{1, 2, 3};
+  auto at_data = (*w)->AppendRaw(static_cast<uint16_t>(walfmt::RecordType::kTxData), 0, three);
+  REQUIRE(at_data.ok());
+  auto at_start = (*w)->AppendRaw(static_cast<uint16_t>(walfmt::RecordType::kCutStart), 0, three);
+  REQUIRE(at_start.ok());
+  REQUIRE((*w)->Close().ok());
+  walcut::cut::ScanOptions so;
+  so.node = 0;
+  auto s = walcut::cut::ScanNode(wal.string(), so);
+  REQUIRE(s.ok());
+  auto decode = walfmt::DecodePayload(walfmt::RecordType::kCutStart, three);
+  REQUIRE_FALSE(decode.ok());
+  std::set<std::string> messages;
+  for (const auto& f : s->findings) {
+    if (f.check == walcut::cut::Check::kWal) messages.insert(f.message);
+  }
+  INFO(fmt::format("{}", fmt::join(messages, "\n")));
+  CHECK(messages.count(fmt::format("node 0: intact TX_DATA record at {} does not decode: TX_DATA payload shorter than "
+                                   "a transaction id",
+                                   at_data->ToString())));
+  CHECK(messages.count(fmt::format("node 0: intact CUT_START record at {} does not decode: {}", at_start->ToString(),
+                                   decode.status().message())));
+  fs::create_directories(d.path / "empty");
+  auto none = walcut::cut::ScanNode((d.path / "empty").string(), so);
+  CHECK_FALSE(none.ok());
+  CHECK(none.status().code() == walfmt::ErrorCode::kNotFound);
+  CHECK(none.status().message() == (d.path / "empty").string() + ": no WAL segments");
 }

@@ -1,0 +1,58 @@
+// The check state file's refusals: each malformed shape refused with why.
+#include <functional>
+#include <string>
+#include <vector>
+
+#include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
+
+#include "recovery/check.h"
+
+TEST_CASE("a malformed check state file is refused, naming the file and what is wrong", "[recovery][check]") {
+  walcut::recovery::CheckState s;
+  walcut::recovery::SegmentState seg;
+  seg.file = "00000001.wal";
+  seg.index = 1;
+  seg.size = 4096;
+  seg.mtime_ns = 5;
+  seg.crc32c = 0xdeadbeef;
+  s.nodes[0][1] = seg;
+  const std::string good = walcut::recovery::CheckStateToJson(s);
+  auto back = walcut::recovery::CheckStateFromJson(good, "state.json");
+  REQUIRE(back.ok());
+  CHECK(back->nodes.at(0).at(1).crc32c == 0xdeadbeef);
+  using nlohmann::json;
+  struct Case {
+    const char* what;
+    std::function<void(json&)> edit;
+    std::string why;
+  };
+  const std::vector<Case> cases = {
+      {"an array", [](json& j) { j = json::array(); }, "not a JSON object"},
+      {"no nodes", [](json& j) { j.erase("nodes"); }, "no \"nodes\" array"},
+      {"nodes an object", [](json& j) { j["nodes"] = json::object(); }, "no \"nodes\" array"},
+      {"node entry without segments", [](json& j) { j["nodes"][0].erase("segments"); },
+       "a node entry lacks \"node\" or \"segments\""},
+      {"node id negative", [](json& j) { j["nodes"][0]["node"] = -1; }, "a node entry lacks \"node\" or \"segments\""},
+      {"segment without crc32c", [](json& j) { j["nodes"][0]["segments"][0].erase("crc32c"); },
+       "a segment entry lacks file, index, size, mtime_ns or crc32c"},
+      {"segment size a string", [](json& j) { j["nodes"][0]["segments"][0]["size"] = "4096"; },
+       "a segment entry lacks file, index, size, mtime_ns or crc32c"},
+      {"crc32c of 7 digits", [](json& j) { j["nodes"][0]["segments"][0]["crc32c"] = "deadbee"; },
+       "crc32c is not 8 hex digits"},
+      {"crc32c not hex", [](json& j) { j["nodes"][0]["segments"][0]["crc32c"] = "deadbeeg"; },
+       "crc32c is not 8 hex digits"},
+  };
+  for (const Case& c : cases) {
+    DYNAMIC_SECTION(c.what) {
+      json j = json::parse(good);
+      c.edit(j);
+      auto r = walcut::recovery::CheckStateFromJson(j.dump(), "state.json");
+      CHECK_FALSE(r.ok());
+      CHECK(r.status().message() == "state.json: not a walcut.check-state/1 state file: " + c.why);
+    }
+  }
+  auto r = walcut::recovery::CheckStateFromJson("{\"schema\":", "state.json");
+  CHECK_FALSE(r.ok());
+  CHECK(r.status().message() == "state.json: not a walcut.check-state/1 state file: not a JSON object");
+}
