@@ -99,16 +99,16 @@ class HugeArray {
 // first, and each entry carries the 8 bytes after it as a big-endian number
 // (zero-padded): most comparisons are one integer compare, and ties compare
 // the whole keys, so the order is exactly the byte order of the keys.
-struct KeyValue {
+struct SortedEntry {
   uint64_t rank;
   std::string_view key;
   std::string_view value;
 };
 
 template <typename Visit>
-bool VisitSorted(std::vector<KeyValue>& all, Visit&& visit) {
+bool VisitSorted(std::vector<SortedEntry>& all, Visit&& visit) {
   size_t common = all.empty() ? 0 : all[0].key.size();
-  for (const KeyValue& e : all) {
+  for (const SortedEntry& e : all) {
     const std::string_view first = all[0].key;
     size_t i = 0;
     const size_t n = std::min(common, e.key.size());
@@ -116,7 +116,7 @@ bool VisitSorted(std::vector<KeyValue>& all, Visit&& visit) {
     common = i;
     if (common == 0) break;
   }
-  for (KeyValue& e : all) {
+  for (SortedEntry& e : all) {
     uint64_t r = 0;
     for (size_t i = 0; i < 8; ++i) {
       const size_t at = common + i;
@@ -125,11 +125,11 @@ bool VisitSorted(std::vector<KeyValue>& all, Visit&& visit) {
     }
     e.rank = r;
   }
-  std::sort(all.begin(), all.end(), [](const KeyValue& a, const KeyValue& b) {
+  std::sort(all.begin(), all.end(), [](const SortedEntry& a, const SortedEntry& b) {
     if (a.rank != b.rank) return a.rank < b.rank;
     return a.key < b.key;
   });
-  for (const KeyValue& e : all) {
+  for (const SortedEntry& e : all) {
     if (!visit(e.key, e.value)) return false;
   }
   return true;
@@ -232,7 +232,7 @@ class StateTable {
   // when visit returns false (and then returns false).
   template <typename Visit>
   bool ForEachSorted(Visit&& visit) const {
-    std::vector<KeyValue> all;
+    std::vector<SortedEntry> all;
     all.reserve(size_);
     ForEach([&](std::string_view k, std::string_view v) { all.push_back({0, k, v}); });
     return VisitSorted(all, visit);
@@ -378,7 +378,7 @@ class PartitionedState {
   // order.
   template <typename Visit>
   bool ForEachSorted(Visit&& visit) const {
-    std::vector<KeyValue> all;
+    std::vector<SortedEntry> all;
     all.reserve(size());
     for (const auto& t : tables_) {
       t.ForEach([&](std::string_view k, std::string_view v) { all.push_back({0, k, v}); });
