@@ -23,6 +23,20 @@
 namespace walfmt {
 namespace {
 
+// Points p at [offset, offset + n) of a window holding the bytes
+// [win_off, win_off + len) at buf, cut at the window's end; none (p null,
+// got 0) when offset lies outside it.
+void ExposeWindow(const uint8_t* buf, uint64_t win_off, uint64_t len, uint64_t offset, size_t n, const uint8_t*& p,
+                  size_t& got) {
+  if (offset < win_off || offset >= win_off + len) {
+    p = nullptr;
+    got = 0;
+    return;
+  }
+  p = buf + (offset - win_off);
+  got = static_cast<size_t>(std::min<uint64_t>(n, win_off + len - offset));
+}
+
 std::string Errno(const char* what, const std::string& path) {
   return fmt::format("{}: {}: {}", path, what, std::strerror(errno));
 }
@@ -91,13 +105,7 @@ class PreadSource final : public ByteSource {
   uint64_t end() const { return win_off_ + len_; }
 
   void Expose(uint64_t offset, size_t n, const uint8_t*& p, size_t& got) const {
-    if (offset < win_off_ || offset >= end()) {
-      p = nullptr;
-      got = 0;
-      return;
-    }
-    p = buf_.get() + (offset - win_off_);
-    got = static_cast<size_t>(std::min<uint64_t>(n, end() - offset));
+    ExposeWindow(buf_.get(), win_off_, len_, offset, n, p, got);
   }
 
   // Makes [offset, offset + n) part of the window, or as much of it as the
@@ -497,13 +505,7 @@ class StreamSource final : public ByteSource {
  private:
   uint64_t end() const { return win_off_ + len_; }
   void Expose(uint64_t offset, size_t n, const uint8_t*& p, size_t& got) const {
-    if (offset < win_off_ || offset >= end()) {
-      p = nullptr;
-      got = 0;
-      return;
-    }
-    p = buf_.get() + (offset - win_off_);
-    got = static_cast<size_t>(std::min<uint64_t>(n, end() - offset));
+    ExposeWindow(buf_.get(), win_off_, len_, offset, n, p, got);
   }
   Status Fill(uint64_t offset, size_t n) {
     if (offset + n <= end() || eof_) return Status::Ok();
