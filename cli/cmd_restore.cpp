@@ -448,29 +448,21 @@ int RunRestore(const RestoreOptions& o) {
     return kExitUsage;
   }
   if (!o.repo.empty()) {  // --repo: a full artifact and its increments (cli/cmd_restore_repo.cpp), not DIR's WAL
-    uint64_t t = 0;
+    std::optional<walfmt::TimeArg> before;
     if (!o.before.empty()) {
       auto parsed = walfmt::ParseTime(o.before);
       if (!parsed.ok()) {
         PrintError(fmt::format("--before {}", parsed.status().message()));
         return kExitUsage;
       }
-      // Repository artifacts keep cluster times, not the cluster's epoch.
-      auto at = walfmt::ClusterClock{}.Resolve(*parsed, "--before");
-      if (!at.ok()) {
-        PrintError(fmt::format("--before {}: with --repo, give cluster time since creation with a unit (250ms, "
-                               "1.5s, 2m): repository artifacts record cluster times, not the cluster's epoch",
-                               o.before));
-        return kExitUsage;
-      }
-      t = *at;
+      before = *parsed;  // a wall-clock time goes through each artifact's epoch (its copy of cluster.json)
     }
     if (!o.base.empty() || o.force || !o.check.empty()) {
       PrintError("with --repo: --base, --force and --check do not apply");
       return kExitUsage;
     }
     return RunRestoreRepo({o.repo, o.dir, o.cut ? std::optional<uint64_t>(o.cut) : std::nullopt, o.latest,
-                           o.before.empty() ? std::nullopt : std::optional<uint64_t>(t), o.out, o.dry_run,
+                           before, o.out, o.dry_run,
                            o.format == Format::kJson, o.jobs});
   }
   if (o.dir.empty()) {
@@ -566,7 +558,8 @@ void RegisterRestore(CLI::App& root, Registry& reg) {
   cmd->add_option("--before", o->before,
                   "The latest consistent cut that finished before TIME: ISO 8601 (2026-11-30T12:00:00Z, "
                   "2026-11-30T13:00:00.5+01:00), @UNIX_SECONDS, or cluster time since creation with a unit "
-                  "(250ms, 1.5s, 2m, 1h); a bare number is refused");
+                  "(250ms, 1.5s, 2m, 1h); a bare number is refused. With --repo: the newest artifact finished before "
+                  "TIME, a wall-clock TIME through each artifact's cluster epoch");
   cmd->add_option("--base", o->base,
                   "Base: 'genesis', a full snapshot name under DIR/snapshots/, a snapshot directory's path, or a "
                   "restore output dir. Default: the newest full snapshot every node's WAL still holds before the "

@@ -17,7 +17,7 @@ int RunRestoreRepo(const RepoRestoreCliOptions& o) {
   rq.name = o.name;
   rq.cut = o.cut;
   rq.latest = o.latest;
-  rq.before_us = o.before_us;
+  rq.before = o.before;
   rq.out = o.out;
   rq.dry_run = o.dry_run;
   rq.jobs = o.jobs;

@@ -1,5 +1,5 @@
 // walcut snapshot list REPO: every artifact of a repository (type, parent,
-// cut, cluster time, size, WAL range per node) and the restore targets it
+// cut, time, size, WAL range per node) and the restore targets it
 // can serve, like pgBackRest's info.
 #include <set>
 
@@ -28,6 +28,11 @@ std::string Chain(const std::vector<std::string>& c) {
 std::string SegRange(const repo::ArtifactNode& n) {
   return n.first_segment == n.last_segment ? fmt::format("{:016X}", n.first_segment)
                                            : fmt::format("{:016X}..{:016X}", n.first_segment, n.last_segment);
+}
+
+std::optional<uint64_t> EpochOf(const repo::RepoListing& l, const std::string& artifact) {
+  const repo::Artifact* a = l.Find(artifact);
+  return a ? a->epoch_unix_us : std::nullopt;
 }
 
 int RunList(const ListOptions& o) {
@@ -86,6 +91,8 @@ int RunList(const ListOptions& o) {
                       {"cut", a.m.cut ? json(*a.m.cut) : json(nullptr)},
                       {"snapshot", a.m.snapshot.empty() ? json(nullptr) : json(a.m.snapshot)},
                       {"time_us", a.m.time_us},
+                      {"time", walfmt::ClusterClock{a.epoch_unix_us}.Format(a.m.time_us)},
+                      {"epoch_unix_us", a.epoch_unix_us ? json(*a.epoch_unix_us) : json(nullptr)},
                       {"verdict", a.m.verdict},
                       {"bytes", a.m.Bytes()},
                       {"files", a.m.files.size()},
@@ -97,6 +104,7 @@ int RunList(const ListOptions& o) {
                     {"cut", t.cut ? json(*t.cut) : json(nullptr)},
                     {"snapshot", t.snapshot.empty() ? json(nullptr) : json(t.snapshot)},
                     {"time_us", t.time_us},
+                    {"time", walfmt::ClusterClock{EpochOf(*l, t.artifact)}.Format(t.time_us)},
                     {"cluster_id", fmt::format("{:016x}", t.cluster_id)},
                     {"chain", t.chain}});
     }
@@ -121,7 +129,7 @@ int RunList(const ListOptions& o) {
     const std::string what = a.m.cut ? fmt::format("cut {}", *a.m.cut) : "snapshot " + a.m.snapshot;
     fmt::print("{}: {}{}, parent {}, {}, cluster {:016x}, time {}, {} in {} files\n", a.name, a.m.type,
                a.m.source == "restore" ? " (synthetic)" : "", a.m.parent.empty() ? "-" : a.m.parent, what,
-               a.m.cluster_id, Millis(a.m.time_us), HumanBytes(a.m.Bytes()), a.m.files.size());
+               a.m.cluster_id, walfmt::ClusterClock{a.epoch_unix_us}.Format(a.m.time_us), HumanBytes(a.m.Bytes()), a.m.files.size());
     for (const auto& n : a.m.nodes) {
       if (n.has_wal) {
         fmt::print("  node {}: WAL {} .. {} (segments {}), cut {} .. {}\n", n.node, n.wal_from.ToString(),
@@ -146,7 +154,7 @@ void RegisterSnapshotList(CLI::App& root, Registry& reg) {
   auto o = std::make_shared<ListOptions>();
   CLI::App* cmd = snapshot->add_subcommand(
       "list",
-      "Every artifact of a repository: type, parent, cut, cluster time, size, WAL range per node; and the\n"
+      "Every artifact of a repository: type, parent, cut, time (UTC through the cluster's epoch), size, WAL range per node; and the\n"
       "restore targets (artifacts whose chain back to a full is complete). Exit 0, 2 when REPO is not a\n"
       "repository, 3 on I/O errors.");
   cmd->add_option("REPO", o->repo, "Repository directory")->required();

@@ -135,7 +135,6 @@ json CutJson(const cut::GlobalCut& g, bool detail, const walfmt::ClusterClock& c
   return j;
 }
 
-std::string Millis(uint64_t us) { return fmt::format("{}.{:03} ms", us / 1000, us % 1000); }
 
 std::vector<std::string> WindowLines(const cut::RestoreWindow& w) {
   std::vector<std::string> out;

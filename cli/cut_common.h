@@ -29,8 +29,6 @@ nlohmann::json ChecksJson(const cut::CutChecks& c);
 // Times with both "X_time_us" and "X_time" (cli/clock.h).
 nlohmann::json CutJson(const cut::GlobalCut& g, bool detail, const walfmt::ClusterClock& clock);
 
-// "12.345 ms" style times of the cluster clock.
-std::string Millis(uint64_t us);
 // "cuts 2..7" or "no cut can be restored", with what limits each end.
 std::vector<std::string> WindowLines(const cut::RestoreWindow& w);
 

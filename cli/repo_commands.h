@@ -7,6 +7,8 @@
 #include <optional>
 #include <string>
 
+#include "walfmt/duration.h"
+
 namespace walcut::cli {
 
 // Whether DIR is a repository (holds its top-level marker): `snapshot check`
@@ -28,7 +30,7 @@ struct RepoRestoreCliOptions {
   std::string name;
   std::optional<uint64_t> cut;
   bool latest = false;
-  std::optional<uint64_t> before_us;
+  std::optional<walfmt::TimeArg> before;
   std::string out;
   bool dry_run = false;
   bool json = false;

@@ -7,6 +7,8 @@
 // collection is walked in a fixed order (node id, TxId), so the bytes depend
 // only on the input.
 #include "cut/svg.h"
+
+#include "walfmt/duration.h"
 #include "walfmt/text_escape.h"
 
 #include <algorithm>
@@ -97,7 +99,9 @@ std::string F(double v) {
   return fmt::format("{:.1f}", v);
 }
 
-std::string Ms(uint64_t us) { return fmt::format("{}.{:03} ms", us / 1000, us % 1000); }
+// A record time as every command prints it: ISO 8601 UTC through the
+// cluster's epoch, an offset from its creation without one.
+std::string When(const ClusterCuts& cc, uint64_t us) { return walfmt::ClusterClock{cc.epoch_unix_us}.Format(us); }
 
 // Cuts at a character boundary, adding "..." when it had to cut.
 std::string Shorten(const std::string& s, size_t max_bytes) {
@@ -331,7 +335,7 @@ std::vector<std::string> Footnotes(const Model& m) {
       if (!nc) continue;
       for (const CutAbortMark& a : nc->aborts) {
         if (++no > kMaxAbortNotes) continue;
-        notes.push_back(fmt::format("CUT_ABORT #{}: node {} at {} ({}): {}{}{}", no, r.node, Ms(a.time_us),
+        notes.push_back(fmt::format("CUT_ABORT #{}: node {} at {} ({}): {}{}{}", no, r.node, When(*m.cc, a.time_us),
                                     a.at.ToString(), walfmt::CutAbortReasonName(a.reason),
                                     a.detail.empty() ? "" : ": ", a.detail));
       }
@@ -430,7 +434,7 @@ void DrawHeader(Svg& s, const Model& m, const Layout& l) {
                              g->after_before_start),
                  max_chars),
          "class=\"summary\"");
-  s.Text(10, 82, fmt::format("cluster time {} to {}", Ms(l.t0), Ms(l.t1)), "class=\"window\" fill=\"#555555\"");
+  s.Text(10, 82, fmt::format("from {} to {}", When(*m.cc, l.t0), When(*m.cc, l.t1)), "class=\"window\" fill=\"#555555\"");
 }
 
 // Node lines and their labels; the omitted row.
@@ -492,7 +496,7 @@ void DrawTransaction(Svg& s, const Model& m, const Layout& l, const walfmt::TxId
   std::string where;
   for (const Point& p : d.points) {
     where += fmt::format("; node {} {} {}{}{}", p.node, p.before ? "before" : "after",
-                         p.timed ? (p.rolled_back ? "rolled back at " : "committed at ") + Ms(p.time_us)
+                         p.timed ? (p.rolled_back ? "rolled back at " : "committed at ") + When(*m.cc, p.time_us)
                                  : std::string("never finished"),
                          p.rule5 ? " (rule 5)" : "", p.recovered ? " (recovered)" : "");
   }

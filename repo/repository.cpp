@@ -20,6 +20,7 @@
 #include "cut/load.h"
 #include "recovery/cluster_info.h"
 #include "recovery/restore.h"
+#include "walfmt/cluster_layout.h"
 #include "walfmt/file_io.h"
 #include "walfmt/staging.h"
 #include "walfmt/reader.h"
@@ -1080,6 +1081,9 @@ Result<RepoListing> ListRepository(const std::string& dir) {
         a.status = Status::Corruption(fmt::format("{}: names artifact '{}', its directory is '{}'", mpath, m->name, name));
       } else {
         a.m = std::move(m.value());
+        if (std::any_of(a.m.files.begin(), a.m.files.end(), [](const ArtifactFile& f) { return f.path == "cluster.json"; })) {
+          if (auto ci = walfmt::LoadClusterInfo(a.dir); ci.ok()) a.epoch_unix_us = ci->epoch_unix_us;
+        }
       }
     }
     l.artifacts.push_back(std::move(a));
@@ -1160,23 +1164,54 @@ Result<CreateResult> CreateArtifact(const CreateRequest& req) {
 // ---- restore through a chain -----------------------------------------------
 
 Result<const Artifact*> SelectTarget(const RepoListing& l, const RepoRestoreRequest& req) {
-  const int chosen = !req.name.empty() + req.cut.has_value() + req.latest + req.before_us.has_value();
+  const int chosen = !req.name.empty() + req.cut.has_value() + req.latest + req.before.has_value();
   if (chosen != 1) return Status::InvalidArgument("give exactly one of NAME, --cut K, --latest, --before TIME");
   if (!req.name.empty()) {
     const Artifact* a = l.Find(req.name);
     if (!a) return Status::NotFound(fmt::format("{}: no artifact {}", l.dir, req.name));
     return a;
   }
+  const bool wall = req.before && req.before->wall_clock;
+  // When an artifact finished, on the scale `before` is given in: cluster
+  // time, or Unix microseconds through the artifact's epoch.
+  auto when = [wall](const Artifact& a) -> int64_t {
+    return wall ? static_cast<int64_t>(*a.epoch_unix_us + a.m.time_us) : static_cast<int64_t>(a.m.time_us);
+  };
   const Artifact* best = nullptr;
+  size_t without_epoch = 0;
+  std::vector<uint64_t> clusters;  // of the restorable artifacts, for a cluster time
   for (const auto& a : l.artifacts) {
     if (!a.status.ok() || !ChainOf(l, a.name).ok()) continue;
     if (req.cut && a.m.cut != req.cut) continue;
-    if (req.before_us && !(a.m.time_us < *req.before_us)) continue;
-    if (!best || a.m.time_us > best->m.time_us || (a.m.time_us == best->m.time_us && a.m.seq > best->m.seq)) best = &a;
+    if (req.before) {
+      if (wall && !a.epoch_unix_us) {
+        ++without_epoch;
+        continue;
+      }
+      if (std::find(clusters.begin(), clusters.end(), a.m.cluster_id) == clusters.end()) clusters.push_back(a.m.cluster_id);
+      if (!(when(a) < (wall ? req.before->unix_us : static_cast<int64_t>(req.before->cluster_us)))) continue;
+    }
+    if (!best || when(a) > when(*best) || (when(a) == when(*best) && a.m.seq > best->m.seq)) best = &a;
+  }
+  if (req.before && !wall && clusters.size() > 1) {
+    std::string ids;
+    for (auto c : clusters) ids += fmt::format("{}{:016x}", ids.empty() ? "" : ", ", c);
+    return Status::InvalidArgument(fmt::format(
+        "{}: holds artifacts of {} clusters ({}), each with its own clock, so cluster time {} names no one instant; "
+        "give a wall-clock time (ISO 8601 or @UNIX_SECONDS), an artifact NAME or --cut K",
+        l.dir, clusters.size(), ids, walfmt::FormatClusterOffset(req.before->cluster_us)));
   }
   if (!best) {
     if (req.cut) return Status::NotFound(fmt::format("{}: no restorable artifact of cut {}", l.dir, *req.cut));
-    if (req.before_us) return Status::NotFound(fmt::format("{}: no restorable artifact before {} us", l.dir, *req.before_us));
+    if (req.before) {
+      const std::string at = wall ? walfmt::FormatUtc(req.before->unix_us) : walfmt::FormatClusterOffset(req.before->cluster_us);
+      const std::string skipped =
+          without_epoch == 0 ? ""
+                             : fmt::format(" ({} restorable artifact{} record{} no cluster epoch, so no wall-clock time: "
+                                           "give cluster time since creation with a unit, e.g. 1.5s)",
+                                           without_epoch, without_epoch == 1 ? "" : "s", without_epoch == 1 ? "s" : "");
+      return Status::NotFound(fmt::format("{}: no restorable artifact finished before {}{}", l.dir, at, skipped));
+    }
     return Status::NotFound(fmt::format("{}: no restorable artifact", l.dir));
   }
   return best;

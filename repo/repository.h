@@ -23,6 +23,7 @@
 
 #include "cut/cuts.h"
 #include "cut/load.h"
+#include "walfmt/duration.h"
 #include "walfmt/lsn.h"
 #include "walfmt/status.h"
 
@@ -108,6 +109,10 @@ struct Artifact {
   std::string dir;
   walfmt::Status status;  // manifest unreadable, malformed or failing its checksum
   Manifest m;
+  // The cluster's epoch from the artifact's copy of cluster.json: record
+  // time T happened at epoch + T (walfmt/duration.h). Absent when that copy
+  // predates epochs or cannot be read (`snapshot check` reports the latter).
+  std::optional<uint64_t> epoch_unix_us;
 };
 
 struct RepoListing {
@@ -173,7 +178,11 @@ struct RepoRestoreRequest {
   std::string name;                  // artifact; or
   std::optional<uint64_t> cut;       // the newest artifact of this cut; or
   bool latest = false;               // the newest restorable artifact; or
-  std::optional<uint64_t> before_us; // the newest artifact whose cut finished before this time
+  // The newest artifact whose cut finished before this time. A wall-clock
+  // time goes through each artifact's epoch (artifacts without one are
+  // skipped); a cluster time is refused when the candidates belong to more
+  // than one cluster (each has its own clock).
+  std::optional<walfmt::TimeArg> before;
   std::string out;
   bool dry_run = false;
   unsigned jobs = 0;

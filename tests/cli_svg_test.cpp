@@ -140,7 +140,11 @@ TEST_CASE("cut show --svg: JSON output unchanged, the file replaced, never writt
   REQUIRE(r.code == 0);
   CHECK(r.out.find("wrote") == std::string::npos);
   CHECK(nlohmann::json::parse(r.out)["schema"] == "walcut.cut/1");
-  CHECK(Slurp(svg_path).find(">cut 2: consistent</text>") != std::string::npos);
+  const std::string svg = Slurp(svg_path);
+  CHECK(svg.find(">cut 2: consistent</text>") != std::string::npos);
+  // Times are UTC through the cluster's epoch, as in every other output.
+  CHECK(svg.find(">from 2026-11-30T12:00:00.") != std::string::npos);
+  CHECK(svg.find("committed at 2026-11-30T12:00:00.") != std::string::npos);
 
   // Inside the input (a copy, so a failure of the check cannot touch the
   // sources): refused as a usage error, nothing written.

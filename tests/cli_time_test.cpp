@@ -2,6 +2,7 @@
 // UTC, and the time options (ISO 8601, @UNIX_SECONDS, a duration with a
 // unit; a bare number refused).
 #include <filesystem>
+#include <map>
 #include <string>
 
 #include <catch2/catch.hpp>
@@ -169,4 +170,83 @@ TEST_CASE("walcut scan summaries carry the epoch: cuts over summaries prints UTC
   CHECK(cuts.out.find("    3  consistent       1230       5     22  2026-11-30T12:00:00.131114Z  5 / 1") !=
         std::string::npos);
   CHECK(Walcut("run " + t.path + "/c --txs 200 --epoch 5s").code == 2);
+}
+
+TEST_CASE("restore --repo --before: wall-clock times through each artifact's epoch; cluster time refused across "
+          "clusters",
+          "[cli][time][repo]") {
+  TempDir t;
+  const std::string repo = t.path + "/r";
+  for (const char* step : {"--full --from full-1500", "--incremental --cut 5", "--incremental --cut 6"}) {
+    auto r = Walcut(fmt::format("snapshot create {} --repo {} {}", Healthy(), repo, step));
+    INFO(step << "\n" << r.out << r.err);
+    REQUIRE(r.code == 0);
+  }
+  auto list = Walcut("snapshot list " + repo + " --format json");
+  REQUIRE(list.code == 0);
+  const json lj = json::parse(list.out);
+  std::map<std::string, std::string> time_of;
+  for (const auto& a : lj["artifacts"]) {
+    CHECK(a["epoch_unix_us"] == uint64_t{1796040000000000});
+    time_of[a["name"].get<std::string>()] = a["time"].get<std::string>();
+  }
+  REQUIRE(time_of.count("i-cut-6") == 1);
+  REQUIRE(time_of.count("i-cut-5") == 1);
+  REQUIRE(time_of.count("f-full-1500") == 1);
+  // The text listing prints the same UTC times.
+  auto text = Walcut("snapshot list " + repo);
+  CHECK(text.out.find("time " + time_of["i-cut-6"]) != std::string::npos);
+
+  auto pick = [&](const std::string& before) {
+    auto r = Walcut(fmt::format("restore --repo {} --before {} --dry-run", repo, before));
+    INFO(before << "\n" << r.out << r.err);
+    CHECK(r.code == 0);
+    const auto p = r.out.find("plan: restore ");
+    return p == std::string::npos ? std::string() : r.out.substr(p + 14, r.out.find(' ', p + 14) - p - 14);
+  };
+  // A cut finished at T is before T + 1 us, not before T itself.
+  const std::string t6 = time_of["i-cut-6"];
+  CHECK(pick(t6) == "i-cut-5");
+  const std::string t6_plus = t6.substr(0, t6.size() - 2) + std::to_string(t6[t6.size() - 2] - '0' + 1) + "Z";
+  if (t6[t6.size() - 2] != '9') CHECK(pick(t6_plus) == "i-cut-6");
+  CHECK(pick(time_of["i-cut-5"]) == "f-full-1500");
+  CHECK(pick("2027-01-01T00:00:00+01:00") == "i-cut-6");
+  CHECK(pick("@1796040001") == "i-cut-6");
+  CHECK(pick("1s") == "i-cut-6");  // one cluster: cluster time still works
+
+  auto early = Walcut(fmt::format("restore --repo {} --before 2026-11-30T11:59:59Z --dry-run", repo));
+  CHECK(early.code == 2);
+  CHECK(early.err.find("no restorable artifact finished before 2026-11-30T11:59:59.000000Z") != std::string::npos);
+
+  // A second cluster in the same repository: wall-clock times still name one
+  // instant (its epoch is a day later), cluster time does not.
+  const std::string other = t.path + "/other";
+  REQUIRE(Walcut("run " + other + " --txs 300 --cuts 2 --seed 5 --epoch 2026-12-01T12:00:00Z").code == 0);
+  auto inc = Walcut(fmt::format("snapshot create {} --repo {} --full --cut 1", other, repo));
+  INFO(inc.out << inc.err);
+  REQUIRE(inc.code == 0);
+  CHECK(pick("2026-12-01T00:00:00Z") == "i-cut-6");
+  CHECK(pick("2026-12-02T00:00:00Z") == "f-cut-1");
+  auto ambiguous = Walcut(fmt::format("restore --repo {} --before 1s --dry-run", repo));
+  CHECK(ambiguous.code == 2);
+  CHECK(ambiguous.err.find("holds artifacts of 2 clusters") != std::string::npos);
+  CHECK(ambiguous.err.find("give a wall-clock time") != std::string::npos);
+
+  // An artifact whose cluster.json predates epochs is skipped by a wall-clock
+  // time, and the error says so.
+  const std::string old_repo = t.path + "/old";
+  fs::copy(repo, old_repo, fs::copy_options::recursive);
+  fs::remove_all(old_repo + "/f-cut-1");
+  for (const auto& e : fs::directory_iterator(old_repo)) {
+    if (!fs::is_regular_file(e.path() / "cluster.json")) continue;
+    json cj = json::parse(Slurp((e.path() / "cluster.json").string()));
+    cj.erase("epoch_unix_us");
+    cj.erase("epoch");
+    Spit((e.path() / "cluster.json").string(), cj.dump(2) + "\n");
+  }
+  auto no_epoch = Walcut(fmt::format("restore --repo {} --before 2027-01-01T00:00:00Z --dry-run", old_repo));
+  CHECK(no_epoch.code == 2);
+  CHECK(no_epoch.err.find("3 restorable artifacts record no cluster epoch") != std::string::npos);
+  auto listed = Walcut("snapshot list " + old_repo);
+  CHECK(listed.out.find("time +0.") != std::string::npos);
 }
