@@ -90,14 +90,8 @@ int RunVerdict(const CutsOptions& o) {
       return "";
     };
   }
-  uint64_t k = o.cut;
-  if (o.latest) {
-    if (!cc->window.any) {
-      PrintError(fmt::format("no cut can be restored: {}", cc->window.latest_limit));
-      return kExitFindings;
-    }
-    k = cc->window.latest;
-  }
+  const uint64_t k = CutOrLatest(*cc, o.cut, o.latest);
+  if (o.latest && k == 0) return kExitFindings;
   auto v = recovery::MakeVerdict(*cc, k, vo);
   if (!v.ok()) {
     PrintError(v.status().message());

@@ -219,14 +219,8 @@ int RunRestoreNode(const RestoreOptions& o) {
       PrintError(cc.status().message());
       return ExitForStatus(cc.status());
     }
-    uint64_t k = o.cut;
-    if (o.latest) {
-      if (!cc->window.any) {
-        PrintError(fmt::format("no cut can be restored: {}", cc->window.latest_limit));
-        return kExitFindings;
-      }
-      k = cc->window.latest;
-    }
+    const uint64_t k = CutOrLatest(*cc, o.cut, o.latest);
+    if (o.latest && k == 0) return kExitFindings;
     recovery::VerdictOptions vo;
     vo.cluster_json = cj;
     auto v = recovery::MakeVerdict(*cc, k, vo);
@@ -310,14 +304,9 @@ constexpr int kRetryWhole = -1;
 int RestoreWith(const RestoreOptions& o, const std::optional<walfmt::TimeArg>& before,
                 const cut::ClusterLayout& layout, const recovery::CutVerdict& v) {
   const cut::ClusterCuts* cc = &v.cuts;
-  uint64_t k = o.cut;
-  if (o.latest) {
-    if (!cc->window.any) {
-      PrintError(fmt::format("{}: no cut can be restored: {}", o.dir, cc->window.latest_limit));
-      return kExitFindings;
-    }
-    k = cc->window.latest;
-  } else if (before) {
+  uint64_t k = CutOrLatest(*cc, o.cut, o.latest, o.dir);
+  if (o.latest && k == 0) return kExitFindings;
+  if (before) {
     // A wall-clock time goes through the cluster's epoch (cluster.json).
     auto before_us = ClockOf(*cc).Resolve(*before, "--before");
     if (!before_us.ok()) {

@@ -213,4 +213,13 @@ std::vector<std::string> SnapshotLines(const cut::ClusterCuts& cc) {
   return out;
 }
 
+uint64_t CutOrLatest(const cut::ClusterCuts& cc, uint64_t cut, bool latest, const std::string& where) {
+  if (!latest) return cut;
+  if (!cc.window.any) {
+    PrintError(fmt::format("{}no cut can be restored: {}", where.empty() ? "" : where + ": ", cc.window.latest_limit));
+    return 0;
+  }
+  return cc.window.latest;
+}
+
 }  // namespace walcut::cli

@@ -29,6 +29,11 @@ nlohmann::json ChecksJson(const cut::CutChecks& c);
 // Times with both "X_time_us" and "X_time" (cli/clock.h).
 nlohmann::json CutJson(const cut::GlobalCut& g, bool detail, const walfmt::ClusterClock& clock);
 
+// The cut a command acts on: `cut`, or with `latest` the end of the restore
+// window. 0 when --latest finds no restorable cut, after printing why
+// (prefixed by `where` when it is not empty); the caller exits 1.
+uint64_t CutOrLatest(const cut::ClusterCuts& cc, uint64_t cut, bool latest, const std::string& where = "");
+
 // "cuts 2..7" or "no cut can be restored", with what limits each end.
 std::vector<std::string> WindowLines(const cut::RestoreWindow& w);
 
