@@ -325,6 +325,33 @@ void Append(const std::string& path, const std::string& bytes) {
   f << bytes;
 }
 
+// Hands the segments `segs` to the WAL directory `wal` the way a writer
+// appends: each new segment first with 30 bytes of its header, then in
+// pieces of 977 bytes (most end inside a record). Segment `from` on; the
+// last segment only up to `last_bytes` when that is given.
+void Feed(const std::vector<fs::path>& segs, const std::string& wal, size_t from, size_t last_bytes = SIZE_MAX) {
+  for (size_t i = from; i < segs.size(); ++i) {
+    std::string bytes = Slurp(segs[i].string());
+    if (i + 1 == segs.size()) bytes = bytes.substr(0, std::min(bytes.size(), last_bytes));
+    const std::string path = wal + "/" + segs[i].filename().string();
+    Spit(path, bytes.substr(0, 30));
+    std::this_thread::sleep_for(std::chrono::milliseconds(40));
+    for (size_t at = 30; at < bytes.size(); at += 977) {
+      Append(path, bytes.substr(at, 977));
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+  }
+}
+
+std::vector<fs::path> Segments(const std::string& wal) {
+  std::vector<fs::path> segs;
+  for (const auto& e : fs::directory_iterator(wal)) segs.push_back(e.path());
+  std::sort(segs.begin(), segs.end());
+  return segs;
+}
+
+bool Running(pid_t pid) { return waitpid(pid, nullptr, WNOHANG) == 0; }
+
 TEST_CASE("dump --follow: records appended, across segment switches and partial writes, each once in order",
           "[follow]") {
   // The WAL is written by walfmt's writer into `src`, then handed to the
@@ -335,9 +362,7 @@ TEST_CASE("dump --follow: records appended, across segment switches and partial 
   int code = 0;
   const std::string want = Shell(fmt::format("'{}' dump -j1 '{}/node-0'", WALCUT_BIN, src.path), code);
   REQUIRE(code == 0);
-  std::vector<fs::path> segs;
-  for (const auto& e : fs::directory_iterator(src.path + "/node-0/wal")) segs.push_back(e.path());
-  std::sort(segs.begin(), segs.end());
+  const std::vector<fs::path> segs = Segments(src.path + "/node-0/wal");
   REQUIRE(segs.size() >= 3);
   const std::string wal = live.path + "/node-0/wal";
   fs::create_directories(wal);
@@ -349,19 +374,9 @@ TEST_CASE("dump --follow: records appended, across segment switches and partial 
                           io.path + "/err");
   auto lines = [&] { return Lines(Slurp(io.path + "/out")).size(); };
   CHECK(WaitFor([&] { return lines() > 5; }));
-  // The rest, in uneven pieces: 977 bytes at a time (most end inside a
-  // record), each new segment starting with 30 bytes of its header.
+  // The rest, in uneven pieces (Feed).
   Append(wal + "/" + segs[0].filename().string(), first.substr(1000));
-  for (size_t i = 1; i < segs.size(); ++i) {
-    const std::string bytes = Slurp(segs[i].string());
-    const std::string path = wal + "/" + segs[i].filename().string();
-    Spit(path, bytes.substr(0, 30));
-    std::this_thread::sleep_for(std::chrono::milliseconds(40));
-    for (size_t at = 30; at < bytes.size(); at += 977) {
-      Append(path, bytes.substr(at, 977));
-      std::this_thread::sleep_for(std::chrono::milliseconds(5));
-    }
-  }
+  Feed(segs, wal, 1);
   const size_t want_lines = Lines(want).size();
   CHECK(WaitFor([&] { return lines() >= want_lines; }));
   kill(pid, SIGINT);
@@ -389,33 +404,6 @@ TEST_CASE("dump --follow: damage followed by more data is a finding; usage error
 }
 
 // ---- verify --follow.
-
-// Hands the segments `segs` to the WAL directory `wal` the way a writer
-// appends: each new segment first with 30 bytes of its header, then in
-// pieces of 977 bytes (most end inside a record). Segment `from` on; the
-// last segment only up to `last_bytes` when that is given.
-void Feed(const std::vector<fs::path>& segs, const std::string& wal, size_t from, size_t last_bytes = SIZE_MAX) {
-  for (size_t i = from; i < segs.size(); ++i) {
-    std::string bytes = Slurp(segs[i].string());
-    if (i + 1 == segs.size()) bytes = bytes.substr(0, std::min(bytes.size(), last_bytes));
-    const std::string path = wal + "/" + segs[i].filename().string();
-    Spit(path, bytes.substr(0, 30));
-    std::this_thread::sleep_for(std::chrono::milliseconds(40));
-    for (size_t at = 30; at < bytes.size(); at += 977) {
-      Append(path, bytes.substr(at, 977));
-      std::this_thread::sleep_for(std::chrono::milliseconds(5));
-    }
-  }
-}
-
-std::vector<fs::path> Segments(const std::string& wal) {
-  std::vector<fs::path> segs;
-  for (const auto& e : fs::directory_iterator(wal)) segs.push_back(e.path());
-  std::sort(segs.begin(), segs.end());
-  return segs;
-}
-
-bool Running(pid_t pid) { return waitpid(pid, nullptr, WNOHANG) == 0; }
 
 TEST_CASE("verify --follow: a clean live feed across segment switches and partial writes; SIGINT reports it",
           "[follow]") {
