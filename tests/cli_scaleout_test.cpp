@@ -42,6 +42,23 @@ void SplitSample(const std::string& sample, const std::string& root, int nodes) 
   }
 }
 
+// samples/healthy split into hosts under DIR/hosts, each node scanned on
+// its host (DIR/s<i>.json), and the verdict of cut K written to DIR/v.json;
+// returns the summaries as arguments (" 'DIR/s0.json' ...").
+std::string ScanAndVerdict(const std::string& dir, int k) {
+  SplitSample(kHealthy, dir + "/hosts", 3);
+  std::string sums;
+  for (int i = 0; i < 3; ++i) {
+    REQUIRE(Walcut(fmt::format("scan '{}/hosts/host-{}/node-{}' --out '{}/s{}.json'", dir, i, i, dir, i)).code == 0);
+    sums += fmt::format(" '{}/s{}.json'", dir, i);
+  }
+  const Run v = Walcut(
+      fmt::format("cuts{} --cluster-json '{}/cluster.json' --verdict-out '{}/v.json' --cut {}", sums, kHealthy, dir, k));
+  INFO(v.out << v.err);
+  REQUIRE(v.code == 0);
+  return sums;
+}
+
 // The shell block of docs/scale-out.md that follows the marker line.
 std::string DocBlock(const std::string& marker) {
   const std::string doc = Slurp(std::string(WALCUT_SOURCE_DIR) + "/docs/scale-out.md");
@@ -133,15 +150,7 @@ TEST_CASE("docs/scale-out.md: the xargs -P flow on samples/healthy split into ho
 
 TEST_CASE("per-node restore: --summaries decides the verdict on the host; the parts equal the verdict's") {
   TempDir t;
-  SplitSample(kHealthy, t.path + "/hosts", 3);
-  std::string sums;
-  for (int i = 0; i < 3; ++i) {
-    REQUIRE(Walcut(fmt::format("scan '{}/hosts/host-{}/node-{}' --out '{}/s{}.json'", t.path, i, i, t.path, i)).code == 0);
-    sums += fmt::format(" '{}/s{}.json'", t.path, i);
-  }
-  REQUIRE(Walcut(fmt::format("cuts{} --cluster-json '{}/cluster.json' --verdict-out '{}/v.json' --cut 4", sums, kHealthy,
-                             t.path))
-              .code == 0);
+  ScanAndVerdict(t.path, 4);
   std::string summaries_each, summaries_list;
   for (int i = 0; i < 3; ++i) {
     summaries_each += fmt::format(" --summaries '{}/s{}.json'", t.path, i);
@@ -176,16 +185,7 @@ TEST_CASE("per-node restore: --summaries decides the verdict on the host; the pa
 
 TEST_CASE("per-node restore refusals through the CLI: another cut, node or cluster, an inconsistent cut unless forced") {
   TempDir t;
-  SplitSample(kHealthy, t.path + "/hosts", 3);
-  std::string sums;
-  for (int i = 0; i < 3; ++i) {
-    REQUIRE(Walcut(fmt::format("scan '{}/hosts/host-{}/node-{}' --out '{}/s{}.json'", t.path, i, i, t.path, i)).code == 0);
-    sums += fmt::format(" '{}/s{}.json'", t.path, i);
-  }
-  const Run v = Walcut(fmt::format("cuts{} --cluster-json '{}/cluster.json' --verdict-out '{}/v.json' --cut 5", sums,
-                                   kHealthy, t.path));
-  INFO(v.out << v.err);
-  REQUIRE(v.code == 0);
+  ScanAndVerdict(t.path, 5);
   const std::string node0 = t.path + "/hosts/host-0/node-0";
 
   SECTION("a verdict for another cut") {
@@ -294,15 +294,7 @@ TEST_CASE("per-node restore refusals through the CLI: another cut, node or clust
 
 TEST_CASE("check per node: files and restore levels where the WAL lives, the reports merged into one") {
   TempDir t;
-  SplitSample(kHealthy, t.path + "/hosts", 3);
-  std::string sums;
-  for (int i = 0; i < 3; ++i) {
-    REQUIRE(Walcut(fmt::format("scan '{}/hosts/host-{}/node-{}' --out '{}/s{}.json'", t.path, i, i, t.path, i)).code == 0);
-    sums += fmt::format(" '{}/s{}.json'", t.path, i);
-  }
-  REQUIRE(Walcut(fmt::format("cuts{} --cluster-json '{}/cluster.json' --verdict-out '{}/v.json' --cut 5", sums, kHealthy,
-                             t.path))
-              .code == 0);
+  const std::string sums = ScanAndVerdict(t.path, 5);
   // Level files per node: the same segment checks as the cluster's check.
   std::string files_reports, restore_reports;
   for (int i = 0; i < 3; ++i) {
