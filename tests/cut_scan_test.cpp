@@ -110,6 +110,15 @@ void Rewrite(const std::string& dir, uint32_t n, const std::function<void(std::v
   REQUIRE((*w)->Close().ok());
 }
 
+// A healthy cluster (Healthy()) run into `dir`, then node n's WAL rewritten
+// by `edit`: the cuts as the scanner sees them afterwards.
+ClusterCuts RunAndRewrite(const std::string& dir, uint32_t n, const std::function<void(std::vector<Rec>&)>& edit) {
+  auto run = walcut::node::RunCluster(Healthy(dir));
+  REQUIRE(run.ok());
+  Rewrite(dir, n, edit);
+  return LoadCuts(dir);
+}
+
 bool HasFinding(const GlobalCut& g, const std::string& check, uint32_t node, const std::string& text) {
   for (const auto& f : g.findings) {
     if (walcut::cut::CheckName(f.check) == check && f.node == node && f.message.find(text) != std::string::npos) return true;
@@ -1168,11 +1177,9 @@ TEST_CASE("a commit whose marker is ahead of every cut the node reached: a marke
   // participants still count it where they did, so only the marker says
   // anything is wrong.
   TempDir d("future-marker");
-  auto run = walcut::node::RunCluster(Healthy(d.path.string()));
-  REQUIRE(run.ok());
   const uint32_t node = 0;
   walfmt::TxId bumped;
-  Rewrite(d.path.string(), node, [&](std::vector<Rec>& recs) {
+  ClusterCuts bad = RunAndRewrite(d.path.string(), node, [&](std::vector<Rec>& recs) {
     // The first commit after CUT_FINISH(1) and before CUT_START(2): the node
     // has reached cut 1 there, so a valid marker is 1 or 2.
     auto finish1 = FindRecord<walfmt::CutFinish>(recs, [](const walfmt::CutFinish& f) { return f.cut_id == 1; });
@@ -1187,7 +1194,6 @@ TEST_CASE("a commit whose marker is ahead of every cut the node reached: a marke
     }
   });
   REQUIRE(bumped.seq != 0);
-  ClusterCuts bad = LoadCuts(d.path.string());
   const GlobalCut* g = bad.Find(2);
   REQUIRE(g);
   INFO(Findings(*g));
@@ -1219,11 +1225,9 @@ bool Listed(const walfmt::CutFinish& f, const walfmt::TxId& t) {
 
 TEST_CASE("a commit inside cut 2 with marker 1 that is not in before(2): a marker finding naming it") {
   TempDir d("marker-not-before");
-  auto run = walcut::node::RunCluster(Healthy(d.path.string()));
-  REQUIRE(run.ok());
   const uint32_t node = 0;
   walfmt::TxId moved;
-  Rewrite(d.path.string(), node, [&](std::vector<Rec>& recs) {
+  ClusterCuts bad = RunAndRewrite(d.path.string(), node, [&](std::vector<Rec>& recs) {
     const size_t s = CutRecord<walfmt::CutStart>(recs, 2);
     const size_t f = CutRecord<walfmt::CutFinish>(recs, 2);
     const auto& fin = std::get<walfmt::CutFinish>(recs[f].rec);
@@ -1236,7 +1240,6 @@ TEST_CASE("a commit inside cut 2 with marker 1 that is not in before(2): a marke
     }
   });
   REQUIRE(moved.seq != 0);
-  ClusterCuts bad = LoadCuts(d.path.string());
   const GlobalCut* g = bad.Find(2);
   REQUIRE(g);
   INFO(Findings(*g));
@@ -1250,11 +1253,9 @@ TEST_CASE("a commit inside cut 2 with marker 1 that is not in before(2): a marke
 
 TEST_CASE("a commit before CUT_START(2) with marker 2 that is not in after(2): a marker finding naming it") {
   TempDir d("marker-not-after");
-  auto run = walcut::node::RunCluster(Healthy(d.path.string()));
-  REQUIRE(run.ok());
   const uint32_t node = 0;
   walfmt::TxId bumped;
-  Rewrite(d.path.string(), node, [&](std::vector<Rec>& recs) {
+  ClusterCuts bad = RunAndRewrite(d.path.string(), node, [&](std::vector<Rec>& recs) {
     const size_t f1 = CutRecord<walfmt::CutFinish>(recs, 1);
     const size_t s = CutRecord<walfmt::CutStart>(recs, 2);
     const auto& fin = std::get<walfmt::CutFinish>(recs[CutRecord<walfmt::CutFinish>(recs, 2)].rec);
@@ -1267,7 +1268,6 @@ TEST_CASE("a commit before CUT_START(2) with marker 2 that is not in after(2): a
     }
   });
   REQUIRE(bumped.seq != 0);
-  ClusterCuts bad = LoadCuts(d.path.string());
   const GlobalCut* g = bad.Find(2);
   REQUIRE(g);
   INFO(Findings(*g));
@@ -1281,10 +1281,8 @@ TEST_CASE("a commit before CUT_START(2) with marker 2 that is not in after(2): a
 
 TEST_CASE("a CUT_START repeated and a CUT_FINISH repeated or for a cut never started: shape findings") {
   TempDir d("repeated-markers");
-  auto run = walcut::node::RunCluster(Healthy(d.path.string()));
-  REQUIRE(run.ok());
   const uint32_t node = 1;
-  Rewrite(d.path.string(), node, [&](std::vector<Rec>& recs) {
+  ClusterCuts bad = RunAndRewrite(d.path.string(), node, [&](std::vector<Rec>& recs) {
     const size_t f = CutRecord<walfmt::CutFinish>(recs, 2);
     walfmt::CutStart again = std::get<walfmt::CutStart>(recs[CutRecord<walfmt::CutStart>(recs, 2)].rec);
     walfmt::CutFinish twice = std::get<walfmt::CutFinish>(recs[f].rec);
@@ -1294,7 +1292,6 @@ TEST_CASE("a CUT_START repeated and a CUT_FINISH repeated or for a cut never sta
     recs.insert(recs.begin() + static_cast<std::ptrdiff_t>(f) + 1,
                 {Rec{again, {}}, Rec{twice, {}}, Rec{stray, {}}});
   });
-  ClusterCuts bad = LoadCuts(d.path.string());
   const GlobalCut* g = bad.Find(2);
   REQUIRE(g);
   INFO(Findings(*g));
@@ -1340,11 +1337,9 @@ TEST_CASE("a tracked transaction whose commit became a rollback on one node: a r
 
 TEST_CASE("a commit made before CUT_START(1) listed in after(2): a monotonicity finding naming it") {
   TempDir d("monotonicity");
-  auto run = walcut::node::RunCluster(Healthy(d.path.string()));
-  REQUIRE(run.ok());
   const uint32_t node = 0;
   walfmt::TxId old;
-  Rewrite(d.path.string(), node, [&](std::vector<Rec>& recs) {
+  ClusterCuts bad = RunAndRewrite(d.path.string(), node, [&](std::vector<Rec>& recs) {
     const size_t s1 = CutRecord<walfmt::CutStart>(recs, 1);
     const size_t s2 = CutRecord<walfmt::CutStart>(recs, 2);
     for (size_t i = s1; i-- > 0;) {
@@ -1360,7 +1355,6 @@ TEST_CASE("a commit made before CUT_START(1) listed in after(2): a monotonicity 
     std::get<walfmt::CutFinish>(recs[CutRecord<walfmt::CutFinish>(recs, 2)].rec).after.push_back(old);
   });
   REQUIRE(old.seq != 0);
-  ClusterCuts bad = LoadCuts(d.path.string());
   const GlobalCut* g = bad.Find(2);
   REQUIRE(g);
   INFO(Findings(*g));
