@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -27,6 +28,7 @@
 #include "recovery/verdict.h"
 #include "sweep_support.h"
 #include "walfmt/file_io.h"
+#include "walfmt/staging.h"
 
 namespace fs = std::filesystem;
 using walcut::cut::ClusterCuts;
@@ -521,5 +523,146 @@ TEST_CASE("assembly refuses parts that are not one restore: a node missing or tw
     REQUIRE(a.ok());
     REQUIRE(WriteRestore(*a, whole).ok());
     refused({whole}, "it is a whole restore already");
+  }
+}
+
+TEST_CASE("assembly refuses a part whose manifest or node file disagrees, naming the part and the field") {
+  Split s = MakeSplit(4, "part-fields");
+  const Verdict& v = s.verdict;
+  const uint32_t nodes = s.opt.nodes;
+  REQUIRE(nodes >= 3);
+  std::vector<std::string> parts;
+  for (uint32_t i = 0; i < nodes; ++i) {
+    const fs::path out = s.dir->path / fmt::format("p{}", i);
+    auto r = RestorePart(Request(v, s.hosts, i, out));
+    REQUIRE(r.ok());
+    REQUIRE(WritePart(*r, v, out.string()).ok());
+    parts.push_back(out.string());
+  }
+  const std::string out = (s.dir->path / "assembled").string();
+  auto refused = [&](const std::vector<std::string>& ps, walfmt::ErrorCode code, const std::string& message) {
+    auto a = AssembleParts(ps, out);
+    INFO(a.status().message());
+    REQUIRE_FALSE(a.ok());
+    CHECK(a.status().code() == code);
+    CHECK(a.status().message() == message);
+    CHECK_FALSE(fs::exists(out));
+  };
+  const std::string mf1 = parts[1] + "/manifest.json";
+  auto edit = [&](const std::string& mf, const std::function<void(json&)>& f) {
+    json m = json::parse(Slurp(mf));
+    f(m);
+    std::ofstream(mf, std::ios::binary | std::ios::trunc) << m.dump(2);
+  };
+  const json m1 = json::parse(Slurp(mf1));
+  const std::string cluster = m1.at("cluster_id").get<std::string>();
+  const std::string other_cluster = cluster == "00000000000000ff" ? "00000000000000fe" : "00000000000000ff";
+  const auto invalid = walfmt::ErrorCode::kInvalidArgument;
+  const auto corrupt = walfmt::ErrorCode::kCorruption;
+  {  // the parts as written assemble
+    auto a = AssembleParts(parts, out);
+    INFO(a.status().message());
+    REQUIRE(a.ok());
+    walfmt::RemoveStaging(a->stage_dir);
+  }
+
+  SECTION("nothing to assemble, or an output that exists") {
+    refused({}, invalid, "no parts to assemble");
+    fs::create_directories(out);
+    auto a = AssembleParts(parts, out);
+    REQUIRE_FALSE(a.ok());
+    CHECK(a.status().message() == out + ": already exists; refusing to overwrite");
+  }
+  SECTION("a part that is not there, or has no manifest, or one that is not JSON") {
+    const std::string none = (s.dir->path / "none").string();
+    refused({parts[0], none}, walfmt::ErrorCode::kNotFound, none + ": no such directory");
+    fs::remove(mf1);
+    refused(parts, invalid, parts[1] + ": not a per-node restore (no manifest.json)");
+    std::ofstream(mf1, std::ios::binary | std::ios::trunc) << "{ not json";
+    refused(parts, invalid, mf1 + ": not JSON");
+  }
+  SECTION("a part of another cluster") {
+    edit(mf1, [&](json& m) { m["cluster_id"] = other_cluster; });
+    refused(parts, invalid,
+            fmt::format("{} and {} are not parts of one restore: cluster {} against {}", parts[0], parts[1], cluster,
+                        other_cluster));
+  }
+  SECTION("a part of a cluster of another size") {
+    edit(mf1, [&](json& m) { m["nodes"] = nodes + 1; });
+    refused(parts, invalid,
+            fmt::format("{} and {} are not parts of one restore: node count {} against {}", parts[0], parts[1], nodes,
+                        nodes + 1));
+  }
+  SECTION("a part of another base") {
+    edit(mf1, [&](json& m) { m["base"]["name"] = "full-other"; });
+    refused(parts, invalid,
+            fmt::format("{} and {} are not parts of one restore: base {} against full-other", parts[0], parts[1],
+                        v.base_name));
+  }
+  SECTION("a manifest naming one node and holding another's entry") {
+    edit(mf1, [&](json& m) { m["entry"]["node"] = 2; });
+    refused(parts, invalid, mf1 + ": names node 1 and holds an entry of node 2");
+  }
+  SECTION("a node beyond the cluster's node count") {
+    edit(mf1, [&](json& m) {
+      m["node"] = nodes;
+      m["entry"]["node"] = nodes;
+    });
+    refused(parts, invalid, fmt::format("{}: node {} of a cluster of {} nodes", mf1, nodes, nodes));
+  }
+  SECTION("a part without its node file") {
+    fs::remove(parts[1] + "/node-1.snap");
+    refused(parts, invalid, parts[1] + ": the part has no node-1.snap");
+  }
+  SECTION("a node file of another node") {
+    fs::copy_file(parts[2] + "/node-2.snap", parts[1] + "/node-1.snap", fs::copy_options::overwrite_existing);
+    refused(parts, corrupt, parts[1] + "/node-1.snap: holds node 2");
+  }
+  SECTION("node files of another cluster than the parts say") {
+    for (const auto& p : parts) edit(p + "/manifest.json", [&](json& m) { m["cluster_id"] = other_cluster; });
+    refused(parts, corrupt,
+            fmt::format("{}/node-0.snap: is from cluster {}, the part says {}", parts[0], cluster, other_cluster));
+  }
+  SECTION("a node file whose fingerprint is not the manifest's") {
+    const std::string fp = m1.at("entry").at("fingerprint").get<std::string>();
+    const std::string other_fp = fp == "0000000000000001" ? "0000000000000002" : "0000000000000001";
+    edit(mf1, [&](json& m) { m["entry"]["fingerprint"] = other_fp; });
+    refused(parts, corrupt,
+            fmt::format("{}/node-1.snap: has fingerprint {}, the part's manifest says {}", parts[1], fp, other_fp));
+  }
+  SECTION("a node file with another number of keys than the manifest's") {
+    const uint64_t keys = m1.at("entry").at("entries").get<uint64_t>();
+    edit(mf1, [&](json& m) { m["entry"]["entries"] = keys + 1; });
+    refused(parts, corrupt,
+            fmt::format("{}/node-1.snap: holds {} keys, the part's manifest says {}", parts[1], keys, keys + 1));
+  }
+  SECTION("a node file taken at another position than the manifest's cut start") {
+    const std::string at = m1.at("entry").at("cut_start").get<std::string>();
+    edit(mf1, [&](json& m) { m["entry"]["cut_start"] = "0/00000000"; });
+    refused(parts, corrupt,
+            fmt::format("{}/node-1.snap: is cut-{} at {}, not cut-{} at 0/00000000", parts[1], v.cut, at, v.cut));
+  }
+}
+
+TEST_CASE("a per-node restore refuses a WAL whose first segment has no usable header, naming the segment") {
+  Split s = MakeSplit(4, "part-header");
+  const Verdict& v = s.verdict;
+  const fs::path wal = s.hosts.node_dirs[0] / "wal";
+  std::vector<fs::path> segs;
+  for (const auto& e : fs::directory_iterator(wal)) segs.push_back(e.path());
+  std::sort(segs.begin(), segs.end());
+  REQUIRE_FALSE(segs.empty());
+  const fs::path first = segs.front();
+  SECTION("a file too short for a header") {
+    fs::resize_file(first, 10);
+    Refused(Request(v, s.hosts, 0, s.dir->path / "out"), walfmt::ErrorCode::kCorruption,
+            first.string() + ": segment header unusable: file too short");
+  }
+  SECTION("a header whose bytes are wrong") {
+    std::string bytes = Slurp(first);
+    bytes[0] ^= 0xff;
+    std::ofstream(first, std::ios::binary | std::ios::trunc) << bytes;
+    Refused(Request(v, s.hosts, 0, s.dir->path / "out"), walfmt::ErrorCode::kCorruption,
+            first.string() + ": segment header unusable: ");
   }
 }
