@@ -838,6 +838,20 @@ TEST_CASE("a pruned WAL: a commit dropped after the full snapshot is still found
     }
   }
   CHECK(named > 0);
+  // A layout that lacks the node a disagreement names is refused, naming the node.
+  {
+    const walcut::cut::GlobalCut* first = nullptr;
+    for (const auto& g : bad.cuts) {
+      if (!first && !g.disagreements.empty()) first = &g;
+    }
+    REQUIRE(first);
+    walcut::cut::ClusterLayout none = *layout;
+    none.wal_dirs.clear();
+    const auto st = walcut::cut::NameDisagreements(bad, none);
+    REQUIRE_FALSE(st.ok());
+    CHECK(st.code() == walfmt::ErrorCode::kInvalidArgument);
+    CHECK(st.message() == fmt::format("node {} is not in the cluster layout", first->disagreements.front().a));
+  }
   // The same WAL without the damage: nothing is inconsistent.
   TempDir clean("pruned-clean");
   o.dir = clean.path.string();
