@@ -15,6 +15,7 @@
 
 #include "scratch_dir.h"
 #include "node/cluster.h"
+#include "cut/load.h"
 #include "recovery/check.h"
 
 namespace fs = std::filesystem;
@@ -278,4 +279,46 @@ TEST_CASE("check: the invariant hook's findings fail the restored cut", "[recove
   auto none = walcut::recovery::RunCheck(o);
   REQUIRE_FALSE(none.ok());
   CHECK(none.status().code() == walfmt::ErrorCode::kNotFound);
+}
+
+TEST_CASE("check: one node's WAL from another cluster fails the files level and the reconstruction, naming both clusters",
+          "[recovery][check]") {
+  TempDir a("mixed-a");
+  TempDir b("mixed-b");
+  auto ob = Small(b.path.string(), false);
+  ob.seed = 6;
+  auto ra = walcut::node::RunCluster(Small(a.path.string(), false));
+  auto rb = walcut::node::RunCluster(ob);
+  REQUIRE(ra.ok());
+  REQUIRE(rb.ok());
+  auto la = walcut::cut::FindClusterLayout(a.path.string());
+  auto lb = walcut::cut::FindClusterLayout(b.path.string());
+  REQUIRE(la.ok());
+  REQUIRE(lb.ok());
+  REQUIRE(la->cluster_id != lb->cluster_id);
+  fs::remove_all(a.path / "node-1" / "wal");
+  fs::copy(b.path / "node-1" / "wal", a.path / "node-1" / "wal");
+  // Without cluster.json each node's cluster comes from its segment headers.
+  fs::remove(a.path / "cluster.json");
+  CheckOptions o;
+  o.dir = a.path.string();
+  o.level = CheckLevel::kCuts;
+  auto r = walcut::recovery::RunCheck(o);
+  REQUIRE(r.ok());
+  CHECK(walcut::recovery::CheckExitCode(*r) == 1);
+  const auto* one = FindItem(*r, CheckLevel::kFiles, "cluster", "one cluster");
+  REQUIRE(one);
+  CHECK(one->outcome == ItemOutcome::kFail);
+  REQUIRE(one->findings.size() == 1);
+  CHECK(one->findings[0].check == "segment-mismatch");
+  CHECK(one->findings[0].found == "2 cluster ids");
+  CHECK(one->findings[0].message == "segments of 2 different clusters are in one cluster directory");
+  const auto* rec = FindItem(*r, CheckLevel::kCuts, "cluster", "reconstruct");
+  REQUIRE(rec);
+  CHECK(rec->outcome == ItemOutcome::kFail);
+  REQUIRE(rec->findings.size() == 1);
+  CHECK(rec->findings[0].check == "reconstruct");
+  CHECK(rec->findings[0].message ==
+        fmt::format("node 1 belongs to cluster {:016x}, node 0 to {:016x}", lb->cluster_id, la->cluster_id));
+  CHECK(r->errors.empty());
 }
