@@ -23,6 +23,7 @@
 #include "cut/scan.h"
 #include "cut_support.h"
 #include "node/cluster.h"
+#include "recovery/check.h"
 #include "recovery/part.h"
 #include "recovery/restore.h"
 #include "recovery/verdict.h"
@@ -664,5 +665,97 @@ TEST_CASE("a per-node restore refuses a WAL whose first segment has no usable he
     std::ofstream(first, std::ios::binary | std::ios::trunc) << bytes;
     Refused(Request(v, s.hosts, 0, s.dir->path / "out"), walfmt::ErrorCode::kCorruption,
             first.string() + ": segment header unusable: ");
+  }
+}
+
+TEST_CASE("check of one node: usage errors, a verdict that is not consistent, a restore the WAL refuses") {
+  Split s = MakeSplit(4, "part-check");
+  const Verdict& v = s.verdict;
+  const fs::path scratch = s.dir->path / "tmp";
+  fs::create_directories(scratch);
+  walcut::recovery::CheckOptions o;
+  o.node = 0;
+  o.dir = (s.hosts.node_dirs[0] / "wal").string();
+  o.level = walcut::recovery::CheckLevel::kRestore;
+  o.verdict = &v;
+  o.base_dir = (s.hosts.snap_roots[0] / v.base_name).string();
+  o.temp_dir = scratch.string();
+  auto item = [](const walcut::recovery::CheckReport& r, const std::string& group, const std::string& name) {
+    const walcut::recovery::CheckItem* found = nullptr;
+    for (const auto& i : r.items) {
+      if (i.group == group && i.name == name) found = &i;
+    }
+    REQUIRE(found);
+    return *found;
+  };
+  const std::string group = fmt::format("cut-{}", v.cut);
+  {  // as it is: the node passes
+    auto r = walcut::recovery::RunCheck(o);
+    INFO((r.ok() ? "" : r.status().message()));
+    REQUIRE(r.ok());
+    CHECK(walcut::recovery::CheckExitCode(*r) == 0);
+    CHECK(item(*r, group, "node 0: verdict").outcome == walcut::recovery::ItemOutcome::kPass);
+    CHECK(item(*r, group, "node 0: restore").outcome == walcut::recovery::ItemOutcome::kPass);
+  }
+  auto usage = [&](walfmt::ErrorCode code, const std::string& message) {
+    auto r = walcut::recovery::RunCheck(o);
+    REQUIRE_FALSE(r.ok());
+    CHECK(r.status().code() == code);
+    CHECK(r.status().message() == message);
+  };
+
+  SECTION("a directory that is not there") {
+    o.dir = (s.dir->path / "nope").string();
+    usage(walfmt::ErrorCode::kNotFound, o.dir + ": no such directory");
+  }
+  SECTION("level cuts") {
+    o.level = walcut::recovery::CheckLevel::kCuts;
+    usage(walfmt::ErrorCode::kInvalidArgument,
+          "level cuts needs every node's WAL or summary: run `walcut check` on the cluster, or `walcut cuts` on the "
+          "summaries; one node checks level files, or level restore with --verdict");
+  }
+  SECTION("level restore without a verdict") {
+    o.verdict = nullptr;
+    usage(walfmt::ErrorCode::kInvalidArgument,
+          "level restore of one node needs the cut's verdict (--verdict FILE, from `walcut cuts SUMMARIES... "
+          "--verdict-out FILE --cut K`)");
+  }
+  SECTION("a verdict of another cut than --cut") {
+    o.cut = v.cut + 1;
+    usage(walfmt::ErrorCode::kInvalidArgument, fmt::format("the verdict is for cut {}, not cut {}", v.cut, v.cut + 1));
+  }
+  SECTION("a verdict whose cut is not consistent: a finding, and the node is not restored") {
+    Verdict bad = v;
+    bad.status = CutStatus::kInconsistent;
+    bad.reason = "nodes 0 and 1 disagree";
+    o.verdict = &bad;
+    auto r = walcut::recovery::RunCheck(o);
+    REQUIRE(r.ok());
+    CHECK(walcut::recovery::CheckExitCode(*r) == 1);
+    const auto vi = item(*r, group, "node 0: verdict");
+    CHECK(vi.outcome == walcut::recovery::ItemOutcome::kFail);
+    REQUIRE(vi.findings.size() == 1);
+    CHECK(vi.findings[0].check == "status");
+    CHECK(vi.findings[0].found == "inconsistent");
+    CHECK(vi.findings[0].message ==
+          fmt::format("cut {} is inconsistent (verdict {}): nodes 0 and 1 disagree", v.cut, v.id));
+    CHECK(item(*r, group, "node 0: restore").outcome == walcut::recovery::ItemOutcome::kSkipped);
+  }
+  SECTION("a verdict whose CUT_START is where the WAL has no record: the restore's refusal is a finding") {
+    Verdict bad = v;
+    bad.nodes[0].start.offset += 1;
+    o.verdict = &bad;
+    auto r = walcut::recovery::RunCheck(o);
+    REQUIRE(r.ok());
+    CHECK(walcut::recovery::CheckExitCode(*r) == 1);
+    CHECK(r->errors.empty());
+    const auto ri = item(*r, group, "node 0: restore");
+    CHECK(ri.outcome == walcut::recovery::ItemOutcome::kFail);
+    REQUIRE(ri.findings.size() == 1);
+    CHECK(ri.findings[0].check == "restore-refused");
+    CHECK(ri.findings[0].node == 0u);
+    CHECK_THAT(ri.findings[0].message,
+               Catch::Contains(fmt::format("places CUT_START({}) at {}, but node 0's WAL has no record starting there",
+                                           v.cut, bad.nodes[0].start.ToString())));
   }
 }
