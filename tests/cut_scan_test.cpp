@@ -167,6 +167,42 @@ TEST_CASE("a healthy run: every cut consistent, no finding, summaries survive a 
   }
 }
 
+TEST_CASE("ScanNode refuses a WAL directory that is not there, holds no segment, or lacks the segment to start at") {
+  TempDir d("scan-refusals");
+  auto run = walcut::node::RunCluster(Healthy(d.path.string()));
+  REQUIRE(run.ok());
+  const std::string wal = (d.path / "node-0" / "wal").string();
+  walcut::cut::ScanOptions so;
+  so.node = 0;
+  auto refused = [&](const std::string& dir, const std::string& message) {
+    auto s = walcut::cut::ScanNode(dir, so);
+    REQUIRE_FALSE(s.ok());
+    CHECK(s.status().code() == walfmt::ErrorCode::kNotFound);
+    CHECK(s.status().message() == message);
+  };
+  SECTION("no such directory") {
+    const std::string none = (d.path / "node-0" / "nope").string();
+    refused(none, none + ": no such WAL directory");
+  }
+  SECTION("a directory without segments") {
+    const std::string empty = (d.path / "empty").string();
+    fs::create_directories(empty);
+    refused(empty, empty + ": no WAL segments");
+  }
+  SECTION("a start position in a segment that is not there") {
+    std::vector<uint64_t> indexes;
+    for (const auto& e : fs::directory_iterator(wal)) indexes.push_back(std::stoull(e.path().filename().string(), nullptr, 16));
+    std::sort(indexes.begin(), indexes.end());
+    REQUIRE(indexes.size() >= 2);
+    so.from = walfmt::Lsn{indexes.back() + 1, 0x40};
+    refused(wal, fmt::format("{}: no segment {} to start reading at {}", wal, indexes.back() + 1, so.from.ToString()));
+    so.from = walfmt::Lsn{indexes[1], 0};
+    auto ok = walcut::cut::ScanNode(wal, so);
+    INFO((ok.ok() ? "" : ok.status().message()));
+    CHECK(ok.ok());
+  }
+}
+
 TEST_CASE("a before transaction moved to after on one node: marker and atomicity findings name it") {
   TempDir d("moved");
   auto run = walcut::node::RunCluster(Healthy(d.path.string()));
