@@ -322,3 +322,22 @@ TEST_CASE("check: one node's WAL from another cluster fails the files level and 
         fmt::format("node 1 belongs to cluster {:016x}, node 0 to {:016x}", lb->cluster_id, la->cluster_id));
   CHECK(r->errors.empty());
 }
+
+TEST_CASE("check: --cut naming a cut the cluster does not have is refused, with the cuts it has", "[recovery][check]") {
+  TempDir d("nocut");
+  auto run = walcut::node::RunCluster(Small(d.path.string(), false));
+  REQUIRE(run.ok());
+  CheckOptions o;
+  o.dir = d.path.string();
+  o.cut = 1;
+  auto r = walcut::recovery::RunCheck(o);
+  REQUIRE(r.ok());
+  const uint64_t cuts = r->cuts_total;
+  REQUIRE(cuts >= 2);
+  o.cut = cuts + 7;
+  r = walcut::recovery::RunCheck(o);
+  REQUIRE_FALSE(r.ok());
+  CHECK(r.status().code() == walfmt::ErrorCode::kNotFound);
+  CHECK(r.status().message() ==
+        fmt::format("{}: no cut {} (the cluster has {} cuts, 1..{})", o.dir, cuts + 7, cuts, cuts));
+}
