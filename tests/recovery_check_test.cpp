@@ -216,6 +216,29 @@ TEST_CASE("check: the state file skips unchanged segments and catches a rewritte
     }
   }
   CHECK(changed);
+
+  // Node 1's first segment cut short: it shrank, with both sizes and its file.
+  fs::path seg1;
+  for (const auto& e : fs::directory_iterator(d.path / "node-1" / "wal")) {
+    if (seg1.empty() || e.path() < seg1) seg1 = e.path();
+  }
+  const uint64_t size = fs::file_size(seg1);
+  REQUIRE(size > 1000);
+  fs::resize_file(seg1, size - 100);
+  auto fourth = walcut::recovery::RunCheck(o);
+  REQUIRE(fourth.ok());
+  CHECK(walcut::recovery::CheckExitCode(*fourth) == 1);
+  bool shrank = false;
+  for (const auto& i : fourth->items) {
+    for (const auto& f : i.findings) {
+      if (f.check == "segment-changed" && f.node == 1u) {
+        shrank = true;
+        CHECK(f.message == fmt::format("segment 0 of node 1 shrank since it was verified: {} -> {} bytes ({})", size,
+                                       size - 100, seg1.string()));
+      }
+    }
+  }
+  CHECK(shrank);
 }
 
 TEST_CASE("check: the invariant hook's findings fail the restored cut", "[recovery][check]") {
