@@ -230,6 +230,9 @@ TEST_CASE("a before transaction moved to after on one node: marker and atomicity
   CHECK(b->status == CutStatus::kInconsistent);
   CHECK_FALSE(b->checks.markers);
   CHECK(HasFinding(*b, "marker", node, moved.ToString()));
+  // The finding of the sets against the marker, on its own.
+  CHECK(HasFinding(*b, "marker", node,
+                   fmt::format("node {}: transaction {} is in after({}) but its marker is ", node, moved.ToString(), k)));
   // Its other participants keep it in the cut: the digests disagree.
   CHECK_FALSE(b->checks.atomicity);
   CHECK(b->reason.find(moved.ToString()) != std::string::npos);
