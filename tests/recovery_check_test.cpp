@@ -239,6 +239,40 @@ TEST_CASE("check: the state file skips unchanged segments and catches a rewritte
     }
   }
   CHECK(shrank);
+
+  // Node 2's last segment removed: the item of the segment that disappeared fails.
+  fs::path last2;
+  for (const auto& e : fs::directory_iterator(d.path / "node-2" / "wal")) {
+    if (last2.empty() || last2 < e.path()) last2 = e.path();
+  }
+  fs::remove(last2);
+  auto fifth = walcut::recovery::RunCheck(o);
+  REQUIRE(fifth.ok());
+  const auto* gone = FindItem(*fifth, CheckLevel::kFiles, "node-2", "segment " + last2.filename().string());
+  REQUIRE(gone);
+  CHECK(gone->outcome == ItemOutcome::kFail);
+  REQUIRE(gone->findings.size() == 1);
+  CHECK_THAT(gone->findings[0].message, Catch::EndsWith("(" + last2.filename().string() + ") disappeared since it was verified"));
+}
+
+TEST_CASE("check: a node whose WAL directory holds no segment fails its segment list", "[recovery][check]") {
+  TempDir d("nosegs");
+  auto run = walcut::node::RunCluster(Small(d.path.string(), false));
+  REQUIRE(run.ok());
+  for (const auto& e : fs::directory_iterator(d.path / "node-2" / "wal")) fs::remove(e.path());
+  CheckOptions o;
+  o.dir = d.path.string();
+  o.level = CheckLevel::kFiles;
+  auto r = walcut::recovery::RunCheck(o);
+  REQUIRE(r.ok());
+  CHECK(walcut::recovery::CheckExitCode(*r) == 1);
+  const auto* list = FindItem(*r, CheckLevel::kFiles, "node-2", "segment list");
+  REQUIRE(list);
+  CHECK(list->outcome == ItemOutcome::kFail);
+  REQUIRE(list->findings.size() == 1);
+  CHECK(list->findings[0].node == 2u);
+  CHECK_THAT(list->findings[0].message, Catch::Contains("node has no WAL segments (expected wal/<index>.wal)"));
+  CHECK(FindItem(*r, CheckLevel::kFiles, "node-1", "segment list") == nullptr);
 }
 
 TEST_CASE("check: the invariant hook's findings fail the restored cut", "[recovery][check]") {
