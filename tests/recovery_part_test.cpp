@@ -29,6 +29,8 @@
 #include "recovery/verdict.h"
 #include "sweep_support.h"
 #include "walfmt/file_io.h"
+#include "walfmt/segment.h"
+#include "walfmt/source.h"
 #include "walfmt/staging.h"
 
 namespace fs = std::filesystem;
@@ -272,11 +274,13 @@ struct Split {
   Verdict verdict;
 };
 
-Split MakeSplit(uint64_t seed, const std::string& tag) {
+// segment_bytes 0: the sweep shape's.
+Split MakeSplit(uint64_t seed, const std::string& tag, uint64_t segment_bytes = 0) {
   Split s;
   s.dir = std::make_unique<TempDir>(tag);
   s.opt = walcut::test::SweepShape((s.dir->path / "c").string(), seed);
   s.opt.full_snapshot_at_tx = 100;
+  if (segment_bytes) s.opt.segment_bytes = segment_bytes;
   REQUIRE(walcut::node::RunCluster(s.opt).ok());
   s.hosts = SplitIntoHosts(s.opt.dir, s.dir->path, s.opt.nodes);
   s.cc = ScanHosts(s.hosts);
@@ -757,5 +761,145 @@ TEST_CASE("check of one node: usage errors, a verdict that is not consistent, a 
     CHECK_THAT(ri.findings[0].message,
                Catch::Contains(fmt::format("places CUT_START({}) at {}, but node 0's WAL has no record starting there",
                                            v.cut, bad.nodes[0].start.ToString())));
+  }
+}
+
+namespace {
+
+// The segment files of a WAL directory, by index.
+std::vector<fs::path> SegmentFiles(const fs::path& wal) {
+  std::vector<fs::path> segs;
+  for (const auto& e : fs::directory_iterator(wal)) segs.push_back(e.path());
+  std::sort(segs.begin(), segs.end());
+  return segs;
+}
+
+uint64_t SegmentIndex(const fs::path& p) { return std::stoull(p.filename().string(), nullptr, 16); }
+
+// A segment file's WAL bytes (decompressed when it is a .wal.zst).
+std::string SegmentBytes(const fs::path& p) {
+  const std::string raw = Slurp(p);
+  if (p.extension() != ".zst") return raw;
+  auto src = walfmt::MemorySource({reinterpret_cast<const uint8_t*>(raw.data()), raw.size()}, true);
+  std::string out;
+  for (;;) {
+    const uint8_t* b = nullptr;
+    size_t got = 0;
+    REQUIRE(src->Get(out.size(), 1 << 16, b, got).ok());
+    if (got == 0) return out;
+    out.append(reinterpret_cast<const char*>(b), got);
+  }
+}
+
+// Writes a segment file's WAL bytes back (compressed when it is a .wal.zst).
+void WriteSegmentBytes(const fs::path& p, const std::string& bytes) {
+  std::string data = bytes;
+  if (p.extension() == ".zst") {
+    auto z = walfmt::ZstdCompress({reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size()});
+    REQUIRE(z.ok());
+    data = std::move(z.value());
+  }
+  std::ofstream(p, std::ios::binary | std::ios::trunc) << data;
+}
+
+}  // namespace
+
+TEST_CASE("a per-node restore refuses a WAL that changed since the verdict, naming the node and the position") {
+  Split s = MakeSplit(4, "part-wal", 4096);  // small segments: the range spans several
+  const Verdict& v = s.verdict;
+  const fs::path out = s.dir->path / "out";
+  const fs::path wal = s.hosts.node_dirs[0] / "wal";
+  const walcut::recovery::VerdictNode& vn = v.nodes[0];
+  REQUIRE(vn.finished);
+  const std::vector<fs::path> segs = SegmentFiles(wal);
+
+  SECTION("an output that exists is refused before the WAL is looked at") {
+    fs::create_directories(out);
+    PartRequest req = Request(v, s.hosts, 0, out);
+    req.wal_dir = (s.dir->path / "no-wal").string();
+    auto r = RestorePart(req);
+    REQUIRE_FALSE(r.ok());
+    CHECK(r.status().code() == walfmt::ErrorCode::kInvalidArgument);
+    CHECK(r.status().message() == out.string() + ": already exists; refusing to overwrite");
+  }
+  SECTION("the segments the range starts in removed") {
+    REQUIRE(vn.from.segment < vn.finish.segment);
+    uint64_t first_left = 0;
+    for (const auto& p : segs) {
+      if (SegmentIndex(p) <= vn.from.segment) fs::remove(p);
+      else if (first_left == 0) first_left = SegmentIndex(p);
+    }
+    Refused(Request(v, s.hosts, 0, out), walfmt::ErrorCode::kInvalidArgument,
+            fmt::format("{}: node 0's WAL starts at segment {}, but the restore of cut {} from base {} reads from {}",
+                        wal.string(), first_left, v.cut, v.base_name, vn.from.ToString()));
+  }
+  SECTION("the WAL cut short before CUT_FINISH at a segment boundary") {
+    for (const auto& p : segs) {
+      if (SegmentIndex(p) >= vn.finish.segment) fs::remove(p);
+    }
+    REQUIRE(vn.finish.segment > vn.from.segment);
+    Refused(Request(v, s.hosts, 0, out), walfmt::ErrorCode::kCorruption,
+            fmt::format("node 0: the WAL ends at {}/", vn.finish.segment - 1));
+    Refused(Request(v, s.hosts, 0, out), walfmt::ErrorCode::kCorruption,
+            fmt::format("before CUT_FINISH at {}", vn.finish.ToString()));
+  }
+  SECTION("the WAL torn inside the range") {
+    fs::path holder;
+    for (const auto& p : segs) {
+      if (SegmentIndex(p) == vn.finish.segment) holder = p;
+    }
+    REQUIRE_FALSE(holder.empty());
+    REQUIRE(vn.finish.offset > 200);
+    fs::resize_file(holder, vn.finish.offset - 7);
+    Refused(Request(v, s.hosts, 0, out), walfmt::ErrorCode::kCorruption,
+            fmt::format("node 0: the WAL range {}..{} is damaged: ", vn.from.ToString(), vn.finish.ToString()));
+  }
+  SECTION("segments of the range whose headers name another cluster") {
+    REQUIRE(vn.from.segment > SegmentIndex(segs.front()));
+    fs::path first_changed;
+    for (const auto& p : segs) {
+      if (SegmentIndex(p) < vn.from.segment) continue;
+      std::string bytes = SegmentBytes(p);
+      REQUIRE(bytes.size() >= walfmt::kSegmentHeaderSize);
+      walfmt::SegmentHeader h;
+      walfmt::HeaderError err;
+      const bool decoded = walfmt::DecodeSegmentHeader(
+          {reinterpret_cast<const uint8_t*>(bytes.data()), walfmt::kSegmentHeaderSize}, h, err);
+      INFO(p.string() << ": " << err.what);
+      REQUIRE(decoded);
+      h.cluster_id ^= 0x77;
+      uint8_t head[walfmt::kSegmentHeaderSize];
+      walfmt::EncodeSegmentHeader(h, head);
+      bytes.replace(0, walfmt::kSegmentHeaderSize, reinterpret_cast<const char*>(head), walfmt::kSegmentHeaderSize);
+      WriteSegmentBytes(p, bytes);
+      if (first_changed.empty()) first_changed = p;
+    }
+    Refused(Request(v, s.hosts, 0, out), walfmt::ErrorCode::kInvalidArgument,
+            fmt::format("{}: segment {} is from cluster {:016x}, the verdict (cut {}) is for cluster {:016x}",
+                        wal.string(), first_changed.string(), v.cluster_id ^ 0x77, v.cut, v.cluster_id));
+  }
+  SECTION("a base file of another cluster than the WAL") {
+    Split other = MakeSplit(6, "part-wal-other");
+    REQUIRE(other.verdict.cluster_id != v.cluster_id);
+    const fs::path wrong = s.dir->path / "other-base";
+    fs::create_directories(wrong);
+    fs::copy_file(other.hosts.snap_roots[0] / other.verdict.base_name / "node-0.snap", wrong / "node-0.snap");
+    PartRequest req = Request(v, s.hosts, 0, out);
+    req.base_dir = wrong.string();
+    Refused(req, walfmt::ErrorCode::kInvalidArgument,
+            fmt::format("{}: from cluster {:016x}, the WAL is from {:016x}", (wrong / "node-0.snap").string(),
+                        other.verdict.cluster_id, v.cluster_id));
+  }
+  SECTION("an output made while the part was restored") {
+    auto r = RestorePart(Request(v, s.hosts, 0, out));
+    REQUIRE(r.ok());
+    const std::string stage = r->stage_dir;
+    fs::create_directories(out);
+    const auto st = WritePart(*r, v, out.string());
+    REQUIRE_FALSE(st.ok());
+    CHECK(st.code() == walfmt::ErrorCode::kInvalidArgument);
+    CHECK(st.message() == out.string() + ": already exists; refusing to overwrite");
+    CHECK(r->stage_dir.empty());
+    CHECK_FALSE(fs::exists(stage));
   }
 }
