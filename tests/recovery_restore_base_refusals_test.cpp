@@ -153,3 +153,79 @@ TEST_CASE("Restore refuses a base that cannot serve the cut, naming the base or 
                         mark.at.ToString(), mark.fingerprint));
   }
 }
+
+TEST_CASE("ChooseBaseFromSummaries: a cut the WAL does not hold, and a pruned WAL with no snapshot before the cut",
+          "[recovery][restore]") {
+  walcut::cut::ClusterCuts cc;
+  cc.nodes.resize(2);
+  for (uint32_t i = 0; i < 2; ++i) cc.nodes[i].node = i;
+  cc.nodes[1].pruned = true;
+  cc.nodes[1].wal_start = walfmt::Lsn{3, 0};
+  walcut::cut::NodeCut nc;
+  nc.cut_id = 4;
+  nc.started = nc.finished = true;
+  nc.start = walfmt::Lsn{5, 0x40};
+  nc.finish = walfmt::Lsn{5, 0x80};
+  walcut::cut::GlobalCut g;
+  g.cut_id = 4;
+  g.nodes = {&nc, &nc};
+  cc.cuts.push_back(g);
+
+  auto none = walcut::recovery::ChooseBaseFromSummaries(cc, 9, nullptr);
+  REQUIRE_FALSE(none.ok());
+  CHECK(none.status().code() == walfmt::ErrorCode::kNotFound);
+  CHECK(none.status().message() == "cut 9 is not in the WAL");
+
+  // The whole WAL present: genesis serves.
+  auto genesis = walcut::recovery::ChooseBaseFromSummaries(cc, 4, nullptr);
+  REQUIRE(genesis.ok());
+  CHECK(genesis->base == "genesis");
+
+  cc.pruned = true;
+  auto pruned = walcut::recovery::ChooseBaseFromSummaries(cc, 4, nullptr);
+  REQUIRE_FALSE(pruned.ok());
+  CHECK(pruned.status().code() == walfmt::ErrorCode::kInvalidArgument);
+  CHECK(pruned.status().message() ==
+        "cut 4 cannot be restored from this WAL alone: node 1's WAL starts at 3/00000000 (segments before it were "
+        "removed) and no full snapshot every node's WAL still holds precedes the cut; give --base with an earlier "
+        "restore output");
+}
+
+TEST_CASE("Restore and WriteRestore refuse an output that is a dangling symbolic link", "[recovery][restore]") {
+  walcut::test::ScratchDir d("restore-dangling");
+  fs::create_directories(d.path);
+  walcut::node::ClusterOptions o;
+  o.dir = (d.path / "cluster").string();
+  o.seed = 3;
+  o.nodes = 3;
+  o.txs = 200;
+  o.cuts = 2;
+  REQUIRE(walcut::node::RunCluster(o).ok());
+  walcut::cut::ClusterCuts cc = walcut::test::LoadCuts(o.dir);
+  auto layout = walcut::cut::FindClusterLayout(o.dir);
+  REQUIRE(layout.ok());
+  REQUIRE_FALSE(cc.cuts.empty());
+  walcut::recovery::RestoreRequest req;
+  req.cluster_dir = o.dir;
+  req.cut = cc.cuts.front().cut_id;
+  REQUIRE(cc.cuts.front().status == walcut::cut::CutStatus::kConsistent);
+  // exists() follows the link and finds nothing; the output path is taken all the same.
+  const fs::path link = d.path / "out";
+  fs::create_symlink(d.path / "nowhere", link);
+  REQUIRE_FALSE(fs::exists(link));
+  req.out = link.string();
+  auto r = walcut::recovery::Restore(cc, *layout, req);
+  REQUIRE_FALSE(r.ok());
+  CHECK(r.status().code() == walfmt::ErrorCode::kInvalidArgument);
+  CHECK(r.status().message() == req.out + ": already exists; refusing to overwrite");
+  CHECK_FALSE(fs::exists(d.path / "nowhere"));
+
+  // Restored in memory (no output directory), then written over the link.
+  req.out.clear();
+  auto mem = walcut::recovery::Restore(cc, *layout, req);
+  REQUIRE(mem.ok());
+  const auto st = walcut::recovery::WriteRestore(*mem, link.string());
+  CHECK(st.code() == walfmt::ErrorCode::kInvalidArgument);
+  CHECK(st.message() == link.string() + ": already exists; refusing to overwrite");
+  CHECK_FALSE(fs::exists(d.path / "nowhere"));
+}
