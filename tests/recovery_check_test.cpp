@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <sstream>
 #include <string>
@@ -17,6 +18,7 @@
 #include "node/cluster.h"
 #include "cut/load.h"
 #include "recovery/check.h"
+#include "walfmt/snapshot.h"
 
 namespace fs = std::filesystem;
 using walcut::recovery::CheckLevel;
@@ -397,4 +399,143 @@ TEST_CASE("check: --cut naming a cut the cluster does not have is refused, with 
   CHECK(r.status().code() == walfmt::ErrorCode::kNotFound);
   CHECK(r.status().message() ==
         fmt::format("{}: no cut {} (the cluster has {} cuts, 1..{})", o.dir, cuts + 7, cuts, cuts));
+}
+
+namespace {
+
+// The node file a restore of `check` staged under `root` (its temporary
+// directory): DIR/.../<staging dir>/node-<node>.snap, or "" when none is yet.
+fs::path StagedNodeFile(const fs::path& root, uint32_t node) {
+  std::error_code ec;
+  for (auto it = fs::recursive_directory_iterator(root, ec); it != fs::recursive_directory_iterator();
+       it.increment(ec)) {
+    if (ec) break;
+    const fs::path& p = it->path();
+    if (p.filename() == fmt::format("node-{}.snap", node) &&
+        p.parent_path().filename().string().find(".tmp-") != std::string::npos) {
+      return p;
+    }
+  }
+  return {};
+}
+
+}  // namespace
+
+TEST_CASE("check: a restored file changed before it is read back is a fingerprint finding; the invariants run on "
+          "what was read back",
+          "[recovery][check]") {
+  // Node 0's file is staged when node 1's restore reports progress (one node
+  // at a time); changing it then stands for a disk or another process
+  // changing the output between the restore and its read-back.
+  TempDir d("readback");
+  auto run = walcut::node::RunCluster(Small(d.path.string(), false));
+  REQUIRE(run.ok());
+  TempDir scratch("readback-tmp");
+  fs::create_directories(scratch.path);
+  CheckOptions o;
+  o.dir = d.path.string();
+  o.level = CheckLevel::kRestore;
+  o.cut = 2;
+  o.jobs = 1;
+  o.temp_dir = scratch.path.string();
+  std::string changed;
+  std::function<void(const fs::path&)> change;
+  o.progress = [&](const std::string& stage, uint64_t, uint64_t) {
+    if (!changed.empty() || stage.find("restore") == std::string::npos) return;
+    const fs::path f = StagedNodeFile(scratch.path, 0);
+    if (f.empty()) return;
+    change(f);
+    changed = f.string();
+  };
+
+  SECTION("a file that no longer reads") {
+    change = [](const fs::path& f) {
+      std::string bytes;
+      {
+        std::ifstream in(f, std::ios::binary);
+        bytes.assign(std::istreambuf_iterator<char>(in), {});
+      }
+      REQUIRE(bytes.size() > 100);
+      bytes[bytes.size() / 2] ^= 0x10;
+      std::ofstream(f, std::ios::binary | std::ios::trunc) << bytes;
+    };
+    auto r = walcut::recovery::RunCheck(o);
+    REQUIRE(r.ok());
+    REQUIRE_FALSE(changed.empty());
+    CHECK(walcut::recovery::CheckExitCode(*r) == 1);
+    const auto* fp = FindItem(*r, CheckLevel::kRestore, "cut-2", "fingerprints");
+    REQUIRE(fp);
+    CHECK(fp->outcome == ItemOutcome::kFail);
+    REQUIRE(fp->findings.size() == 1);
+    CHECK(fp->findings[0].check == "fingerprint");
+    CHECK(fp->findings[0].node == 0u);
+    CHECK_THAT(fp->findings[0].message, Catch::StartsWith("cut 2, node 0: the restored node-0.snap does not read back: "));
+    const auto* inv = FindItem(*r, CheckLevel::kRestore, "cut-2", "invariants");
+    REQUIRE(inv);
+    CHECK(inv->outcome == ItemOutcome::kSkipped);
+  }
+  SECTION("a valid file of another state: 1100 keys of no workload added") {
+    uint64_t keys = 0;
+    change = [&keys](const fs::path& f) {
+      auto snap = walfmt::ReadSnapshotFile(f.string());
+      REQUIRE(snap.ok());
+      keys = snap->entries.size();
+      for (int i = 0; i < 1100; ++i) snap->entries[fmt::format("junk-{:04}", i)] = "x";
+      REQUIRE(walfmt::WriteSnapshotFile(f.string() + ".new", *snap).ok());
+      fs::rename(f.string() + ".new", f);
+    };
+    auto r = walcut::recovery::RunCheck(o);
+    REQUIRE(r.ok());
+    REQUIRE_FALSE(changed.empty());
+    CHECK(walcut::recovery::CheckExitCode(*r) == 1);
+    const auto* fp = FindItem(*r, CheckLevel::kRestore, "cut-2", "fingerprints");
+    REQUIRE(fp);
+    CHECK(fp->outcome == ItemOutcome::kFail);
+    REQUIRE(fp->findings.size() == 1);
+    CHECK(fp->findings[0].node == 0u);
+    CHECK_THAT(fp->findings[0].message,
+               Catch::StartsWith("cut 2, node 0: node-0.snap read back differs from the restored state: expected "));
+    CHECK_THAT(fp->findings[0].found, Catch::EndsWith(fmt::format(", {} keys", keys + 1100)));
+    // The invariants see the keys of no workload: 1000 listed, the rest counted.
+    const auto* inv = FindItem(*r, CheckLevel::kRestore, "cut-2", "invariants");
+    REQUIRE(inv);
+    CHECK(inv->outcome == ItemOutcome::kFail);
+    REQUIRE(inv->findings.size() == 1001);
+    CHECK(inv->findings[0].node == 0u);
+    CHECK_THAT(inv->findings[0].message, Catch::Contains("junk-0000"));
+    CHECK(inv->findings.back().check == "invariant");
+    CHECK(inv->findings.back().message == "100 more invariant findings not listed");
+  }
+}
+
+TEST_CASE("check: a restore that meets damage the scan did not see is a finding of the cut", "[recovery][check]") {
+  TempDir d("late-damage");
+  auto run = walcut::node::RunCluster(Small(d.path.string(), false));
+  REQUIRE(run.ok());
+  TempDir scratch("late-damage-tmp");
+  fs::create_directories(scratch.path);
+  CheckOptions o;
+  o.dir = d.path.string();
+  o.level = CheckLevel::kRestore;
+  o.cut = 2;
+  o.temp_dir = scratch.path.string();
+  // After the scan, before the restore: node 1's WAL cut short to its first segment's header.
+  bool damaged = false;
+  o.progress = [&](const std::string& stage, uint64_t, uint64_t) {
+    if (damaged || stage.find("restore") == std::string::npos) return;
+    for (const auto& e : fs::directory_iterator(d.path / "node-1" / "wal")) fs::resize_file(e.path(), 64);
+    damaged = true;
+  };
+  auto r = walcut::recovery::RunCheck(o);
+  REQUIRE(r.ok());
+  REQUIRE(damaged);
+  CHECK(walcut::recovery::CheckExitCode(*r) == 1);
+  CHECK(r->errors.empty());
+  const auto* item = FindItem(*r, CheckLevel::kRestore, "cut-2", "restore");
+  REQUIRE(item);
+  CHECK(item->outcome == ItemOutcome::kFail);
+  REQUIRE(item->findings.size() == 1);
+  CHECK(item->findings[0].check == "restore-damaged");
+  CHECK(item->findings[0].cut == 2u);
+  CHECK_THAT(item->findings[0].message, Catch::StartsWith("node 1: "));
 }
