@@ -37,6 +37,7 @@ import shutil
 import subprocess
 import sys
 import time
+import xml.etree.ElementTree as ET
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -254,10 +255,38 @@ def spec_line(name):
     return "".join("\\" + c if c in '\\,[]"~*#' else c for c in name)
 
 
+def first_failure(xml_text):
+    """'TEST CASE / SECTION (FILE:LINE)' of the first failed assertion in Catch2's
+    XML report, or None when the report does not parse or names none."""
+    try:
+        root = ET.fromstring(xml_text)
+    except ET.ParseError:
+        return None
+    for case in root.iter("TestCase"):
+        result = case.find("OverallResult")
+        if result is None or result.get("success") != "false":
+            continue
+
+        def walk(node, path):
+            for child in node:
+                if child.tag == "Section":
+                    found = walk(child, path + [child.get("name", "")])
+                    if found:
+                        return found
+                elif (child.tag == "Expression" and child.get("success") == "false") or \
+                        child.tag in ("FatalErrorCondition", "Exception"):
+                    where = f"{os.path.basename(child.get('filename', '?'))}:{child.get('line', '?')}"
+                    return " / ".join([case.get("name", "")] + path) + f" ({where})"
+            return None
+
+        return walk(case, []) or case.get("name", "")
+    return None
+
+
 def run_binary(build, t, env, timeout, names_file=None):
     """None when the binary passes, else the failing test case (or how it ended)."""
     exe = os.path.join(build, "tests", t)
-    cmd = [exe, "--abort", "--reporter", "compact"] + (["-f", names_file] if names_file else [])
+    cmd = [exe, "--abort", "--reporter", "xml"] + (["-f", names_file] if names_file else [])
     try:
         p = subprocess.run(cmd, cwd=os.path.join(build, "tests"), env=env, capture_output=True, text=True,
                            timeout=timeout)
@@ -265,9 +294,9 @@ def run_binary(build, t, env, timeout, names_file=None):
         return f"timed out after {timeout} s"
     if p.returncode == 0:
         return None
-    for ln in p.stdout.splitlines():
-        if "failed" in ln or "FAILED" in ln:
-            return ln.strip()[:160]
+    failed = first_failure(p.stdout)
+    if failed:
+        return failed
     if p.returncode < 0:
         return f"killed by signal {-p.returncode}"
     return f"exit {p.returncode}"
