@@ -6,11 +6,13 @@
 #include <vector>
 
 #include <catch2/catch.hpp>
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "cut/load.h"
 #include "cut/summary.h"
 #include "scratch_dir.h"
+#include "walfmt/duration.h"
 
 TEST_CASE("a malformed summary is refused with the field and what is wrong with it", "[cut]") {
   walcut::cut::NodeSummary s;
@@ -52,6 +54,9 @@ TEST_CASE("a malformed summary is refused with the field and what is wrong with 
        "s.json: field 'cuts[0].before[0].tx' is not a transaction id NODE:SEQ"},
       {"segments not an array", [](json& j) { j["segments"] = json::object(); },
        "s.json: field '.segments' is not an array"},
+      {"epoch after 9999", [](json& j) { j["epoch_unix_us"] = walfmt::kMaxUnixMicros + 1; },
+       fmt::format("s.json: field \"epoch_unix_us\": {} is after 9999-12-31T23:59:59.999999Z",
+                   walfmt::kMaxUnixMicros + 1)},
   };
   for (const Case& k : cases) {
     DYNAMIC_SECTION(k.what) {

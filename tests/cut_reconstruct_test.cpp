@@ -61,6 +61,16 @@ TEST_CASE("Reconstruct refuses summaries that are not nodes 0..N-1 of one cluste
     REQUIRE_FALSE(r.ok());
     CHECK(r.status().message() == "node 1 belongs to cluster 0000000000000008, node 0 to 0000000000000007");
   }
+  SECTION("another cluster epoch") {
+    NodeSummary a = Node(0), b = Node(1);
+    a.epoch_unix_us = 1000;
+    b.epoch_unix_us = 2000;
+    auto r = Reconstruct({a, b});
+    REQUIRE_FALSE(r.ok());
+    CHECK(r.status().message() == "node 1 records the cluster epoch 2000, node 0 1000");
+    b.epoch_unix_us = 1000;
+    CHECK(Reconstruct({a, b}).ok());
+  }
   SECTION("in any order, one cluster: accepted, in node order, every cut consistent") {
     auto r = Reconstruct({Node(2), Node(0), Node(1)});
     REQUIRE(r.ok());

@@ -176,6 +176,42 @@ TEST_CASE("a healthy run: every cut consistent, no finding, summaries survive a 
   }
 }
 
+TEST_CASE("ScanNode refuses a WAL directory that is not there, holds no segment, or lacks the segment to start at") {
+  TempDir d("scan-refusals");
+  auto run = walcut::node::RunCluster(Healthy(d.path.string()));
+  REQUIRE(run.ok());
+  const std::string wal = (d.path / "node-0" / "wal").string();
+  walcut::cut::ScanOptions so;
+  so.node = 0;
+  auto refused = [&](const std::string& dir, const std::string& message) {
+    auto s = walcut::cut::ScanNode(dir, so);
+    REQUIRE_FALSE(s.ok());
+    CHECK(s.status().code() == walfmt::ErrorCode::kNotFound);
+    CHECK(s.status().message() == message);
+  };
+  SECTION("no such directory") {
+    const std::string none = (d.path / "node-0" / "nope").string();
+    refused(none, none + ": no such WAL directory");
+  }
+  SECTION("a directory without segments") {
+    const std::string empty = (d.path / "empty").string();
+    fs::create_directories(empty);
+    refused(empty, empty + ": no WAL segments");
+  }
+  SECTION("a start position in a segment that is not there") {
+    std::vector<uint64_t> indexes;
+    for (const auto& e : fs::directory_iterator(wal)) indexes.push_back(std::stoull(e.path().filename().string(), nullptr, 16));
+    std::sort(indexes.begin(), indexes.end());
+    REQUIRE(indexes.size() >= 2);
+    so.from = walfmt::Lsn{indexes.back() + 1, 0x40};
+    refused(wal, fmt::format("{}: no segment {} to start reading at {}", wal, indexes.back() + 1, so.from.ToString()));
+    so.from = walfmt::Lsn{indexes[1], 0};
+    auto ok = walcut::cut::ScanNode(wal, so);
+    INFO((ok.ok() ? "" : ok.status().message()));
+    CHECK(ok.ok());
+  }
+}
+
 TEST_CASE("a before transaction moved to after on one node: marker and atomicity findings name it") {
   TempDir d("moved");
   auto run = walcut::node::RunCluster(Healthy(d.path.string()));
@@ -203,6 +239,9 @@ TEST_CASE("a before transaction moved to after on one node: marker and atomicity
   CHECK(b->status == CutStatus::kInconsistent);
   CHECK_FALSE(b->checks.markers);
   CHECK(HasFinding(*b, "marker", node, moved.ToString()));
+  // The finding of the sets against the marker, on its own.
+  CHECK(HasFinding(*b, "marker", node,
+                   fmt::format("node {}: transaction {} is in after({}) but its marker is ", node, moved.ToString(), k)));
   // Its other participants keep it in the cut: the digests disagree.
   CHECK_FALSE(b->checks.atomicity);
   CHECK(b->reason.find(moved.ToString()) != std::string::npos);
@@ -847,6 +886,20 @@ TEST_CASE("a pruned WAL: a commit dropped after the full snapshot is still found
     }
   }
   CHECK(named > 0);
+  // A layout that lacks the node a disagreement names is refused, naming the node.
+  {
+    const walcut::cut::GlobalCut* first = nullptr;
+    for (const auto& g : bad.cuts) {
+      if (!first && !g.disagreements.empty()) first = &g;
+    }
+    REQUIRE(first);
+    walcut::cut::ClusterLayout none = *layout;
+    none.wal_dirs.clear();
+    const auto st = walcut::cut::NameDisagreements(bad, none);
+    REQUIRE_FALSE(st.ok());
+    CHECK(st.code() == walfmt::ErrorCode::kInvalidArgument);
+    CHECK(st.message() == fmt::format("node {} is not in the cluster layout", first->disagreements.front().a));
+  }
   // The same WAL without the damage: nothing is inconsistent.
   TempDir clean("pruned-clean");
   o.dir = clean.path.string();

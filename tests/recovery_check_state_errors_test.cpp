@@ -29,6 +29,9 @@ TEST_CASE("a malformed check state file is refused, naming the file and what is 
   };
   const std::vector<Case> cases = {
       {"an array", [](json& j) { j = json::array(); }, "not a JSON object"},
+      {"another schema", [](json& j) { j["schema"] = "walcut.check-state/2"; },
+       "schema is not \"walcut.check-state/1\""},
+      {"no schema", [](json& j) { j.erase("schema"); }, "schema is not \"walcut.check-state/1\""},
       {"no nodes", [](json& j) { j.erase("nodes"); }, "no \"nodes\" array"},
       {"nodes an object", [](json& j) { j["nodes"] = json::object(); }, "no \"nodes\" array"},
       {"node entry without segments", [](json& j) { j["nodes"][0].erase("segments"); },

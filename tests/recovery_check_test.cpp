@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <sstream>
 #include <string>
@@ -15,7 +16,9 @@
 
 #include "scratch_dir.h"
 #include "node/cluster.h"
+#include "cut/load.h"
 #include "recovery/check.h"
+#include "walfmt/snapshot.h"
 
 namespace fs = std::filesystem;
 using walcut::recovery::CheckLevel;
@@ -215,6 +218,63 @@ TEST_CASE("check: the state file skips unchanged segments and catches a rewritte
     }
   }
   CHECK(changed);
+
+  // Node 1's first segment cut short: it shrank, with both sizes and its file.
+  fs::path seg1;
+  for (const auto& e : fs::directory_iterator(d.path / "node-1" / "wal")) {
+    if (seg1.empty() || e.path() < seg1) seg1 = e.path();
+  }
+  const uint64_t size = fs::file_size(seg1);
+  REQUIRE(size > 1000);
+  fs::resize_file(seg1, size - 100);
+  auto fourth = walcut::recovery::RunCheck(o);
+  REQUIRE(fourth.ok());
+  CHECK(walcut::recovery::CheckExitCode(*fourth) == 1);
+  bool shrank = false;
+  for (const auto& i : fourth->items) {
+    for (const auto& f : i.findings) {
+      if (f.check == "segment-changed" && f.node == 1u) {
+        shrank = true;
+        CHECK(f.message == fmt::format("segment 0 of node 1 shrank since it was verified: {} -> {} bytes ({})", size,
+                                       size - 100, seg1.string()));
+      }
+    }
+  }
+  CHECK(shrank);
+
+  // Node 2's last segment removed: the item of the segment that disappeared fails.
+  fs::path last2;
+  for (const auto& e : fs::directory_iterator(d.path / "node-2" / "wal")) {
+    if (last2.empty() || last2 < e.path()) last2 = e.path();
+  }
+  fs::remove(last2);
+  auto fifth = walcut::recovery::RunCheck(o);
+  REQUIRE(fifth.ok());
+  const auto* gone = FindItem(*fifth, CheckLevel::kFiles, "node-2", "segment " + last2.filename().string());
+  REQUIRE(gone);
+  CHECK(gone->outcome == ItemOutcome::kFail);
+  REQUIRE(gone->findings.size() == 1);
+  CHECK_THAT(gone->findings[0].message, Catch::EndsWith("(" + last2.filename().string() + ") disappeared since it was verified"));
+}
+
+TEST_CASE("check: a node whose WAL directory holds no segment fails its segment list", "[recovery][check]") {
+  TempDir d("nosegs");
+  auto run = walcut::node::RunCluster(Small(d.path.string(), false));
+  REQUIRE(run.ok());
+  for (const auto& e : fs::directory_iterator(d.path / "node-2" / "wal")) fs::remove(e.path());
+  CheckOptions o;
+  o.dir = d.path.string();
+  o.level = CheckLevel::kFiles;
+  auto r = walcut::recovery::RunCheck(o);
+  REQUIRE(r.ok());
+  CHECK(walcut::recovery::CheckExitCode(*r) == 1);
+  const auto* list = FindItem(*r, CheckLevel::kFiles, "node-2", "segment list");
+  REQUIRE(list);
+  CHECK(list->outcome == ItemOutcome::kFail);
+  REQUIRE(list->findings.size() == 1);
+  CHECK(list->findings[0].node == 2u);
+  CHECK_THAT(list->findings[0].message, Catch::Contains("node has no WAL segments (expected wal/<index>.wal)"));
+  CHECK(FindItem(*r, CheckLevel::kFiles, "node-1", "segment list") == nullptr);
 }
 
 TEST_CASE("check: the invariant hook's findings fail the restored cut", "[recovery][check]") {
@@ -278,4 +338,204 @@ TEST_CASE("check: the invariant hook's findings fail the restored cut", "[recove
   auto none = walcut::recovery::RunCheck(o);
   REQUIRE_FALSE(none.ok());
   CHECK(none.status().code() == walfmt::ErrorCode::kNotFound);
+}
+
+TEST_CASE("check: one node's WAL from another cluster fails the files level and the reconstruction, naming both clusters",
+          "[recovery][check]") {
+  TempDir a("mixed-a");
+  TempDir b("mixed-b");
+  auto ob = Small(b.path.string(), false);
+  ob.seed = 6;
+  auto ra = walcut::node::RunCluster(Small(a.path.string(), false));
+  auto rb = walcut::node::RunCluster(ob);
+  REQUIRE(ra.ok());
+  REQUIRE(rb.ok());
+  auto la = walcut::cut::FindClusterLayout(a.path.string());
+  auto lb = walcut::cut::FindClusterLayout(b.path.string());
+  REQUIRE(la.ok());
+  REQUIRE(lb.ok());
+  REQUIRE(la->cluster_id != lb->cluster_id);
+  fs::remove_all(a.path / "node-1" / "wal");
+  fs::copy(b.path / "node-1" / "wal", a.path / "node-1" / "wal");
+  // Without cluster.json each node's cluster comes from its segment headers.
+  fs::remove(a.path / "cluster.json");
+  CheckOptions o;
+  o.dir = a.path.string();
+  o.level = CheckLevel::kCuts;
+  auto r = walcut::recovery::RunCheck(o);
+  REQUIRE(r.ok());
+  CHECK(walcut::recovery::CheckExitCode(*r) == 1);
+  const auto* one = FindItem(*r, CheckLevel::kFiles, "cluster", "one cluster");
+  REQUIRE(one);
+  CHECK(one->outcome == ItemOutcome::kFail);
+  REQUIRE(one->findings.size() == 1);
+  CHECK(one->findings[0].check == "segment-mismatch");
+  CHECK(one->findings[0].found == "2 cluster ids");
+  CHECK(one->findings[0].message == "segments of 2 different clusters are in one cluster directory");
+  const auto* rec = FindItem(*r, CheckLevel::kCuts, "cluster", "reconstruct");
+  REQUIRE(rec);
+  CHECK(rec->outcome == ItemOutcome::kFail);
+  REQUIRE(rec->findings.size() == 1);
+  CHECK(rec->findings[0].check == "reconstruct");
+  CHECK(rec->findings[0].message ==
+        fmt::format("node 1 belongs to cluster {:016x}, node 0 to {:016x}", lb->cluster_id, la->cluster_id));
+  CHECK(r->errors.empty());
+}
+
+TEST_CASE("check: --cut naming a cut the cluster does not have is refused, with the cuts it has", "[recovery][check]") {
+  TempDir d("nocut");
+  auto run = walcut::node::RunCluster(Small(d.path.string(), false));
+  REQUIRE(run.ok());
+  CheckOptions o;
+  o.dir = d.path.string();
+  o.cut = 1;
+  auto r = walcut::recovery::RunCheck(o);
+  REQUIRE(r.ok());
+  const uint64_t cuts = r->cuts_total;
+  REQUIRE(cuts >= 2);
+  o.cut = cuts + 7;
+  r = walcut::recovery::RunCheck(o);
+  REQUIRE_FALSE(r.ok());
+  CHECK(r.status().code() == walfmt::ErrorCode::kNotFound);
+  CHECK(r.status().message() ==
+        fmt::format("{}: no cut {} (the cluster has {} cuts, 1..{})", o.dir, cuts + 7, cuts, cuts));
+}
+
+namespace {
+
+// The node file a restore of `check` staged under `root` (its temporary
+// directory): DIR/.../<staging dir>/node-<node>.snap, or "" when none is yet.
+fs::path StagedNodeFile(const fs::path& root, uint32_t node) {
+  std::error_code ec;
+  for (auto it = fs::recursive_directory_iterator(root, ec); it != fs::recursive_directory_iterator();
+       it.increment(ec)) {
+    if (ec) break;
+    const fs::path& p = it->path();
+    if (p.filename() == fmt::format("node-{}.snap", node) &&
+        p.parent_path().filename().string().find(".tmp-") != std::string::npos) {
+      return p;
+    }
+  }
+  return {};
+}
+
+}  // namespace
+
+TEST_CASE("check: a restored file changed before it is read back is a fingerprint finding; the invariants run on "
+          "what was read back",
+          "[recovery][check]") {
+  // Node 0's file is staged when node 1's restore reports progress (one node
+  // at a time); changing it then stands for a disk or another process
+  // changing the output between the restore and its read-back.
+  TempDir d("readback");
+  auto run = walcut::node::RunCluster(Small(d.path.string(), false));
+  REQUIRE(run.ok());
+  TempDir scratch("readback-tmp");
+  fs::create_directories(scratch.path);
+  CheckOptions o;
+  o.dir = d.path.string();
+  o.level = CheckLevel::kRestore;
+  o.cut = 2;
+  o.jobs = 1;
+  o.temp_dir = scratch.path.string();
+  std::string changed;
+  std::function<void(const fs::path&)> change;
+  o.progress = [&](const std::string& stage, uint64_t, uint64_t) {
+    if (!changed.empty() || stage.find("restore") == std::string::npos) return;
+    const fs::path f = StagedNodeFile(scratch.path, 0);
+    if (f.empty()) return;
+    change(f);
+    changed = f.string();
+  };
+
+  SECTION("a file that no longer reads") {
+    change = [](const fs::path& f) {
+      std::string bytes;
+      {
+        std::ifstream in(f, std::ios::binary);
+        bytes.assign(std::istreambuf_iterator<char>(in), {});
+      }
+      REQUIRE(bytes.size() > 100);
+      bytes[bytes.size() / 2] ^= 0x10;
+      std::ofstream(f, std::ios::binary | std::ios::trunc) << bytes;
+    };
+    auto r = walcut::recovery::RunCheck(o);
+    REQUIRE(r.ok());
+    REQUIRE_FALSE(changed.empty());
+    CHECK(walcut::recovery::CheckExitCode(*r) == 1);
+    const auto* fp = FindItem(*r, CheckLevel::kRestore, "cut-2", "fingerprints");
+    REQUIRE(fp);
+    CHECK(fp->outcome == ItemOutcome::kFail);
+    REQUIRE(fp->findings.size() == 1);
+    CHECK(fp->findings[0].check == "fingerprint");
+    CHECK(fp->findings[0].node == 0u);
+    CHECK_THAT(fp->findings[0].message, Catch::StartsWith("cut 2, node 0: the restored node-0.snap does not read back: "));
+    const auto* inv = FindItem(*r, CheckLevel::kRestore, "cut-2", "invariants");
+    REQUIRE(inv);
+    CHECK(inv->outcome == ItemOutcome::kSkipped);
+  }
+  SECTION("a valid file of another state: 1100 keys of no workload added") {
+    uint64_t keys = 0;
+    change = [&keys](const fs::path& f) {
+      auto snap = walfmt::ReadSnapshotFile(f.string());
+      REQUIRE(snap.ok());
+      keys = snap->entries.size();
+      for (int i = 0; i < 1100; ++i) snap->entries[fmt::format("junk-{:04}", i)] = "x";
+      REQUIRE(walfmt::WriteSnapshotFile(f.string() + ".new", *snap).ok());
+      fs::rename(f.string() + ".new", f);
+    };
+    auto r = walcut::recovery::RunCheck(o);
+    REQUIRE(r.ok());
+    REQUIRE_FALSE(changed.empty());
+    CHECK(walcut::recovery::CheckExitCode(*r) == 1);
+    const auto* fp = FindItem(*r, CheckLevel::kRestore, "cut-2", "fingerprints");
+    REQUIRE(fp);
+    CHECK(fp->outcome == ItemOutcome::kFail);
+    REQUIRE(fp->findings.size() == 1);
+    CHECK(fp->findings[0].node == 0u);
+    CHECK_THAT(fp->findings[0].message,
+               Catch::StartsWith("cut 2, node 0: node-0.snap read back differs from the restored state: expected "));
+    CHECK_THAT(fp->findings[0].found, Catch::EndsWith(fmt::format(", {} keys", keys + 1100)));
+    // The invariants see the keys of no workload: 1000 listed, the rest counted.
+    const auto* inv = FindItem(*r, CheckLevel::kRestore, "cut-2", "invariants");
+    REQUIRE(inv);
+    CHECK(inv->outcome == ItemOutcome::kFail);
+    REQUIRE(inv->findings.size() == 1001);
+    CHECK(inv->findings[0].node == 0u);
+    CHECK_THAT(inv->findings[0].message, Catch::Contains("junk-0000"));
+    CHECK(inv->findings.back().check == "invariant");
+    CHECK(inv->findings.back().message == "100 more invariant findings not listed");
+  }
+}
+
+TEST_CASE("check: a restore that meets damage the scan did not see is a finding of the cut", "[recovery][check]") {
+  TempDir d("late-damage");
+  auto run = walcut::node::RunCluster(Small(d.path.string(), false));
+  REQUIRE(run.ok());
+  TempDir scratch("late-damage-tmp");
+  fs::create_directories(scratch.path);
+  CheckOptions o;
+  o.dir = d.path.string();
+  o.level = CheckLevel::kRestore;
+  o.cut = 2;
+  o.temp_dir = scratch.path.string();
+  // After the scan, before the restore: node 1's WAL cut short to its first segment's header.
+  bool damaged = false;
+  o.progress = [&](const std::string& stage, uint64_t, uint64_t) {
+    if (damaged || stage.find("restore") == std::string::npos) return;
+    for (const auto& e : fs::directory_iterator(d.path / "node-1" / "wal")) fs::resize_file(e.path(), 64);
+    damaged = true;
+  };
+  auto r = walcut::recovery::RunCheck(o);
+  REQUIRE(r.ok());
+  REQUIRE(damaged);
+  CHECK(walcut::recovery::CheckExitCode(*r) == 1);
+  CHECK(r->errors.empty());
+  const auto* item = FindItem(*r, CheckLevel::kRestore, "cut-2", "restore");
+  REQUIRE(item);
+  CHECK(item->outcome == ItemOutcome::kFail);
+  REQUIRE(item->findings.size() == 1);
+  CHECK(item->findings[0].check == "restore-damaged");
+  CHECK(item->findings[0].cut == 2u);
+  CHECK_THAT(item->findings[0].message, Catch::StartsWith("node 1: "));
 }

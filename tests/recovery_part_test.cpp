@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -22,11 +23,15 @@
 #include "cut/scan.h"
 #include "cut_support.h"
 #include "node/cluster.h"
+#include "recovery/check.h"
 #include "recovery/part.h"
 #include "recovery/restore.h"
 #include "recovery/verdict.h"
 #include "sweep_support.h"
 #include "walfmt/file_io.h"
+#include "walfmt/segment.h"
+#include "walfmt/source.h"
+#include "walfmt/staging.h"
 
 namespace fs = std::filesystem;
 using walcut::cut::ClusterCuts;
@@ -269,11 +274,13 @@ struct Split {
   Verdict verdict;
 };
 
-Split MakeSplit(uint64_t seed, const std::string& tag) {
+// segment_bytes 0: the sweep shape's.
+Split MakeSplit(uint64_t seed, const std::string& tag, uint64_t segment_bytes = 0) {
   Split s;
   s.dir = std::make_unique<TempDir>(tag);
   s.opt = walcut::test::SweepShape((s.dir->path / "c").string(), seed);
   s.opt.full_snapshot_at_tx = 100;
+  if (segment_bytes) s.opt.segment_bytes = segment_bytes;
   REQUIRE(walcut::node::RunCluster(s.opt).ok());
   s.hosts = SplitIntoHosts(s.opt.dir, s.dir->path, s.opt.nodes);
   s.cc = ScanHosts(s.hosts);
@@ -521,5 +528,378 @@ TEST_CASE("assembly refuses parts that are not one restore: a node missing or tw
     REQUIRE(a.ok());
     REQUIRE(WriteRestore(*a, whole).ok());
     refused({whole}, "it is a whole restore already");
+  }
+}
+
+TEST_CASE("assembly refuses a part whose manifest or node file disagrees, naming the part and the field") {
+  Split s = MakeSplit(4, "part-fields");
+  const Verdict& v = s.verdict;
+  const uint32_t nodes = s.opt.nodes;
+  REQUIRE(nodes >= 3);
+  std::vector<std::string> parts;
+  for (uint32_t i = 0; i < nodes; ++i) {
+    const fs::path out = s.dir->path / fmt::format("p{}", i);
+    auto r = RestorePart(Request(v, s.hosts, i, out));
+    REQUIRE(r.ok());
+    REQUIRE(WritePart(*r, v, out.string()).ok());
+    parts.push_back(out.string());
+  }
+  const std::string out = (s.dir->path / "assembled").string();
+  auto refused = [&](const std::vector<std::string>& ps, walfmt::ErrorCode code, const std::string& message) {
+    auto a = AssembleParts(ps, out);
+    INFO(a.status().message());
+    REQUIRE_FALSE(a.ok());
+    CHECK(a.status().code() == code);
+    CHECK(a.status().message() == message);
+    CHECK_FALSE(fs::exists(out));
+  };
+  const std::string mf1 = parts[1] + "/manifest.json";
+  auto edit = [&](const std::string& mf, const std::function<void(json&)>& f) {
+    json m = json::parse(Slurp(mf));
+    f(m);
+    std::ofstream(mf, std::ios::binary | std::ios::trunc) << m.dump(2);
+  };
+  const json m1 = json::parse(Slurp(mf1));
+  const std::string cluster = m1.at("cluster_id").get<std::string>();
+  const std::string other_cluster = cluster == "00000000000000ff" ? "00000000000000fe" : "00000000000000ff";
+  const auto invalid = walfmt::ErrorCode::kInvalidArgument;
+  const auto corrupt = walfmt::ErrorCode::kCorruption;
+  {  // the parts as written assemble
+    auto a = AssembleParts(parts, out);
+    INFO(a.status().message());
+    REQUIRE(a.ok());
+    walfmt::RemoveStaging(a->stage_dir);
+  }
+
+  SECTION("nothing to assemble, or an output that exists") {
+    refused({}, invalid, "no parts to assemble");
+    fs::create_directories(out);
+    auto a = AssembleParts(parts, out);
+    REQUIRE_FALSE(a.ok());
+    CHECK(a.status().message() == out + ": already exists; refusing to overwrite");
+  }
+  SECTION("a part that is not there, or has no manifest, or one that is not JSON") {
+    const std::string none = (s.dir->path / "none").string();
+    refused({parts[0], none}, walfmt::ErrorCode::kNotFound, none + ": no such directory");
+    fs::remove(mf1);
+    refused(parts, invalid, parts[1] + ": not a per-node restore (no manifest.json)");
+    std::ofstream(mf1, std::ios::binary | std::ios::trunc) << "{ not json";
+    refused(parts, invalid, mf1 + ": not JSON");
+  }
+  SECTION("a part of another cluster") {
+    edit(mf1, [&](json& m) { m["cluster_id"] = other_cluster; });
+    refused(parts, invalid,
+            fmt::format("{} and {} are not parts of one restore: cluster {} against {}", parts[0], parts[1], cluster,
+                        other_cluster));
+  }
+  SECTION("a part of a cluster of another size") {
+    edit(mf1, [&](json& m) { m["nodes"] = nodes + 1; });
+    refused(parts, invalid,
+            fmt::format("{} and {} are not parts of one restore: node count {} against {}", parts[0], parts[1], nodes,
+                        nodes + 1));
+  }
+  SECTION("a part of another base") {
+    edit(mf1, [&](json& m) { m["base"]["name"] = "full-other"; });
+    refused(parts, invalid,
+            fmt::format("{} and {} are not parts of one restore: base {} against full-other", parts[0], parts[1],
+                        v.base_name));
+  }
+  SECTION("a manifest naming one node and holding another's entry") {
+    edit(mf1, [&](json& m) { m["entry"]["node"] = 2; });
+    refused(parts, invalid, mf1 + ": names node 1 and holds an entry of node 2");
+  }
+  SECTION("a node beyond the cluster's node count") {
+    edit(mf1, [&](json& m) {
+      m["node"] = nodes;
+      m["entry"]["node"] = nodes;
+    });
+    refused(parts, invalid, fmt::format("{}: node {} of a cluster of {} nodes", mf1, nodes, nodes));
+  }
+  SECTION("a part without its node file") {
+    fs::remove(parts[1] + "/node-1.snap");
+    refused(parts, invalid, parts[1] + ": the part has no node-1.snap");
+  }
+  SECTION("a node file of another node") {
+    fs::copy_file(parts[2] + "/node-2.snap", parts[1] + "/node-1.snap", fs::copy_options::overwrite_existing);
+    refused(parts, corrupt, parts[1] + "/node-1.snap: holds node 2");
+  }
+  SECTION("node files of another cluster than the parts say") {
+    for (const auto& p : parts) edit(p + "/manifest.json", [&](json& m) { m["cluster_id"] = other_cluster; });
+    refused(parts, corrupt,
+            fmt::format("{}/node-0.snap: is from cluster {}, the part says {}", parts[0], cluster, other_cluster));
+  }
+  SECTION("a node file whose fingerprint is not the manifest's") {
+    const std::string fp = m1.at("entry").at("fingerprint").get<std::string>();
+    const std::string other_fp = fp == "0000000000000001" ? "0000000000000002" : "0000000000000001";
+    edit(mf1, [&](json& m) { m["entry"]["fingerprint"] = other_fp; });
+    refused(parts, corrupt,
+            fmt::format("{}/node-1.snap: has fingerprint {}, the part's manifest says {}", parts[1], fp, other_fp));
+  }
+  SECTION("a node file with another number of keys than the manifest's") {
+    const uint64_t keys = m1.at("entry").at("entries").get<uint64_t>();
+    edit(mf1, [&](json& m) { m["entry"]["entries"] = keys + 1; });
+    refused(parts, corrupt,
+            fmt::format("{}/node-1.snap: holds {} keys, the part's manifest says {}", parts[1], keys, keys + 1));
+  }
+  SECTION("a node file taken at another position than the manifest's cut start") {
+    const std::string at = m1.at("entry").at("cut_start").get<std::string>();
+    edit(mf1, [&](json& m) { m["entry"]["cut_start"] = "0/00000000"; });
+    refused(parts, corrupt,
+            fmt::format("{}/node-1.snap: is cut-{} at {}, not cut-{} at 0/00000000", parts[1], v.cut, at, v.cut));
+  }
+}
+
+TEST_CASE("a per-node restore refuses a WAL whose first segment has no usable header, naming the segment") {
+  Split s = MakeSplit(4, "part-header");
+  const Verdict& v = s.verdict;
+  const fs::path wal = s.hosts.node_dirs[0] / "wal";
+  std::vector<fs::path> segs;
+  for (const auto& e : fs::directory_iterator(wal)) segs.push_back(e.path());
+  std::sort(segs.begin(), segs.end());
+  REQUIRE_FALSE(segs.empty());
+  const fs::path first = segs.front();
+  SECTION("a file too short for a header") {
+    fs::resize_file(first, 10);
+    Refused(Request(v, s.hosts, 0, s.dir->path / "out"), walfmt::ErrorCode::kCorruption,
+            first.string() + ": segment header unusable: file too short");
+  }
+  SECTION("a header whose bytes are wrong") {
+    std::string bytes = Slurp(first);
+    bytes[0] ^= 0xff;
+    std::ofstream(first, std::ios::binary | std::ios::trunc) << bytes;
+    Refused(Request(v, s.hosts, 0, s.dir->path / "out"), walfmt::ErrorCode::kCorruption,
+            first.string() + ": segment header unusable: ");
+  }
+}
+
+TEST_CASE("check of one node: usage errors, a verdict that is not consistent, a restore the WAL refuses") {
+  Split s = MakeSplit(4, "part-check");
+  const Verdict& v = s.verdict;
+  const fs::path scratch = s.dir->path / "tmp";
+  fs::create_directories(scratch);
+  walcut::recovery::CheckOptions o;
+  o.node = 0;
+  o.dir = (s.hosts.node_dirs[0] / "wal").string();
+  o.level = walcut::recovery::CheckLevel::kRestore;
+  o.verdict = &v;
+  o.base_dir = (s.hosts.snap_roots[0] / v.base_name).string();
+  o.temp_dir = scratch.string();
+  auto item = [](const walcut::recovery::CheckReport& r, const std::string& group, const std::string& name) {
+    const walcut::recovery::CheckItem* found = nullptr;
+    for (const auto& i : r.items) {
+      if (i.group == group && i.name == name) found = &i;
+    }
+    REQUIRE(found);
+    return *found;
+  };
+  const std::string group = fmt::format("cut-{}", v.cut);
+  {  // as it is: the node passes
+    auto r = walcut::recovery::RunCheck(o);
+    INFO((r.ok() ? "" : r.status().message()));
+    REQUIRE(r.ok());
+    CHECK(walcut::recovery::CheckExitCode(*r) == 0);
+    CHECK(item(*r, group, "node 0: verdict").outcome == walcut::recovery::ItemOutcome::kPass);
+    CHECK(item(*r, group, "node 0: restore").outcome == walcut::recovery::ItemOutcome::kPass);
+  }
+  auto usage = [&](walfmt::ErrorCode code, const std::string& message) {
+    auto r = walcut::recovery::RunCheck(o);
+    REQUIRE_FALSE(r.ok());
+    CHECK(r.status().code() == code);
+    CHECK(r.status().message() == message);
+  };
+
+  SECTION("a directory that is not there") {
+    o.dir = (s.dir->path / "nope").string();
+    usage(walfmt::ErrorCode::kNotFound, o.dir + ": no such directory");
+  }
+  SECTION("level cuts") {
+    o.level = walcut::recovery::CheckLevel::kCuts;
+    usage(walfmt::ErrorCode::kInvalidArgument,
+          "level cuts needs every node's WAL or summary: run `walcut check` on the cluster, or `walcut cuts` on the "
+          "summaries; one node checks level files, or level restore with --verdict");
+  }
+  SECTION("level restore without a verdict") {
+    o.verdict = nullptr;
+    usage(walfmt::ErrorCode::kInvalidArgument,
+          "level restore of one node needs the cut's verdict (--verdict FILE, from `walcut cuts SUMMARIES... "
+          "--verdict-out FILE --cut K`)");
+  }
+  SECTION("a verdict of another cut than --cut") {
+    o.cut = v.cut + 1;
+    usage(walfmt::ErrorCode::kInvalidArgument, fmt::format("the verdict is for cut {}, not cut {}", v.cut, v.cut + 1));
+  }
+  SECTION("a verdict whose cut is not consistent: a finding, and the node is not restored") {
+    Verdict bad = v;
+    bad.status = CutStatus::kInconsistent;
+    bad.reason = "nodes 0 and 1 disagree";
+    o.verdict = &bad;
+    auto r = walcut::recovery::RunCheck(o);
+    REQUIRE(r.ok());
+    CHECK(walcut::recovery::CheckExitCode(*r) == 1);
+    const auto vi = item(*r, group, "node 0: verdict");
+    CHECK(vi.outcome == walcut::recovery::ItemOutcome::kFail);
+    REQUIRE(vi.findings.size() == 1);
+    CHECK(vi.findings[0].check == "status");
+    CHECK(vi.findings[0].found == "inconsistent");
+    CHECK(vi.findings[0].message ==
+          fmt::format("cut {} is inconsistent (verdict {}): nodes 0 and 1 disagree", v.cut, v.id));
+    CHECK(item(*r, group, "node 0: restore").outcome == walcut::recovery::ItemOutcome::kSkipped);
+  }
+  SECTION("a verdict whose CUT_START is where the WAL has no record: the restore's refusal is a finding") {
+    Verdict bad = v;
+    bad.nodes[0].start.offset += 1;
+    o.verdict = &bad;
+    auto r = walcut::recovery::RunCheck(o);
+    REQUIRE(r.ok());
+    CHECK(walcut::recovery::CheckExitCode(*r) == 1);
+    CHECK(r->errors.empty());
+    const auto ri = item(*r, group, "node 0: restore");
+    CHECK(ri.outcome == walcut::recovery::ItemOutcome::kFail);
+    REQUIRE(ri.findings.size() == 1);
+    CHECK(ri.findings[0].check == "restore-refused");
+    CHECK(ri.findings[0].node == 0u);
+    CHECK_THAT(ri.findings[0].message,
+               Catch::Contains(fmt::format("places CUT_START({}) at {}, but node 0's WAL has no record starting there",
+                                           v.cut, bad.nodes[0].start.ToString())));
+  }
+}
+
+namespace {
+
+// The segment files of a WAL directory, by index.
+std::vector<fs::path> SegmentFiles(const fs::path& wal) {
+  std::vector<fs::path> segs;
+  for (const auto& e : fs::directory_iterator(wal)) segs.push_back(e.path());
+  std::sort(segs.begin(), segs.end());
+  return segs;
+}
+
+uint64_t SegmentIndex(const fs::path& p) { return std::stoull(p.filename().string(), nullptr, 16); }
+
+// A segment file's WAL bytes (decompressed when it is a .wal.zst).
+std::string SegmentBytes(const fs::path& p) {
+  const std::string raw = Slurp(p);
+  if (p.extension() != ".zst") return raw;
+  auto src = walfmt::MemorySource({reinterpret_cast<const uint8_t*>(raw.data()), raw.size()}, true);
+  std::string out;
+  for (;;) {
+    const uint8_t* b = nullptr;
+    size_t got = 0;
+    REQUIRE(src->Get(out.size(), 1 << 16, b, got).ok());
+    if (got == 0) return out;
+    out.append(reinterpret_cast<const char*>(b), got);
+  }
+}
+
+// Writes a segment file's WAL bytes back (compressed when it is a .wal.zst).
+void WriteSegmentBytes(const fs::path& p, const std::string& bytes) {
+  std::string data = bytes;
+  if (p.extension() == ".zst") {
+    auto z = walfmt::ZstdCompress({reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size()});
+    REQUIRE(z.ok());
+    data = std::move(z.value());
+  }
+  std::ofstream(p, std::ios::binary | std::ios::trunc) << data;
+}
+
+}  // namespace
+
+TEST_CASE("a per-node restore refuses a WAL that changed since the verdict, naming the node and the position") {
+  Split s = MakeSplit(4, "part-wal", 4096);  // small segments: the range spans several
+  const Verdict& v = s.verdict;
+  const fs::path out = s.dir->path / "out";
+  const fs::path wal = s.hosts.node_dirs[0] / "wal";
+  const walcut::recovery::VerdictNode& vn = v.nodes[0];
+  REQUIRE(vn.finished);
+  const std::vector<fs::path> segs = SegmentFiles(wal);
+
+  SECTION("an output that exists is refused before the WAL is looked at") {
+    fs::create_directories(out);
+    PartRequest req = Request(v, s.hosts, 0, out);
+    req.wal_dir = (s.dir->path / "no-wal").string();
+    auto r = RestorePart(req);
+    REQUIRE_FALSE(r.ok());
+    CHECK(r.status().code() == walfmt::ErrorCode::kInvalidArgument);
+    CHECK(r.status().message() == out.string() + ": already exists; refusing to overwrite");
+  }
+  SECTION("the segments the range starts in removed") {
+    REQUIRE(vn.from.segment < vn.finish.segment);
+    uint64_t first_left = 0;
+    for (const auto& p : segs) {
+      if (SegmentIndex(p) <= vn.from.segment) fs::remove(p);
+      else if (first_left == 0) first_left = SegmentIndex(p);
+    }
+    Refused(Request(v, s.hosts, 0, out), walfmt::ErrorCode::kInvalidArgument,
+            fmt::format("{}: node 0's WAL starts at segment {}, but the restore of cut {} from base {} reads from {}",
+                        wal.string(), first_left, v.cut, v.base_name, vn.from.ToString()));
+  }
+  SECTION("the WAL cut short before CUT_FINISH at a segment boundary") {
+    for (const auto& p : segs) {
+      if (SegmentIndex(p) >= vn.finish.segment) fs::remove(p);
+    }
+    REQUIRE(vn.finish.segment > vn.from.segment);
+    Refused(Request(v, s.hosts, 0, out), walfmt::ErrorCode::kCorruption,
+            fmt::format("node 0: the WAL ends at {}/", vn.finish.segment - 1));
+    Refused(Request(v, s.hosts, 0, out), walfmt::ErrorCode::kCorruption,
+            fmt::format("before CUT_FINISH at {}", vn.finish.ToString()));
+  }
+  SECTION("the WAL torn inside the range") {
+    fs::path holder;
+    for (const auto& p : segs) {
+      if (SegmentIndex(p) == vn.finish.segment) holder = p;
+    }
+    REQUIRE_FALSE(holder.empty());
+    REQUIRE(vn.finish.offset > 200);
+    fs::resize_file(holder, vn.finish.offset - 7);
+    Refused(Request(v, s.hosts, 0, out), walfmt::ErrorCode::kCorruption,
+            fmt::format("node 0: the WAL range {}..{} is damaged: ", vn.from.ToString(), vn.finish.ToString()));
+  }
+  SECTION("segments of the range whose headers name another cluster") {
+    REQUIRE(vn.from.segment > SegmentIndex(segs.front()));
+    fs::path first_changed;
+    for (const auto& p : segs) {
+      if (SegmentIndex(p) < vn.from.segment) continue;
+      std::string bytes = SegmentBytes(p);
+      REQUIRE(bytes.size() >= walfmt::kSegmentHeaderSize);
+      walfmt::SegmentHeader h;
+      walfmt::HeaderError err;
+      const bool decoded = walfmt::DecodeSegmentHeader(
+          {reinterpret_cast<const uint8_t*>(bytes.data()), walfmt::kSegmentHeaderSize}, h, err);
+      INFO(p.string() << ": " << err.what);
+      REQUIRE(decoded);
+      h.cluster_id ^= 0x77;
+      uint8_t head[walfmt::kSegmentHeaderSize];
+      walfmt::EncodeSegmentHeader(h, head);
+      bytes.replace(0, walfmt::kSegmentHeaderSize, reinterpret_cast<const char*>(head), walfmt::kSegmentHeaderSize);
+      WriteSegmentBytes(p, bytes);
+      if (first_changed.empty()) first_changed = p;
+    }
+    Refused(Request(v, s.hosts, 0, out), walfmt::ErrorCode::kInvalidArgument,
+            fmt::format("{}: segment {} is from cluster {:016x}, the verdict (cut {}) is for cluster {:016x}",
+                        wal.string(), first_changed.string(), v.cluster_id ^ 0x77, v.cut, v.cluster_id));
+  }
+  SECTION("a base file of another cluster than the WAL") {
+    Split other = MakeSplit(6, "part-wal-other");
+    REQUIRE(other.verdict.cluster_id != v.cluster_id);
+    const fs::path wrong = s.dir->path / "other-base";
+    fs::create_directories(wrong);
+    fs::copy_file(other.hosts.snap_roots[0] / other.verdict.base_name / "node-0.snap", wrong / "node-0.snap");
+    PartRequest req = Request(v, s.hosts, 0, out);
+    req.base_dir = wrong.string();
+    Refused(req, walfmt::ErrorCode::kInvalidArgument,
+            fmt::format("{}: from cluster {:016x}, the WAL is from {:016x}", (wrong / "node-0.snap").string(),
+                        other.verdict.cluster_id, v.cluster_id));
+  }
+  SECTION("an output made while the part was restored") {
+    auto r = RestorePart(Request(v, s.hosts, 0, out));
+    REQUIRE(r.ok());
+    const std::string stage = r->stage_dir;
+    fs::create_directories(out);
+    const auto st = WritePart(*r, v, out.string());
+    REQUIRE_FALSE(st.ok());
+    CHECK(st.code() == walfmt::ErrorCode::kInvalidArgument);
+    CHECK(st.message() == out.string() + ": already exists; refusing to overwrite");
+    CHECK(r->stage_dir.empty());
+    CHECK_FALSE(fs::exists(stage));
   }
 }

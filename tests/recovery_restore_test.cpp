@@ -400,6 +400,11 @@ TEST_CASE("restore progress adds up to the bytes read; a base that changes while
   const fs::path snap = d.path / "base" / "node-1.snap";
   const fs::path other = d.path / "later" / "node-1.snap";
   REQUIRE(later->nodes[1].fingerprint != base->nodes[1].fingerprint);
+  std::string original;
+  {
+    std::ifstream in(snap, std::ios::binary);
+    original.assign(std::istreambuf_iterator<char>(in), {});
+  }
 
   // Restoring K again, now from base J; when node 0 is done (its progress
   // call), node 1's base file is replaced by a valid snapshot of another state.
@@ -423,6 +428,23 @@ TEST_CASE("restore progress adds up to the bytes read; a base that changes while
     INFO(e.path().string());
     CHECK(e.path().filename().string().rfind(".next.tmp-", 0) == std::string::npos);
   }
+
+  // The same with node 1's base file damaged instead: it no longer reads.
+  std::ofstream(snap, std::ios::binary | std::ios::trunc) << original;
+  swapped = false;
+  req.progress = [&](uint64_t) {
+    if (swapped) return;
+    std::string bytes = original;
+    bytes[bytes.size() - 40] ^= 0x20;
+    std::ofstream(snap, std::ios::binary | std::ios::trunc) << bytes;
+    swapped = true;
+  };
+  auto damaged = walcut::recovery::Restore(c.cc, c.layout, req);
+  REQUIRE(swapped);
+  REQUIRE_FALSE(damaged.ok());
+  CHECK(damaged.status().code() == walfmt::ErrorCode::kCorruption);
+  CHECK_THAT(damaged.status().message(), Catch::StartsWith(snap.string() + ": snapshot: "));
+  CHECK_FALSE(fs::exists(req.out));
 }
 
 TEST_CASE("restore: an exception on a restoring thread reaches the caller, and nothing is left staged") {

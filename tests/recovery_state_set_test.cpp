@@ -133,6 +133,15 @@ TEST_CASE("state set: every way a directory can be wrong", "[recovery][state_set
     CHECK(st.code() == walfmt::ErrorCode::kCorruption);
     CHECK(st.message() == dir + "/node-1.snap: header names node 2, expected 1");
   }
+  SECTION("a node file beyond the node limit") {
+    WriteAll(dir + "/node-1024.snap", "");
+    const auto st = LoadError(dir);
+    CHECK(st.code() == walfmt::ErrorCode::kInvalidArgument);
+    CHECK(st.message() == dir + "/node-1024.snap: node id 1024 is beyond the limit of 1024 nodes");
+    fs::remove(dir + "/node-1024.snap");
+    WriteAll(dir + "/node-1023.snap", "");  // within the limit: the gap is what is wrong
+    CHECK(LoadError(dir).message() == dir + "/node-3.snap: missing (the directory holds node files up to node-1023.snap)");
+  }
   SECTION("files of two clusters") {
     WriteSet(t.str() + "/other", ThreeNodes(), 0x9999);
     fs::copy_file(t.str() + "/other/node-2.snap", dir + "/node-2.snap", fs::copy_options::overwrite_existing);
@@ -189,6 +198,16 @@ TEST_CASE("state set: the cluster description of a full snapshot, a restore outp
     bad = FindClusterInfoFor(out);
     REQUIRE_FALSE(bad.ok());
     CHECK(bad.status().message() == out + "/manifest.json: field \"cluster\": missing");
+    WriteAll(out + "/manifest.json", "{\"cut\": 2, \"cluster\": \"c/cluster.json\"}");
+    bad = FindClusterInfoFor(out);
+    REQUIRE_FALSE(bad.ok());
+    CHECK(bad.status().code() == walfmt::ErrorCode::kCorruption);
+    CHECK(bad.status().message() == out + "/manifest.json: field \"cluster\": expected an object");
+    WriteAll(out + "/manifest.json", "{\"cut\": 2,");
+    bad = FindClusterInfoFor(out);
+    REQUIRE_FALSE(bad.ok());
+    CHECK(bad.status().code() == walfmt::ErrorCode::kCorruption);
+    CHECK_THAT(bad.status().message(), Catch::StartsWith(out + "/manifest.json: not valid JSON: "));
   }
   SECTION("a copy elsewhere: not found, unless the cluster is named") {
     const std::string copy = t.str() + "/copy";
