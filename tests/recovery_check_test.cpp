@@ -67,6 +67,28 @@ const walcut::recovery::CheckItem* FindItem(const CheckReport& r, CheckLevel l, 
   return nullptr;
 }
 
+// check of DIR at LEVEL, which must run and exit 1.
+CheckReport CheckFails(const fs::path& dir, CheckLevel level) {
+  CheckOptions o;
+  o.dir = dir.string();
+  o.level = level;
+  auto r = walcut::recovery::RunCheck(o);
+  REQUIRE(r.ok());
+  CHECK(walcut::recovery::CheckExitCode(*r) == 1);
+  return std::move(r.value());
+}
+
+// The one finding of item (level, group, name), which must have failed.
+const walcut::recovery::CheckFinding& OnlyFinding(const CheckReport& r, CheckLevel l, const std::string& group,
+                                                   const std::string& name) {
+  const auto* item = FindItem(r, l, group, name);
+  INFO(group << " / " << name);
+  REQUIRE(item);
+  CHECK(item->outcome == ItemOutcome::kFail);
+  REQUIRE(item->findings.size() == 1);
+  return item->findings[0];
+}
+
 }  // namespace
 
 TEST_CASE("check: a healthy cluster passes every level and leaves its input alone", "[recovery][check]") {
@@ -250,11 +272,8 @@ TEST_CASE("check: the state file skips unchanged segments and catches a rewritte
   fs::remove(last2);
   auto fifth = walcut::recovery::RunCheck(o);
   REQUIRE(fifth.ok());
-  const auto* gone = FindItem(*fifth, CheckLevel::kFiles, "node-2", "segment " + last2.filename().string());
-  REQUIRE(gone);
-  CHECK(gone->outcome == ItemOutcome::kFail);
-  REQUIRE(gone->findings.size() == 1);
-  CHECK_THAT(gone->findings[0].message, Catch::EndsWith("(" + last2.filename().string() + ") disappeared since it was verified"));
+  const auto& gone = OnlyFinding(*fifth, CheckLevel::kFiles, "node-2", "segment " + last2.filename().string());
+  CHECK_THAT(gone.message, Catch::EndsWith("(" + last2.filename().string() + ") disappeared since it was verified"));
 }
 
 TEST_CASE("check: a node whose WAL directory holds no segment fails its segment list", "[recovery][check]") {
@@ -262,19 +281,11 @@ TEST_CASE("check: a node whose WAL directory holds no segment fails its segment 
   auto run = walcut::node::RunCluster(Small(d.path.string(), false));
   REQUIRE(run.ok());
   for (const auto& e : fs::directory_iterator(d.path / "node-2" / "wal")) fs::remove(e.path());
-  CheckOptions o;
-  o.dir = d.path.string();
-  o.level = CheckLevel::kFiles;
-  auto r = walcut::recovery::RunCheck(o);
-  REQUIRE(r.ok());
-  CHECK(walcut::recovery::CheckExitCode(*r) == 1);
-  const auto* list = FindItem(*r, CheckLevel::kFiles, "node-2", "segment list");
-  REQUIRE(list);
-  CHECK(list->outcome == ItemOutcome::kFail);
-  REQUIRE(list->findings.size() == 1);
-  CHECK(list->findings[0].node == 2u);
-  CHECK_THAT(list->findings[0].message, Catch::Contains("node has no WAL segments (expected wal/<index>.wal)"));
-  CHECK(FindItem(*r, CheckLevel::kFiles, "node-1", "segment list") == nullptr);
+  const CheckReport rep = CheckFails(d.path, CheckLevel::kFiles);
+  const auto& list = OnlyFinding(rep, CheckLevel::kFiles, "node-2", "segment list");
+  CHECK(list.node == 2u);
+  CHECK_THAT(list.message, Catch::Contains("node has no WAL segments (expected wal/<index>.wal)"));
+  CHECK(FindItem(rep, CheckLevel::kFiles, "node-1", "segment list") == nullptr);
 }
 
 TEST_CASE("check: the invariant hook's findings fail the restored cut", "[recovery][check]") {
@@ -359,27 +370,16 @@ TEST_CASE("check: one node's WAL from another cluster fails the files level and 
   fs::copy(b.path / "node-1" / "wal", a.path / "node-1" / "wal");
   // Without cluster.json each node's cluster comes from its segment headers.
   fs::remove(a.path / "cluster.json");
-  CheckOptions o;
-  o.dir = a.path.string();
-  o.level = CheckLevel::kCuts;
-  auto r = walcut::recovery::RunCheck(o);
-  REQUIRE(r.ok());
-  CHECK(walcut::recovery::CheckExitCode(*r) == 1);
-  const auto* one = FindItem(*r, CheckLevel::kFiles, "cluster", "one cluster");
-  REQUIRE(one);
-  CHECK(one->outcome == ItemOutcome::kFail);
-  REQUIRE(one->findings.size() == 1);
-  CHECK(one->findings[0].check == "segment-mismatch");
-  CHECK(one->findings[0].found == "2 cluster ids");
-  CHECK(one->findings[0].message == "segments of 2 different clusters are in one cluster directory");
-  const auto* rec = FindItem(*r, CheckLevel::kCuts, "cluster", "reconstruct");
-  REQUIRE(rec);
-  CHECK(rec->outcome == ItemOutcome::kFail);
-  REQUIRE(rec->findings.size() == 1);
-  CHECK(rec->findings[0].check == "reconstruct");
-  CHECK(rec->findings[0].message ==
+  const CheckReport rep = CheckFails(a.path, CheckLevel::kCuts);
+  const auto& one = OnlyFinding(rep, CheckLevel::kFiles, "cluster", "one cluster");
+  CHECK(one.check == "segment-mismatch");
+  CHECK(one.found == "2 cluster ids");
+  CHECK(one.message == "segments of 2 different clusters are in one cluster directory");
+  const auto& rec = OnlyFinding(rep, CheckLevel::kCuts, "cluster", "reconstruct");
+  CHECK(rec.check == "reconstruct");
+  CHECK(rec.message ==
         fmt::format("node 1 belongs to cluster {:016x}, node 0 to {:016x}", lb->cluster_id, la->cluster_id));
-  CHECK(r->errors.empty());
+  CHECK(rep.errors.empty());
 }
 
 TEST_CASE("check: --cut naming a cut the cluster does not have is refused, with the cuts it has", "[recovery][check]") {
@@ -463,13 +463,10 @@ TEST_CASE("check: a restored file changed before it is read back is a fingerprin
     REQUIRE(r.ok());
     REQUIRE_FALSE(changed.empty());
     CHECK(walcut::recovery::CheckExitCode(*r) == 1);
-    const auto* fp = FindItem(*r, CheckLevel::kRestore, "cut-2", "fingerprints");
-    REQUIRE(fp);
-    CHECK(fp->outcome == ItemOutcome::kFail);
-    REQUIRE(fp->findings.size() == 1);
-    CHECK(fp->findings[0].check == "fingerprint");
-    CHECK(fp->findings[0].node == 0u);
-    CHECK_THAT(fp->findings[0].message, Catch::StartsWith("cut 2, node 0: the restored node-0.snap does not read back: "));
+    const auto& fp = OnlyFinding(*r, CheckLevel::kRestore, "cut-2", "fingerprints");
+    CHECK(fp.check == "fingerprint");
+    CHECK(fp.node == 0u);
+    CHECK_THAT(fp.message, Catch::StartsWith("cut 2, node 0: the restored node-0.snap does not read back: "));
     const auto* inv = FindItem(*r, CheckLevel::kRestore, "cut-2", "invariants");
     REQUIRE(inv);
     CHECK(inv->outcome == ItemOutcome::kSkipped);
@@ -488,14 +485,11 @@ TEST_CASE("check: a restored file changed before it is read back is a fingerprin
     REQUIRE(r.ok());
     REQUIRE_FALSE(changed.empty());
     CHECK(walcut::recovery::CheckExitCode(*r) == 1);
-    const auto* fp = FindItem(*r, CheckLevel::kRestore, "cut-2", "fingerprints");
-    REQUIRE(fp);
-    CHECK(fp->outcome == ItemOutcome::kFail);
-    REQUIRE(fp->findings.size() == 1);
-    CHECK(fp->findings[0].node == 0u);
-    CHECK_THAT(fp->findings[0].message,
+    const auto& fp = OnlyFinding(*r, CheckLevel::kRestore, "cut-2", "fingerprints");
+    CHECK(fp.node == 0u);
+    CHECK_THAT(fp.message,
                Catch::StartsWith("cut 2, node 0: node-0.snap read back differs from the restored state: expected "));
-    CHECK_THAT(fp->findings[0].found, Catch::EndsWith(fmt::format(", {} keys", keys + 1100)));
+    CHECK_THAT(fp.found, Catch::EndsWith(fmt::format(", {} keys", keys + 1100)));
     // The invariants see the keys of no workload: 1000 listed, the rest counted.
     const auto* inv = FindItem(*r, CheckLevel::kRestore, "cut-2", "invariants");
     REQUIRE(inv);
@@ -531,11 +525,8 @@ TEST_CASE("check: a restore that meets damage the scan did not see is a finding 
   REQUIRE(damaged);
   CHECK(walcut::recovery::CheckExitCode(*r) == 1);
   CHECK(r->errors.empty());
-  const auto* item = FindItem(*r, CheckLevel::kRestore, "cut-2", "restore");
-  REQUIRE(item);
-  CHECK(item->outcome == ItemOutcome::kFail);
-  REQUIRE(item->findings.size() == 1);
-  CHECK(item->findings[0].check == "restore-damaged");
-  CHECK(item->findings[0].cut == 2u);
-  CHECK_THAT(item->findings[0].message, Catch::StartsWith("node 1: "));
+  const auto& item = OnlyFinding(*r, CheckLevel::kRestore, "cut-2", "restore");
+  CHECK(item.check == "restore-damaged");
+  CHECK(item.cut == 2u);
+  CHECK_THAT(item.message, Catch::StartsWith("node 1: "));
 }
