@@ -114,8 +114,8 @@ class PendingWrites {
           state->Prefetch(h.hash);
           char* p = data_.get() + size_;
           std::memcpy(p, &h, sizeof h);
-          std::memcpy(p + sizeof h, w.key.data(), w.key.size());
-          std::memcpy(p + sizeof h + w.key.size(), w.value.data(), w.value.size());
+          CopyShort(p + sizeof h, w.key.data(), w.key.size());
+          CopyShort(p + sizeof h + w.key.size(), w.value.data(), w.value.size());
           size_ += sizeof h + w.key.size() + w.value.size();
         });
     if (!ok) {
@@ -189,6 +189,8 @@ CutRule RuleOf(const cut::NodeCut& nc) {
   for (const auto& t : nc.after) r.after.push_back(t.tx);
   std::sort(r.before.begin(), r.before.end());
   std::sort(r.after.begin(), r.after.end());
+  for (const auto& t : r.before) r.before_bits |= CutRule::Bit(t);
+  for (const auto& t : r.after) r.after_bits |= CutRule::Bit(t);
   return r;
 }
 
@@ -317,17 +319,29 @@ Status RunNode(NodeJob& job, bool dry_run, const std::function<void(uint64_t)>& 
     failure = Status::InvalidArgument(fmt::format("node {}: {} places {} at {}, but node {}'s WAL has {}", job.node,
                                                   job.origin, e.what, e.at.ToString(), job.node, found));
   };
+  // Where the next expected record is (past every record when none is left),
+  // and the byte count at which progress is told next: one comparison each
+  // per record.
+  auto next_at = [&] {
+    return next_expect < job.expect.size() ? job.expect[next_expect].at : Lsn{UINT64_MAX, UINT64_MAX};
+  };
+  Lsn expect_at = next_at();
+  auto next_report = [&] { return progress ? ((reported >> 20) + 1) << 20 : UINT64_MAX; };
+  uint64_t report_at = next_report();
   auto visit = [&](const walfmt::RecordView& v) -> bool {
-    while (next_expect < job.expect.size() && job.expect[next_expect].at <= v.lsn) {
-      const ExpectedRecord& e = job.expect[next_expect++];
-      if (e.at < v.lsn) {
-        missed(e, fmt::format("no record starting there (the next one is at {})", v.lsn.ToString()));
-        return false;
+    if (!(v.lsn < expect_at)) [[unlikely]] {
+      while (next_expect < job.expect.size() && job.expect[next_expect].at <= v.lsn) {
+        const ExpectedRecord& e = job.expect[next_expect++];
+        if (e.at < v.lsn) {
+          missed(e, fmt::format("no record starting there (the next one is at {})", v.lsn.ToString()));
+          return false;
+        }
+        if (const std::string m = Mismatch(e, v); !m.empty()) {
+          missed(e, m + " there");
+          return false;
+        }
       }
-      if (const std::string m = Mismatch(e, v); !m.empty()) {
-        missed(e, m + " there");
-        return false;
-      }
+      expect_at = next_at();
     }
     if (v.lsn > o.to) {
       reached_end = true;
@@ -335,9 +349,10 @@ Status RunNode(NodeJob& job, bool dry_run, const std::function<void(uint64_t)>& 
     }
     bytes += v.size();
     // Progress gets the bytes read since it was last told, once per MiB.
-    if (progress && (bytes >> 20) != (reported >> 20)) {
+    if (bytes >= report_at) [[unlikely]] {
       progress(bytes - reported);
       reported = bytes;
+      report_at = next_report();
     }
     TxId t;
     switch (v.type) {
