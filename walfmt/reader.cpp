@@ -81,11 +81,19 @@ inline uint32_t PayloadCrc(const uint8_t* p, size_t n) {
 #if defined(__x86_64__)
   if constexpr (kHw) {
     uint64_t c = 0xFFFFFFFFu;
-    const uint8_t* const words_end = p + (n & ~size_t{7});
-    for (; p != words_end; p += 8) {
+    const uint8_t* const pairs_end = p + (n & ~size_t{15});
+    for (; p != pairs_end; p += 16) {
+      uint64_t w0, w1;
+      std::memcpy(&w0, p, 8);
+      std::memcpy(&w1, p + 8, 8);
+      asm("crc32q %1, %0" : "+r"(c) : "rm"(w0));
+      asm("crc32q %1, %0" : "+r"(c) : "rm"(w1));
+    }
+    if (n & 8) {
       uint64_t w;
       std::memcpy(&w, p, 8);
       asm("crc32q %1, %0" : "+r"(c) : "rm"(w));
+      p += 8;
     }
     n &= 7;
     auto c32 = static_cast<uint32_t>(c);
