@@ -408,14 +408,15 @@ class StateTable {
   uint64_t garbage_ = 0;
 };
 
-// The state of one node during a restore, split by key hash into partitions
-// of a size that stays in the caches. A write to a random key of a table that
-// does not fit costs two cache misses (its slot, then its arena entry), which
-// was most of a restore's time; here a write is appended to its partition's
-// buffer (sequential, cheap), and a full buffer is applied at once to its
-// partition's table, whose slots and entries are then cache-resident. Writes
-// to one key go to one partition and are applied in order, so the result is
-// that of applying every write in order.
+// A state split by key hash into partitions of a size that stays in the
+// caches: a write is appended to its partition's buffer (sequential, cheap),
+// and a full buffer is applied at once to its partition's table, whose slots
+// and entries are then cache-resident. Writes to one key go to one partition
+// and are applied in order, so the result is that of applying every write in
+// order. The restore used it until the key hash got cheap; it now writes to
+// one StateTable and prefetches each write's slot when the TX_DATA is read,
+// well before the commit applies it (recovery/restore.cpp), which costs less
+// than buffering every write (bench/statebench compares the two tables).
 class PartitionedState {
  public:
   explicit PartitionedState(size_t expected_keys = 0, size_t buffer_bytes = size_t{64} << 10)
