@@ -137,7 +137,8 @@ bool VisitSorted(std::vector<SortedEntry>& all, Visit&& visit) {
 
 // Keys and values are mostly a few bytes long: copying and comparing them
 // through memcpy and memcmp costs a call each, more than the bytes. Up to 16
-// bytes these use two overlapping loads (and stores) instead.
+// bytes these use two overlapping loads (and stores) instead, or single
+// bytes below 4.
 inline void CopyShort(char* dst, const char* src, size_t n) {
   if (n >= 8 && n <= 16) {
     uint64_t a, b;
@@ -151,7 +152,12 @@ inline void CopyShort(char* dst, const char* src, size_t n) {
     std::memcpy(&b, src + n - 4, 4);
     std::memcpy(dst, &a, 4);
     std::memcpy(dst + n - 4, &b, 4);
-  } else {
+  } else if (n > 0 && n < 4) {  // bytes 0, n/2 and n-1 cover 1 to 3 bytes
+    const char a = src[0], b = src[n / 2], c = src[n - 1];
+    dst[0] = a;
+    dst[n / 2] = b;
+    dst[n - 1] = c;
+  } else if (n > 16) {
     std::memcpy(dst, src, n);
   }
 }
@@ -163,6 +169,14 @@ inline bool SameBytes(const char* x, const char* y, size_t n) {
     std::memcpy(&b, x + n - 8, 8);
     std::memcpy(&c, y, 8);
     std::memcpy(&d, y + n - 8, 8);
+    return ((a ^ c) | (b ^ d)) == 0;
+  }
+  if (n >= 4 && n < 8) {
+    uint32_t a, b, c, d;
+    std::memcpy(&a, x, 4);
+    std::memcpy(&b, x + n - 4, 4);
+    std::memcpy(&c, y, 4);
+    std::memcpy(&d, y + n - 4, 4);
     return ((a ^ c) | (b ^ d)) == 0;
   }
   return std::memcmp(x, y, n) == 0;
