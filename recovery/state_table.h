@@ -139,7 +139,7 @@ bool VisitSorted(std::vector<SortedEntry>& all, Visit&& visit) {
 // through memcpy and memcmp costs a call each, more than the bytes. Up to 16
 // bytes these use two overlapping loads (and stores) instead, or single
 // bytes below 4.
-inline void CopyShort(char* dst, const char* src, size_t n) {
+[[gnu::always_inline]] inline void CopyShort(char* dst, const char* src, size_t n) {
   if (n >= 8 && n <= 16) {
     uint64_t a, b;
     std::memcpy(&a, src, 8);
@@ -162,7 +162,7 @@ inline void CopyShort(char* dst, const char* src, size_t n) {
   }
 }
 
-inline bool SameBytes(const char* x, const char* y, size_t n) {
+[[gnu::always_inline]] inline bool SameBytes(const char* x, const char* y, size_t n) {
   if (n >= 8 && n <= 16) {
     uint64_t a, b, c, d;
     std::memcpy(&a, x, 8);
