@@ -80,9 +80,11 @@ bool PeekTx(std::span<const uint8_t> p, TxId& t) {
 // TX_DATA records as they are read, waiting for its outcome. Each write is a
 // WriteHead, then the key, then the value, back to back in one buffer; the
 // head carries the key's StateTable::Hash, and the slot of the state the
-// write will probe is prefetched (the commit follows a few records later). A payload that does not decode marks the whole
-// transaction: the restore fails if it is to be applied, as it failed when
-// TX_DATA payloads were decoded at the commit.
+// write will probe is prefetched (the commit follows a few records later).
+// A payload that does not decode marks the whole transaction: the restore
+// fails if it is to be applied, as it failed when TX_DATA payloads were
+// decoded at the commit. Memory: the transactions in flight, their writes
+// with 9 bytes more each than in the WAL; buffers are reused.
 class PendingWrites {
  public:
   // Decodes one TX_DATA payload and appends its writes; without a state
