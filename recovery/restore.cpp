@@ -5,7 +5,9 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cstring>
 #include <filesystem>
+#include <memory>
 #include <mutex>
 #include <thread>
 
@@ -74,6 +76,110 @@ bool PeekTx(std::span<const uint8_t> p, TxId& t) {
   return true;
 }
 
+// The writes of one transaction in flight on a node, decoded from its
+// TX_DATA records as they are read, waiting for its outcome. Each write is a
+// WriteHead, then the key, then the value, back to back in one buffer; the
+// head carries the key's StateTable::Hash, and the slot of the state the
+// write will probe is prefetched (the commit follows a few records later).
+// A payload that does not decode marks the whole transaction: the restore
+// fails if it is to be applied, as it failed when TX_DATA payloads were
+// decoded at the commit. Memory: the transactions in flight, their writes
+// with 9 bytes more each than in the WAL; buffers are reused.
+class PendingWrites {
+ public:
+  // Decodes one TX_DATA payload and appends its writes; without a state
+  // (a dry run) only counts them.
+  void Add(std::span<const uint8_t> payload, const StateTable* state) {
+    if (bad_) return;
+    TxId tx;
+    if (state == nullptr) {
+      uint32_t count = 0;
+      bad_ = !walfmt::VisitTxData(payload, tx, [&](uint32_t n) { count = n; }, [](const walfmt::WriteView&) {});
+      if (!bad_) writes_ += count;
+      return;
+    }
+    const size_t before = size_;
+    uint32_t count = 0;
+    const bool ok = walfmt::VisitTxData(
+        payload, tx,
+        [&](uint32_t n) {
+          count = n;
+          // Each write's 7 bytes of op and lengths become a 16-byte head.
+          Reserve(size_ + payload.size() + size_t{9} * n);
+        },
+        [&](const walfmt::WriteView& w) {
+          WriteHead h;
+          h.hash = StateTable::Hash(w.key);
+          h.value_len = static_cast<uint32_t>(w.value.size());
+          h.key_len = static_cast<uint16_t>(w.key.size());
+          h.op = static_cast<uint8_t>(w.op);
+          state->Prefetch(h.hash);
+          char* p = data_.get() + size_;
+          std::memcpy(p, &h, sizeof h);
+          CopyShort(p + sizeof h, w.key.data(), w.key.size());
+          CopyShort(p + sizeof h + w.key.size(), w.value.data(), w.value.size());
+          size_ += sizeof h + w.key.size() + w.value.size();
+        });
+    if (!ok) {
+      size_ = before;
+      bad_ = true;
+      return;
+    }
+    writes_ += count;
+  }
+
+  bool bad() const { return bad_; }
+  uint64_t writes() const { return writes_; }
+
+  // Applies the writes in order.
+  void ApplyTo(StateTable& state) const {
+    const char* p = data_.get();
+    const char* end = p + size_;
+    while (p < end) {
+      WriteHead h;
+      std::memcpy(&h, p, sizeof h);
+      const std::string_view key(p + sizeof h, h.key_len);
+      if (h.op == static_cast<uint8_t>(walfmt::WriteOp::kDelete)) {
+        state.Erase(key, h.hash);
+      } else {
+        state.Put(key, std::string_view(p + sizeof h + h.key_len, h.value_len), h.hash);
+      }
+      p += sizeof h + h.key_len + h.value_len;
+    }
+  }
+
+  void Clear() {
+    size_ = 0;
+    writes_ = 0;
+    bad_ = false;
+  }
+
+ private:
+  struct WriteHead {
+    uint64_t hash;
+    uint32_t value_len;
+    uint16_t key_len;
+    uint8_t op;
+    uint8_t unused;
+  };
+  static_assert(sizeof(WriteHead) == 16);
+
+  void Reserve(size_t n) {
+    if (n <= cap_) return;
+    const size_t cap = std::max({n, cap_ * 2, size_t{256}});
+    auto fresh = std::make_unique_for_overwrite<char[]>(cap);
+    if (size_ > 0) std::memcpy(fresh.get(), data_.get(), size_);
+    data_ = std::move(fresh);
+    cap_ = cap;
+  }
+
+  std::unique_ptr<char[]> data_;
+  size_t size_ = 0;
+  size_t cap_ = 0;
+  uint64_t writes_ = 0;
+  bool bad_ = false;
+};
+
 }  // namespace
 
 namespace detail {
@@ -85,6 +191,8 @@ CutRule RuleOf(const cut::NodeCut& nc) {
   for (const auto& t : nc.after) r.after.push_back(t.tx);
   std::sort(r.before.begin(), r.before.end());
   std::sort(r.after.begin(), r.after.end());
+  for (const auto& t : r.before) r.before_bits |= CutRule::Bit(t);
+  for (const auto& t : r.after) r.after_bits |= CutRule::Bit(t);
   return r;
 }
 
@@ -171,7 +279,7 @@ Status RunNode(NodeJob& job, bool dry_run, const std::function<void(uint64_t)>& 
   const double cpu_start = ThreadCpuSeconds();
   // The base is read here, one node at a time per job, so that memory holds
   // the bases of the nodes being restored, not of every node at once.
-  PartitionedState state(dry_run ? 0 : o.base_entries + 1024, dry_run ? 0 : size_t{64} << 10);
+  StateTable state(dry_run ? 0 : o.base_entries + 1024);
   if (!dry_run && !job.base_file.empty()) {
     // Streamed into the state: no map of the base is built. On an error the
     // state is dropped with the job.
@@ -186,21 +294,21 @@ Status RunNode(NodeJob& job, bool dry_run, const std::function<void(uint64_t)>& 
                                             job.base_file, snap->fingerprint, job.base_fingerprint));
     }
   }
-  // TX_DATA payloads of the transactions in flight, each prefixed by its u32
-  // length (a transaction may write several TX_DATA records on one node):
-  // pending maps the transaction to its buffer in `buffers`. The buffers of
-  // finished transactions are reused for new ones (no malloc per
-  // transaction), and so is the map's storage.
+  // The writes of the transactions in flight, decoded from their TX_DATA
+  // records as they are read (a transaction may write several TX_DATA
+  // records on one node), with their keys' hashes: pending maps the
+  // transaction to its buffer in `buffers`. The buffers of finished
+  // transactions are reused for new ones (no malloc per transaction), and so
+  // is the map's storage.
   walfmt::FlatTxMap<uint32_t> pending;
-  std::vector<std::string> buffers;
+  std::vector<PendingWrites> buffers;
   std::vector<uint32_t> free_buffers;
   auto release = [&](const TxId& t) {
     uint32_t b = 0;
     if (!pending.Erase(t, b)) return;
-    buffers[b].clear();
+    buffers[b].Clear();
     free_buffers.push_back(b);
   };
-  std::vector<walfmt::WriteView> writes;
   Status failure;
   bool reached_end = false;
   uint64_t bytes = 0;
@@ -213,89 +321,88 @@ Status RunNode(NodeJob& job, bool dry_run, const std::function<void(uint64_t)>& 
     failure = Status::InvalidArgument(fmt::format("node {}: {} places {} at {}, but node {}'s WAL has {}", job.node,
                                                   job.origin, e.what, e.at.ToString(), job.node, found));
   };
-  auto visit = [&](const walfmt::RecordView& v) -> bool {
-    while (next_expect < job.expect.size() && job.expect[next_expect].at <= v.lsn) {
-      const ExpectedRecord& e = job.expect[next_expect++];
-      if (e.at < v.lsn) {
-        missed(e, fmt::format("no record starting there (the next one is at {})", v.lsn.ToString()));
-        return false;
+  // Where the next expected record is (past every record when none is left),
+  // and the byte count at which progress is told next: one comparison each
+  // per record.
+  auto next_at = [&] {
+    return next_expect < job.expect.size() ? job.expect[next_expect].at : Lsn{UINT64_MAX, UINT64_MAX};
+  };
+  Lsn expect_at = next_at();
+  auto next_report = [&] { return progress ? ((reported >> 20) + 1) << 20 : UINT64_MAX; };
+  uint64_t report_at = next_report();
+  // Inlined into the std::function's call thunk: one call per record, not two.
+  auto visit = [&](const walfmt::RecordView& v) __attribute__((always_inline)) -> bool {
+    if (!(v.lsn < expect_at)) [[unlikely]] {
+      while (next_expect < job.expect.size() && job.expect[next_expect].at <= v.lsn) {
+        const ExpectedRecord& e = job.expect[next_expect++];
+        if (e.at < v.lsn) {
+          missed(e, fmt::format("no record starting there (the next one is at {})", v.lsn.ToString()));
+          return false;
+        }
+        if (const std::string m = Mismatch(e, v); !m.empty()) {
+          missed(e, m + " there");
+          return false;
+        }
       }
-      if (const std::string m = Mismatch(e, v); !m.empty()) {
-        missed(e, m + " there");
-        return false;
-      }
+      expect_at = next_at();
     }
-    if (v.lsn > o.to) {
+    const auto to_end = v.lsn <=> o.to;
+    if (to_end > 0) {
       reached_end = true;
       return false;
     }
     bytes += v.size();
     // Progress gets the bytes read since it was last told, once per MiB.
-    if (progress && (bytes >> 20) != (reported >> 20)) {
+    if (bytes >= report_at) [[unlikely]] {
       progress(bytes - reported);
       reported = bytes;
+      report_at = next_report();
     }
     TxId t;
     switch (v.type) {
-      case walfmt::RecordType::kTxData:
+      case walfmt::RecordType::kTxData: {
         if (!PeekTx(v.payload, t)) break;
-        {
-          uint32_t b = 0;
-          if (const uint32_t* known = pending.Find(t)) {
-            b = *known;
+        const uint32_t spare = free_buffers.empty() ? static_cast<uint32_t>(buffers.size()) : free_buffers.back();
+        bool inserted = false;
+        const uint32_t b = pending.FindOrInsert(t, spare, inserted);
+        if (inserted) {
+          if (free_buffers.empty()) {
+            buffers.emplace_back();
           } else {
-            if (free_buffers.empty()) {
-              free_buffers.push_back(static_cast<uint32_t>(buffers.size()));
-              buffers.emplace_back();
-            }
-            b = free_buffers.back();
             free_buffers.pop_back();
-            pending.Insert(t, b);
           }
-          std::string& buf = buffers[b];
-          walfmt::PutU32(buf, static_cast<uint32_t>(v.payload.size()));
-          buf.append(reinterpret_cast<const char*>(v.payload.data()), v.payload.size());
         }
+        buffers[b].Add(v.payload, dry_run ? nullptr : &state);
         break;
+      }
       case walfmt::RecordType::kTxCommit: {
         if (!PeekTx(v.payload, t)) break;
         bool apply = job.k.In(t, v.lsn);
         if (apply && job.j) apply = !job.j->In(t, v.lsn);
-        const uint32_t* found = pending.Find(t);
+        uint32_t b = 0;
+        const bool found = pending.Erase(t, b);
         if (apply) {
-          if (found == nullptr) {
+          if (!found) {
             failure = Status::Corruption(fmt::format(
                 "node {}: transaction {} committed at {} belongs to the restore but its TX_DATA is not in {}..{}",
                 job.node, t.ToString(), v.lsn.ToString(), o.from.ToString(), o.to.ToString()));
             return false;
           }
-          ++o.txs_applied;
-          const std::string& buf = buffers[*found];
-          for (size_t off = 0; off + 4 <= buf.size();) {
-            const auto* base = reinterpret_cast<const uint8_t*>(buf.data());
-            const uint32_t len = walfmt::LoadU32(base + off);
-            const std::span<const uint8_t> bytes_view(base + off + 4, len);
-            off += 4 + len;
-            TxId tx;
-            if (!walfmt::ParseTxData(bytes_view, tx, writes)) {
-              failure = Status::Corruption(
-                  fmt::format("node {}: TX_DATA of {} does not decode", job.node, t.ToString()));
-              return false;
-            }
-            o.writes_applied += writes.size();
-            if (dry_run) continue;
-            for (const auto& w : writes) {
-              if (w.op == walfmt::WriteOp::kDelete) {
-                state.Erase(w.key);
-              } else {
-                state.Put(w.key, w.value);
-              }
-            }
+          PendingWrites& w = buffers[b];
+          if (w.bad()) {
+            failure = Status::Corruption(fmt::format("node {}: TX_DATA of {} does not decode", job.node, t.ToString()));
+            return false;
           }
+          ++o.txs_applied;
+          o.writes_applied += w.writes();
+          if (!dry_run) w.ApplyTo(state);
         } else {
           ++o.txs_skipped;
         }
-        release(t);
+        if (found) {
+          buffers[b].Clear();
+          free_buffers.push_back(b);
+        }
         break;
       }
       case walfmt::RecordType::kTxRollback:
@@ -305,14 +412,13 @@ Status RunNode(NodeJob& job, bool dry_run, const std::function<void(uint64_t)>& 
       default:
         break;
     }
-    if (v.lsn == o.to) {
+    if (to_end == 0) {
       reached_end = true;
       return false;
     }
     return true;
   };
   auto read = walfmt::ReadNodeWal(segs, ro, visit, sink);
-  state.Flush();
   o.bytes_to_read = bytes;
   if (progress && bytes > reported) progress(bytes - reported);
   if (!failure.ok()) return failure;
@@ -361,7 +467,7 @@ Status RunNode(NodeJob& job, bool dry_run, const std::function<void(uint64_t)>& 
     return write_status.ok();
   });
   if (!write_status.ok()) return write_status;
-  state = PartitionedState(0, 0);
+  state = StateTable(0);
   if (job.keep_state) {
     o.state = std::map<std::string, std::string>(std::make_move_iterator(kept.begin()),
                                                  std::make_move_iterator(kept.end()));

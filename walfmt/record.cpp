@@ -74,63 +74,22 @@ struct Decoder {
 };
 
 
-// The one decoder of a TX_DATA payload: DecodePayload copies the writes it
-// visits, ParseTxData keeps views. On damage it stops at the first field that
-// does not fit and says which, for DecodePayload's message.
-struct TxDataError {
-  enum Kind { kNone, kTxId, kCount, kCountFit, kWrite, kOp, kKeyLength, kKey, kValueLength, kValue, kTrailing };
-  Kind kind = kNone;
-  uint64_t index = 0;  // the write, or the count
-  uint64_t need = 0;   // the op, or the bytes a field needs
-  size_t remain = 0;   // bytes left when the field did not fit
-};
-
-template <class OnCount, class OnWrite>
-TxDataError WalkTxData(std::span<const uint8_t> payload, TxId& tx, OnCount on_count, OnWrite on_write) {
-  ByteReader r(payload);
-  uint32_t n = 0;
-  if (!r.U32(tx.node) || !r.U64(tx.seq)) return {TxDataError::kTxId};
-  if (!r.U32(n)) return {TxDataError::kCount};
-  if (static_cast<uint64_t>(n) * layout::kWriteMinSize > r.remaining()) {
-    return {TxDataError::kCountFit, n, 0, r.remaining()};
-  }
-  on_count(n);
-  for (uint32_t i = 0; i < n; ++i) {
-    uint8_t op = 0;
-    uint16_t klen = 0;
-    uint32_t vlen = 0;
-    WriteView w;
-    if (!r.U8(op)) return {TxDataError::kWrite, i};
-    if (op != static_cast<uint8_t>(WriteOp::kPut) && op != static_cast<uint8_t>(WriteOp::kDelete)) {
-      return {TxDataError::kOp, i, op};
-    }
-    if (!r.U16(klen)) return {TxDataError::kKeyLength, i};
-    if (!r.Bytes(klen, w.key)) return {TxDataError::kKey, i, klen, r.remaining()};
-    if (!r.U32(vlen)) return {TxDataError::kValueLength, i};
-    if (!r.Bytes(vlen, w.value)) return {TxDataError::kValue, i, vlen, r.remaining()};
-    w.op = static_cast<WriteOp>(op);
-    on_write(w);
-  }
-  if (r.remaining() != 0) return {TxDataError::kTrailing, 0, 0, r.remaining()};
-  return {};
-}
-
-std::string DescribeTxDataError(const TxDataError& e) {
+std::string DescribeTxDataError(const detail::TxDataError& e) {
   std::string why;
   switch (e.kind) {
-    case TxDataError::kNone: break;
-    case TxDataError::kTxId: why = "TX_DATA: transaction id cut short"; break;
-    case TxDataError::kCount: why = "write count cut short"; break;
-    case TxDataError::kCountFit:
+    case detail::TxDataError::kNone: break;
+    case detail::TxDataError::kTxId: why = "TX_DATA: transaction id cut short"; break;
+    case detail::TxDataError::kCount: why = "write count cut short"; break;
+    case detail::TxDataError::kCountFit:
       why = fmt::format("write count {} cannot fit in the {} bytes that remain", e.index, e.remain);
       break;
-    case TxDataError::kWrite: why = fmt::format("write {} cut short", e.index); break;
-    case TxDataError::kOp: why = fmt::format("write {} has invalid op {}", e.index, e.need); break;
-    case TxDataError::kKeyLength: why = "key length cut short"; break;
-    case TxDataError::kKey: why = fmt::format("key of {} bytes, {} remain", e.need, e.remain); break;
-    case TxDataError::kValueLength: why = "value length cut short"; break;
-    case TxDataError::kValue: why = fmt::format("value of {} bytes, {} remain", e.need, e.remain); break;
-    case TxDataError::kTrailing: return fmt::format("TX_DATA payload: {} trailing bytes after the last field", e.remain);
+    case detail::TxDataError::kWrite: why = fmt::format("write {} cut short", e.index); break;
+    case detail::TxDataError::kOp: why = fmt::format("write {} has invalid op {}", e.index, e.need); break;
+    case detail::TxDataError::kKeyLength: why = "key length cut short"; break;
+    case detail::TxDataError::kKey: why = fmt::format("key of {} bytes, {} remain", e.need, e.remain); break;
+    case detail::TxDataError::kValueLength: why = "value length cut short"; break;
+    case detail::TxDataError::kValue: why = fmt::format("value of {} bytes, {} remain", e.need, e.remain); break;
+    case detail::TxDataError::kTrailing: return fmt::format("TX_DATA payload: {} trailing bytes after the last field", e.remain);
   }
   return fmt::format("TX_DATA payload: {}", why);
 }
@@ -305,11 +264,11 @@ Result<Record> DecodePayload(RecordType type, std::span<const uint8_t> payload) 
   switch (type) {
     case RecordType::kTxData: {
       TxData r;
-      const TxDataError e = WalkTxData(payload, r.tx, [&](uint32_t n) { r.writes.reserve(n); },
+      const detail::TxDataError e = detail::WalkTxData(payload, r.tx, [&](uint32_t n) { r.writes.reserve(n); },
                                        [&](const WriteView& w) {
                                          r.writes.push_back({w.op, std::string(w.key), std::string(w.value)});
                                        });
-      if (e.kind != TxDataError::kNone) return Status::Corruption(DescribeTxDataError(e));
+      if (e.kind != detail::TxDataError::kNone) return Status::Corruption(DescribeTxDataError(e));
       return Record(std::move(r));
     }
     case RecordType::kTxPrepare:
@@ -374,8 +333,8 @@ Result<Record> DecodePayload(RecordType type, std::span<const uint8_t> payload) 
 
 bool ParseTxData(std::span<const uint8_t> payload, TxId& tx, std::vector<WriteView>& writes) {
   writes.clear();
-  return WalkTxData(payload, tx, [](uint32_t) {}, [&](const WriteView& w) { writes.push_back(w); }).kind ==
-         TxDataError::kNone;
+  return detail::WalkTxData(payload, tx, [](uint32_t) {}, [&](const WriteView& w) { writes.push_back(w); }).kind ==
+         detail::TxDataError::kNone;
 }
 
 }  // namespace walfmt

@@ -213,6 +213,63 @@ struct WriteView {
 };
 bool ParseTxData(std::span<const uint8_t> payload, TxId& tx, std::vector<WriteView>& writes);
 
+namespace detail {
+
+// The one decoder of a TX_DATA payload: DecodePayload copies the writes it
+// visits, ParseTxData keeps views, VisitTxData hands them on. On damage it
+// stops at the first field that does not fit and says which, for
+// DecodePayload's message.
+struct TxDataError {
+  enum Kind { kNone, kTxId, kCount, kCountFit, kWrite, kOp, kKeyLength, kKey, kValueLength, kValue, kTrailing };
+  Kind kind = kNone;
+  uint64_t index = 0;  // the write, or the count
+  uint64_t need = 0;   // the op, or the bytes a field needs
+  size_t remain = 0;   // bytes left when the field did not fit
+};
+
+template <class OnCount, class OnWrite>
+inline TxDataError WalkTxData(std::span<const uint8_t> payload, TxId& tx, OnCount on_count, OnWrite on_write) {
+  ByteReader r(payload);
+  uint32_t n = 0;
+  if (!r.U32(tx.node) || !r.U64(tx.seq)) return {TxDataError::kTxId};
+  if (!r.U32(n)) return {TxDataError::kCount};
+  if (static_cast<uint64_t>(n) * layout::kWriteMinSize > r.remaining()) {
+    return {TxDataError::kCountFit, n, 0, r.remaining()};
+  }
+  on_count(n);
+  for (uint32_t i = 0; i < n; ++i) {
+    uint8_t op = 0;
+    uint16_t klen = 0;
+    uint32_t vlen = 0;
+    WriteView w;
+    if (!r.U8(op)) return {TxDataError::kWrite, i};
+    if (op != static_cast<uint8_t>(WriteOp::kPut) && op != static_cast<uint8_t>(WriteOp::kDelete)) {
+      return {TxDataError::kOp, i, op};
+    }
+    if (!r.U16(klen)) return {TxDataError::kKeyLength, i};
+    if (!r.Bytes(klen, w.key)) return {TxDataError::kKey, i, klen, r.remaining()};
+    if (!r.U32(vlen)) return {TxDataError::kValueLength, i};
+    if (!r.Bytes(vlen, w.value)) return {TxDataError::kValue, i, vlen, r.remaining()};
+    w.op = static_cast<WriteOp>(op);
+    on_write(w);
+  }
+  if (r.remaining() != 0) return {TxDataError::kTrailing, 0, 0, r.remaining()};
+  return {};
+}
+
+}  // namespace detail
+
+// The writes of a TX_DATA payload visited in place, without a vector:
+// on_count(n) once the write count is known to fit the payload, then
+// on_write(const WriteView&) for each write in order. The same decoder as
+// ParseTxData and DecodePayload: false for exactly the payloads they reject,
+// and then on_write may have been called for the writes before the damage
+// (the caller drops what it kept of them).
+template <class OnCount, class OnWrite>
+inline bool VisitTxData(std::span<const uint8_t> payload, TxId& tx, OnCount&& on_count, OnWrite&& on_write) {
+  return detail::WalkTxData(payload, tx, on_count, on_write).kind == detail::TxDataError::kNone;
+}
+
 // Zero-copy view of the payloads that end a transaction's step on a node:
 // TX_PREPARE, TX_COMMIT and TX_ROLLBACK (`marker` only in TX_COMMIT, `flags`
 // not in TX_PREPARE). ParseTxOutcome is the one decoder of these three

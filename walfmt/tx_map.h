@@ -42,6 +42,29 @@ class FlatTxMap {
     }
   }
 
+  // The value of t, after inserting t with `at` when it was not there
+  // (`inserted` says which): one probe where Find and then Insert take two.
+  // The reference is valid until the table next changes.
+  [[gnu::always_inline]] V& FindOrInsert(const TxId& t, V at, bool& inserted) {
+    if (size_ >= limit_) [[unlikely]] Grow();
+    for (size_t i = Home(t);; i = Next(i)) {
+      Slot& s = slots_[i];
+      if (!s.used) {
+        s.seq = t.seq;
+        s.node = t.node;
+        s.used = 1;
+        s.at = at;
+        ++size_;
+        inserted = true;
+        return s.at;
+      }
+      if (s.Is(t)) {
+        inserted = false;
+        return s.at;
+      }
+    }
+  }
+
   const V* Find(const TxId& t) const {
     for (size_t i = Home(t);; i = Next(i)) {
       const Slot& s = slots_[i];
