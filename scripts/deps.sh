@@ -7,7 +7,7 @@ pkgs=(cmake ninja-build g++ clang libclang-rt-14-dev libcli11-dev libzstd-dev li
       dpkg-dev pkgconf groff-base zsh parallel)
 missing=()
 for p in "${pkgs[@]}"; do
-  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep "install ok installed" >/dev/null || missing+=("$p")
 done
 if ((${#missing[@]})); then
   echo "installing: ${missing[*]}" >&2

@@ -17,6 +17,9 @@ src=$(cd "$2" && pwd)
 tmp=$(mktemp -d /tmp/walcut-package-XXXXXX)
 trap 'rm -rf "$tmp"' EXIT
 fail() { echo "FAIL: $*" >&2; exit 1; }
+# Pipelines end in `grep ... >/dev/null`, never `grep -q`: with pipefail, grep -q
+# leaving at its first match can kill the writer (tar -t) by SIGPIPE and fail a
+# pipeline whose answer was yes.
 
 cpack --config "$build/CPackConfig.cmake" -G DEB -B "$tmp/pkg" >"$tmp/cpack.log" 2>&1 ||
   { cat "$tmp/cpack.log" >&2; fail "cpack -G DEB"; }
@@ -29,18 +32,18 @@ for p in walcut libwalfmt0 libwalfmt-dev; do
   debs+=("$deb")
   [ "$(dpkg-deb -f "$deb" Package)" = "$p" ] || fail "$deb: Package is not $p"
 done
-ls "$tmp"/pkg/*.deb | wc -l | grep -qx 3 || fail "cpack made other packages than the three"
+ls "$tmp"/pkg/*.deb | wc -l | grep -x 3 >/dev/null || fail "cpack made other packages than the three"
 
 field() { dpkg-deb -f "$tmp/pkg/${1}_${version}_${arch}.deb" "$2"; }
 needs() {  # PACKAGE DEPENDENCY
-  field "$1" Depends | tr ',' '\n' | sed -E 's/^ +//; s/ .*//' | grep -qx "$2" ||
+  field "$1" Depends | tr ',' '\n' | sed -E 's/^ +//; s/ .*//' | grep -x "$2" >/dev/null ||
     fail "$1 does not depend on $2 (Depends: $(field "$1" Depends))"
 }
 for d in libc6 libstdc++6 libfmt9 libzstd1 libxxhash0; do needs walcut "$d"; done
 for d in libc6 libstdc++6 libfmt9 libzstd1; do needs libwalfmt0 "$d"; done
 for d in libfmt-dev libzstd-dev; do needs libwalfmt-dev "$d"; done
-field libwalfmt-dev Depends | grep -q "libwalfmt0 (= $version)" || fail "libwalfmt-dev does not depend on libwalfmt0 (= $version)"
-dpkg-deb --ctrl-tarfile "$tmp/pkg/libwalfmt0_${version}_${arch}.deb" | tar -t | grep -qx './shlibs' ||
+field libwalfmt-dev Depends | grep "libwalfmt0 (= $version)" >/dev/null || fail "libwalfmt-dev does not depend on libwalfmt0 (= $version)"
+dpkg-deb --ctrl-tarfile "$tmp/pkg/libwalfmt0_${version}_${arch}.deb" | tar -t | grep -x './shlibs' >/dev/null ||
   fail "libwalfmt0 has no shlibs file"
 echo "ok: three packages; Depends: $(field walcut Depends)"
 
@@ -67,13 +70,13 @@ done
 w=$root/usr/bin/walcut
 ldd "$w" >"$tmp/ldd" 2>&1
 if grep -q "not found" "$tmp/ldd"; then cat "$tmp/ldd" >&2; fail "the packaged walcut misses a library"; fi
-"$w" --version | grep -q "$version" || fail "packaged walcut --version does not say $version"
+"$w" --version | grep "$version" >/dev/null || fail "packaged walcut --version does not say $version"
 "$w" verify "$src/samples/healthy" >"$tmp/verify" || { cat "$tmp/verify" >&2; fail "packaged walcut verify samples/healthy"; }
 set +e; "$w" verify "$src/samples/corrupted-segment" >/dev/null 2>&1; rc=$?; set -e
 [ $rc = 1 ] || fail "packaged walcut verify samples/corrupted-segment: exit $rc, expected 1"
 "$w" cuts "$src/samples/healthy" >/dev/null || fail "packaged walcut cuts samples/healthy"
 out=$(zcat "$root/usr/share/man/man1/walcut-verify.1.gz" | LC_ALL=C groff -man -ww -Tutf8 2>&1) || fail "man page render"
-echo "$out" | grep -q "walcut-verify - check the integrity" || fail "walcut-verify(1) does not render its NAME"
+echo "$out" | grep "walcut-verify - check the integrity" >/dev/null || fail "walcut-verify(1) does not render its NAME"
 ldd "$root/usr/lib/libwalfmt.so.0" >"$tmp/ldd.lib" 2>&1
 if grep -q "not found" "$tmp/ldd.lib"; then cat "$tmp/ldd.lib" >&2; fail "libwalfmt.so.0 misses a library"; fi
 inc=$(PKG_CONFIG_PATH="$root/usr/lib/pkgconfig" pkg-config --variable=includedir walfmt)

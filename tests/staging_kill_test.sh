@@ -32,7 +32,7 @@ same_as_ref() {  # OUT: complete, the node files byte for byte those of the clea
 wait_for_staging() {  # PID NAME: until the staging directory of NAME appears (or the process ends)
   local i
   for i in $(seq 1 2000); do
-    if ls -A "$t" | grep -q "^\.$2\.tmp-$1-"; then return 0; fi
+    if ls -A "$t" | grep "^\.$2\.tmp-$1-" >/dev/null; then return 0; fi
     kill -0 "$1" 2>/dev/null || return 0
     sleep 0.002
   done
