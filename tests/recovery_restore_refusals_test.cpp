@@ -23,10 +23,11 @@
 
 namespace fs = std::filesystem;
 
-TEST_CASE("Restore refuses a cut it cannot restore and an output that exists", "[recovery][restore]") {
-  walcut::test::ScratchDir d("restore-refusals");
+namespace {
+// 3 nodes, 300 transactions, 2 cuts (cut 1 consistent), run into ROOT/cluster.
+walcut::node::ClusterOptions RunSmall(const fs::path& root) {
   walcut::node::ClusterOptions o;
-  o.dir = (d.path / "cluster").string();
+  o.dir = (root / "cluster").string();
   o.seed = 3;
   o.nodes = 3;
   o.backups = 1;
@@ -34,6 +35,13 @@ TEST_CASE("Restore refuses a cut it cannot restore and an output that exists", "
   o.cuts = 2;
   o.segment_bytes = 64 * 1024;
   REQUIRE(walcut::node::RunCluster(o).ok());
+  return o;
+}
+}  // namespace
+
+TEST_CASE("Restore refuses a cut it cannot restore and an output that exists", "[recovery][restore]") {
+  walcut::test::ScratchDir d("restore-refusals");
+  const walcut::node::ClusterOptions o = RunSmall(d.path);
   walcut::cut::ClusterCuts cc = walcut::test::LoadCuts(o.dir);
   auto layout = walcut::cut::FindClusterLayout(o.dir);
   REQUIRE(layout.ok());
@@ -96,15 +104,7 @@ TEST_CASE("Restore refuses a cut it cannot restore and an output that exists", "
 // cuts were scanned before the change, so only the apply pass can notice.
 TEST_CASE("Restore refuses an applied transaction whose TX_DATA does not decode", "[recovery][restore]") {
   walcut::test::ScratchDir d("restore-undecodable");
-  walcut::node::ClusterOptions o;
-  o.dir = (d.path / "cluster").string();
-  o.seed = 3;
-  o.nodes = 3;
-  o.backups = 1;
-  o.txs = 300;
-  o.cuts = 2;
-  o.segment_bytes = 64 * 1024;
-  REQUIRE(walcut::node::RunCluster(o).ok());
+  const walcut::node::ClusterOptions o = RunSmall(d.path);
   walcut::cut::ClusterCuts cc = walcut::test::LoadCuts(o.dir);
   auto layout = walcut::cut::FindClusterLayout(o.dir);
   REQUIRE(layout.ok());
