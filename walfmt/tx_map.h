@@ -27,19 +27,9 @@ class FlatTxMap {
 
   // Inserts t unless present; returns false when it was already there.
   [[gnu::always_inline]] bool Insert(const TxId& t, V at) {
-    if (size_ >= limit_) [[unlikely]] Grow();
-    for (size_t i = Home(t);; i = Next(i)) {
-      Slot& s = slots_[i];
-      if (!s.used) {
-        s.seq = t.seq;
-        s.node = t.node;
-        s.used = 1;
-        s.at = at;
-        ++size_;
-        return true;
-      }
-      if (s.Is(t)) return false;
-    }
+    bool inserted = false;
+    FindOrInsert(t, at, inserted);
+    return inserted;
   }
 
   // The value of t, after inserting t with `at` when it was not there
