@@ -352,6 +352,15 @@ std::vector<fs::path> Segments(const std::string& wal) {
 
 bool Running(pid_t pid) { return waitpid(pid, nullptr, WNOHANG) == 0; }
 
+// Makes the WAL directory `wal` holding the first 1000 bytes of segs[0] (a
+// record cut short); returns the rest of that segment, for later.
+std::string StartWithFirst1000(const std::vector<fs::path>& segs, const std::string& wal) {
+  fs::create_directories(wal);
+  const std::string first = Slurp(segs[0].string());
+  Spit(wal + "/" + segs[0].filename().string(), first.substr(0, 1000));
+  return first.substr(1000);
+}
+
 TEST_CASE("dump --follow: records appended, across segment switches and partial writes, each once in order",
           "[follow]") {
   // The WAL is written by walfmt's writer into `src`, then handed to the
@@ -365,17 +374,14 @@ TEST_CASE("dump --follow: records appended, across segment switches and partial 
   const std::vector<fs::path> segs = Segments(src.path + "/node-0/wal");
   REQUIRE(segs.size() >= 3);
   const std::string wal = live.path + "/node-0/wal";
-  fs::create_directories(wal);
-  // The first segment: its first 1000 bytes (a record cut short).
-  const std::string first = Slurp(segs[0].string());
-  Spit(wal + "/" + segs[0].filename().string(), first.substr(0, 1000));
+  const std::string first_rest = StartWithFirst1000(segs, wal);
 
   const pid_t pid = Start({"dump", "--follow", "--follow-interval", "20", live.path + "/node-0"}, io.path + "/out",
                           io.path + "/err");
   auto lines = [&] { return Lines(Slurp(io.path + "/out")).size(); };
   CHECK(WaitFor([&] { return lines() > 5; }));
   // The rest, in uneven pieces (Feed).
-  Append(wal + "/" + segs[0].filename().string(), first.substr(1000));
+  Append(wal + "/" + segs[0].filename().string(), first_rest);
   Feed(segs, wal, 1);
   const size_t want_lines = Lines(want).size();
   CHECK(WaitFor([&] { return lines() >= want_lines; }));
@@ -417,15 +423,12 @@ TEST_CASE("verify --follow: a clean live feed across segment switches and partia
   const std::vector<fs::path> segs = Segments(src.path + "/node-0/wal");
   REQUIRE(segs.size() >= 3);
   const std::string wal = live.path + "/node-0/wal";
-  fs::create_directories(wal);
-  // The first segment: its first 1000 bytes (a record cut short).
-  const std::string first = Slurp(segs[0].string());
-  Spit(wal + "/" + segs[0].filename().string(), first.substr(0, 1000));
+  const std::string first_rest = StartWithFirst1000(segs, wal);
   const pid_t pid = Start({"verify", "--follow", "--follow-interval", "20", live.path + "/node-0"}, io.path + "/out",
                           io.path + "/err");
   std::this_thread::sleep_for(std::chrono::milliseconds(200));
   CHECK(Running(pid));  // the partial record at the live end is not damage
-  Append(wal + "/" + segs[0].filename().string(), first.substr(1000));
+  Append(wal + "/" + segs[0].filename().string(), first_rest);
   Feed(segs, wal, 1);
   // The whole WAL is there. verify prints nothing while the WAL is clean, so
   // the test watches what it read (/proc/PID/io rchar): at least the whole

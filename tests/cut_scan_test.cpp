@@ -132,6 +132,19 @@ std::string Findings(const GlobalCut& g) {
   return s;
 }
 
+// Cut 2 inconsistent, its marker check failed: a marker finding on `node` naming `tx`
+// and saying `why`.
+void MarkerFindingOfCut2(const ClusterCuts& bad, uint32_t node, const walfmt::TxId& tx, const std::string& why) {
+  REQUIRE(tx.seq != 0);
+  const GlobalCut* g = bad.Find(2);
+  REQUIRE(g);
+  INFO(Findings(*g));
+  CHECK(g->status == CutStatus::kInconsistent);
+  CHECK_FALSE(g->checks.markers);
+  CHECK(HasFinding(*g, "marker", node, fmt::format("node {}: transaction {} committed at ", node, tx.ToString())));
+  CHECK(HasFinding(*g, "marker", node, why));
+}
+
 // The first cut whose CUT_FINISH on `node` has a non-empty `before` set whose
 // first member is committed after CUT_START (so moving it changes membership).
 const GlobalCut* CutWithBefore(const ClusterCuts& cc, uint32_t node) {
@@ -1292,16 +1305,9 @@ TEST_CASE("a commit inside cut 2 with marker 1 that is not in before(2): a marke
       }
     }
   });
-  REQUIRE(moved.seq != 0);
-  const GlobalCut* g = bad.Find(2);
-  REQUIRE(g);
-  INFO(Findings(*g));
-  CHECK(g->status == CutStatus::kInconsistent);
-  CHECK_FALSE(g->checks.markers);
-  CHECK(HasFinding(*g, "marker", node, fmt::format("node 0: transaction {} committed at ", moved.ToString())));
-  CHECK(HasFinding(*g, "marker", node,
-                   "after CUT_START(2) with marker 1 < 2 but is not in before(2): the marker puts it in the cut, "
-                   "the WAL does not"));
+  MarkerFindingOfCut2(bad, node, moved,
+                      "after CUT_START(2) with marker 1 < 2 but is not in before(2): the marker puts it in the cut, "
+                      "the WAL does not");
 }
 
 TEST_CASE("a commit before CUT_START(2) with marker 2 that is not in after(2): a marker finding naming it") {
@@ -1320,16 +1326,9 @@ TEST_CASE("a commit before CUT_START(2) with marker 2 that is not in after(2): a
       }
     }
   });
-  REQUIRE(bumped.seq != 0);
-  const GlobalCut* g = bad.Find(2);
-  REQUIRE(g);
-  INFO(Findings(*g));
-  CHECK(g->status == CutStatus::kInconsistent);
-  CHECK_FALSE(g->checks.markers);
-  CHECK(HasFinding(*g, "marker", node, fmt::format("node 0: transaction {} committed at ", bumped.ToString())));
-  CHECK(HasFinding(*g, "marker", node,
-                   "before CUT_START(2) with marker 2 >= 2 but is not in after(2): the WAL puts it in the cut, "
-                   "the marker does not"));
+  MarkerFindingOfCut2(bad, node, bumped,
+                      "before CUT_START(2) with marker 2 >= 2 but is not in after(2): the WAL puts it in the cut, "
+                      "the marker does not");
 }
 
 TEST_CASE("a CUT_START repeated and a CUT_FINISH repeated or for a cut never started: shape findings") {

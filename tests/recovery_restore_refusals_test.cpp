@@ -24,31 +24,43 @@
 namespace fs = std::filesystem;
 
 namespace {
-// 3 nodes, 300 transactions, 2 cuts (cut 1 consistent), run into ROOT/cluster.
-walcut::node::ClusterOptions RunSmall(const fs::path& root) {
+// 3 nodes, 300 transactions, 2 cuts, run into ROOT/cluster; its cuts, its
+// layout, and the index of cut 1 (consistent) among the cuts.
+struct Small {
   walcut::node::ClusterOptions o;
-  o.dir = (root / "cluster").string();
-  o.seed = 3;
-  o.nodes = 3;
-  o.backups = 1;
-  o.txs = 300;
-  o.cuts = 2;
-  o.segment_bytes = 64 * 1024;
-  REQUIRE(walcut::node::RunCluster(o).ok());
-  return o;
+  walcut::cut::ClusterCuts cc;
+  walcut::cut::ClusterLayout layout;
+  size_t cut1 = 0;
+};
+Small RunSmall(const fs::path& root) {
+  Small s;
+  s.o.dir = (root / "cluster").string();
+  s.o.seed = 3;
+  s.o.nodes = 3;
+  s.o.backups = 1;
+  s.o.txs = 300;
+  s.o.cuts = 2;
+  s.o.segment_bytes = 64 * 1024;
+  REQUIRE(walcut::node::RunCluster(s.o).ok());
+  s.cc = walcut::test::LoadCuts(s.o.dir);
+  auto layout = walcut::cut::FindClusterLayout(s.o.dir);
+  REQUIRE(layout.ok());
+  s.layout = std::move(layout.value());
+  const walcut::cut::GlobalCut* g = s.cc.Find(1);
+  REQUIRE(g);
+  REQUIRE(g->status == walcut::cut::CutStatus::kConsistent);
+  s.cut1 = static_cast<size_t>(g - s.cc.cuts.data());
+  return s;
 }
 }  // namespace
 
 TEST_CASE("Restore refuses a cut it cannot restore and an output that exists", "[recovery][restore]") {
   walcut::test::ScratchDir d("restore-refusals");
-  const walcut::node::ClusterOptions o = RunSmall(d.path);
-  walcut::cut::ClusterCuts cc = walcut::test::LoadCuts(o.dir);
-  auto layout = walcut::cut::FindClusterLayout(o.dir);
-  REQUIRE(layout.ok());
-  const walcut::cut::GlobalCut* g = cc.Find(1);
-  REQUIRE(g);
-  REQUIRE(g->status == walcut::cut::CutStatus::kConsistent);
-  const size_t gi = static_cast<size_t>(g - cc.cuts.data());
+  Small small = RunSmall(d.path);
+  const walcut::node::ClusterOptions& o = small.o;
+  walcut::cut::ClusterCuts& cc = small.cc;
+  const walcut::cut::ClusterLayout& layout = small.layout;
+  const size_t gi = small.cut1;
   walcut::recovery::RestoreRequest req;
   req.cluster_dir = o.dir;
   req.cut = 1;
@@ -63,31 +75,31 @@ TEST_CASE("Restore refuses a cut it cannot restore and an output that exists", "
 
   SECTION("a cut the WAL does not hold") {
     req.cut = 99;
-    refused(cc, *layout, walfmt::ErrorCode::kNotFound, "cut 99 is not in the WAL");
+    refused(cc, layout, walfmt::ErrorCode::kNotFound, "cut 99 is not in the WAL");
   }
   SECTION("summaries of another number of nodes than the cluster") {
-    walcut::cut::ClusterLayout two = *layout;
+    walcut::cut::ClusterLayout two = layout;
     two.wal_dirs.pop_back();
     refused(cc, two, walfmt::ErrorCode::kInvalidArgument, fmt::format("2 nodes in {}, 3 summaries", two.dir));
   }
   SECTION("a node with no record of the cut") {
     cc.cuts[gi].nodes[1] = nullptr;
-    refused(cc, *layout, walfmt::ErrorCode::kInvalidArgument,
+    refused(cc, layout, walfmt::ErrorCode::kInvalidArgument,
             "cut 1 has no CUT_START on node 1: there is nothing to restore that node to");
   }
   SECTION("a node whose cut did not finish") {
     walcut::cut::NodeCut unfinished = *cc.cuts[gi].nodes[2];
     unfinished.finished = false;
     cc.cuts[gi].nodes[2] = &unfinished;
-    refused(cc, *layout, walfmt::ErrorCode::kInvalidArgument, "cut 1 has no CUT_FINISH on node 2");
+    refused(cc, layout, walfmt::ErrorCode::kInvalidArgument, "cut 1 has no CUT_FINISH on node 2");
   }
   SECTION("an output that exists, refused before the base is looked at") {
     fs::create_directories(req.out);
     req.base = "no-such-base";
-    refused(cc, *layout, walfmt::ErrorCode::kInvalidArgument, req.out + ": already exists; refusing to overwrite");
+    refused(cc, layout, walfmt::ErrorCode::kInvalidArgument, req.out + ": already exists; refusing to overwrite");
   }
   SECTION("an output made while the restore ran") {
-    auto r = walcut::recovery::Restore(cc, *layout, req);
+    auto r = walcut::recovery::Restore(cc, layout, req);
     REQUIRE(r.ok());
     fs::create_directories(req.out);
     const auto st = walcut::recovery::WriteRestore(*r, req.out);
@@ -104,13 +116,10 @@ TEST_CASE("Restore refuses a cut it cannot restore and an output that exists", "
 // cuts were scanned before the change, so only the apply pass can notice.
 TEST_CASE("Restore refuses an applied transaction whose TX_DATA does not decode", "[recovery][restore]") {
   walcut::test::ScratchDir d("restore-undecodable");
-  const walcut::node::ClusterOptions o = RunSmall(d.path);
-  walcut::cut::ClusterCuts cc = walcut::test::LoadCuts(o.dir);
-  auto layout = walcut::cut::FindClusterLayout(o.dir);
-  REQUIRE(layout.ok());
-  const walcut::cut::GlobalCut* g = cc.Find(1);
-  REQUIRE(g);
-  REQUIRE(g->status == walcut::cut::CutStatus::kConsistent);
+  Small small = RunSmall(d.path);
+  const walcut::node::ClusterOptions& o = small.o;
+  const walcut::cut::ClusterLayout& layout = small.layout;
+  const walcut::cut::GlobalCut* g = &small.cc.cuts[small.cut1];
   REQUIRE(g->nodes[0]);
   const walfmt::Lsn start = g->nodes[0]->start;
 
@@ -165,7 +174,7 @@ TEST_CASE("Restore refuses an applied transaction whose TX_DATA does not decode"
   req.cluster_dir = o.dir;
   req.cut = 1;
   req.out = (d.path / "out").string();
-  auto r = walcut::recovery::Restore(cc, *layout, req);
+  auto r = walcut::recovery::Restore(small.cc, layout, req);
   REQUIRE_FALSE(r.ok());
   CHECK(r.status().code() == walfmt::ErrorCode::kCorruption);
   CHECK(r.status().message() == fmt::format("node 0: TX_DATA of {} does not decode", victim->tx.ToString()));
