@@ -264,7 +264,7 @@ std::string Mismatch(const ExpectedRecord& e, const walfmt::RecordView& v) {
 
 }  // namespace
 
-Status RunNode(NodeJob& job, bool dry_run, const std::function<void(uint64_t)>& progress) {
+Status RunNode(NodeJob& job, bool dry_run, const std::function<void(uint64_t)>& progress, StateTable* reuse) {
   NodeRestore& o = job.out;
   std::vector<walfmt::Problem> problems;
   auto sink = [&](const walfmt::Problem& p) {
@@ -279,7 +279,9 @@ Status RunNode(NodeJob& job, bool dry_run, const std::function<void(uint64_t)>& 
   const double cpu_start = ThreadCpuSeconds();
   // The base is read here, one node at a time per job, so that memory holds
   // the bases of the nodes being restored, not of every node at once.
-  StateTable state(dry_run ? 0 : o.base_entries + 1024);
+  StateTable own;
+  StateTable& state = reuse != nullptr ? *reuse : own;
+  state.Clear(dry_run ? 0 : o.base_entries + 1024);
   if (!dry_run && !job.base_file.empty()) {
     // Streamed into the state: no map of the base is built. On an error the
     // state is dropped with the job.
@@ -467,7 +469,9 @@ Status RunNode(NodeJob& job, bool dry_run, const std::function<void(uint64_t)>& 
     return write_status.ok();
   });
   if (!write_status.ok()) return write_status;
-  state = StateTable(0);
+  // Freed before the kept copy is built; a reused table keeps its memory
+  // for the worker's next node.
+  if (reuse == nullptr || job.keep_state) state = StateTable(0);
   if (job.keep_state) {
     o.state = std::map<std::string, std::string>(std::make_move_iterator(kept.begin()),
                                                  std::make_move_iterator(kept.end()));
@@ -924,7 +928,8 @@ walfmt::Result<RestoreResult> Restore(const cut::ClusterCuts& cc, const cut::Clu
     };
   }
   auto work = [&] {
-    for (size_t i; (i = next.fetch_add(1)) < n;) status[i] = RunNode(jobs[i], req.dry_run, progress);
+    StateTable state;  // one per worker, reused node after node
+    for (size_t i; (i = next.fetch_add(1)) < n;) status[i] = RunNode(jobs[i], req.dry_run, progress, &state);
   };
   unsigned threads = req.jobs ? req.jobs : std::max(1u, std::thread::hardware_concurrency());
   threads = static_cast<unsigned>(std::min<size_t>(threads, n));

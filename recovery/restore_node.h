@@ -20,6 +20,10 @@
 #include "walfmt/snapshot.h"
 #include "walfmt/status.h"
 
+namespace walcut::recovery {
+class StateTable;
+}
+
 namespace walcut::recovery::detail {
 
 // Membership of one cut on one node, as docs/cut-rule.md section 2 states it. The
@@ -89,7 +93,11 @@ struct NodeJob {
 
 // Reads the job's WAL range once, applies the transactions of the cut (and
 // not of the base cut J), and writes / keeps the state as the job says.
-walfmt::Status RunNode(NodeJob& job, bool dry_run, const std::function<void(uint64_t)>& progress);
+// With `reuse`, the state is built in that table (cleared first) and its
+// memory is kept for the caller's next job: a worker restoring one node after
+// another touches no new page once the first is done.
+walfmt::Status RunNode(NodeJob& job, bool dry_run, const std::function<void(uint64_t)>& progress,
+                       StateTable* reuse = nullptr);
 
 // A node's entry in a restore's manifest.json ("nodes"): the same in a
 // single-host restore, a per-node part and an assembled restore.

@@ -24,8 +24,15 @@
 
 namespace walcut::recovery {
 
-// A growable array of trivially copyable T whose large allocations are
-// 2 MiB aligned and advised for transparent huge pages.
+// A growable array of trivially copyable T. Small ones live in malloc'd
+// memory; from 2 MiB on, an anonymous mapping, 2 MiB aligned and advised for
+// transparent huge pages, that grows with mremap: the kernel moves the page
+// tables, not the bytes, so growing by doubling touches each page once
+// instead of copying the whole array at every step. On this kind of machine
+// (a VM) the first touch of a page is the expensive part: zeroing a fresh
+// huge page cost more than a restore's whole apply pass on a state of a
+// million keys per node (bench/RESULTS.md). clear() keeps the memory, so a
+// table that is cleared and filled again touches no new page.
 template <typename T>
 class HugeArray {
  public:
@@ -35,14 +42,15 @@ class HugeArray {
   HugeArray(HugeArray&& o) noexcept { Take(o); }
   HugeArray& operator=(HugeArray&& o) noexcept {
     if (this != &o) {
-      std::free(data_);
+      Free();
       Take(o);
     }
     return *this;
   }
-  ~HugeArray() { std::free(data_); }
+  ~HugeArray() { Free(); }
 
   size_t size() const { return size_; }
+  size_t capacity() const { return cap_; }
   T* data() { return data_; }
   const T* data() const { return data_; }
   T& operator[](size_t i) { return data_[i]; }
@@ -52,16 +60,20 @@ class HugeArray {
     if (n <= cap_) return;
     size_t bytes = n * sizeof(T);
     void* p = nullptr;
-    if (bytes >= kHuge) {
-      bytes = (bytes + kHuge - 1) / kHuge * kHuge;
-      p = std::aligned_alloc(kHuge, bytes);
-      if (p != nullptr) madvise(p, bytes, MADV_HUGEPAGE);  // a hint: failure only costs speed
+    if (bytes < kHuge && !mapped_) {
+      p = std::realloc(data_, bytes);
+      if (p == nullptr) throw std::bad_alloc();
     } else {
-      p = std::malloc(bytes);
+      bytes = (bytes + kHuge - 1) / kHuge * kHuge;
+      if (mapped_) {
+        p = Remap(data_, cap_ * sizeof(T), bytes);
+      } else {
+        p = Map(bytes);
+        if (size_ > 0) std::memcpy(p, data_, size_ * sizeof(T));
+        std::free(data_);
+        mapped_ = true;
+      }
     }
-    if (p == nullptr) throw std::bad_alloc();
-    if (size_ > 0) std::memcpy(p, data_, size_ * sizeof(T));
-    std::free(data_);
     data_ = static_cast<T*>(p);
     cap_ = bytes / sizeof(T);
   }
@@ -82,55 +94,151 @@ class HugeArray {
 
  private:
   static constexpr size_t kHuge = size_t{2} << 20;
+
+  // bytes (a multiple of kHuge) of fresh zero pages at a kHuge boundary.
+  static void* Map(size_t bytes) {
+    void* raw = mmap(nullptr, bytes + kHuge, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (raw == MAP_FAILED) throw std::bad_alloc();
+    const uintptr_t start = reinterpret_cast<uintptr_t>(raw);
+    const uintptr_t aligned = (start + kHuge - 1) / kHuge * kHuge;
+    if (aligned > start) munmap(raw, aligned - start);
+    const uintptr_t tail = aligned + bytes, end = start + bytes + kHuge;
+    if (end > tail) munmap(reinterpret_cast<void*>(tail), end - tail);
+    void* p = reinterpret_cast<void*>(aligned);
+    madvise(p, bytes, MADV_HUGEPAGE);  // a hint: failure only costs speed
+    return p;
+  }
+  static void* Remap(void* old, size_t old_bytes, size_t bytes) {
+#ifdef MREMAP_MAYMOVE
+    void* p = mremap(old, old_bytes, bytes, MREMAP_MAYMOVE);
+    if (p == MAP_FAILED) throw std::bad_alloc();
+    madvise(p, bytes, MADV_HUGEPAGE);
+    return p;
+#else
+    void* p = Map(bytes);
+    std::memcpy(p, old, old_bytes);
+    munmap(old, old_bytes);
+    return p;
+#endif
+  }
+  void Free() {
+    if (mapped_) {
+      munmap(data_, cap_ * sizeof(T));
+    } else {
+      std::free(data_);
+    }
+    data_ = nullptr;
+    size_ = cap_ = 0;
+    mapped_ = false;
+  }
   void Take(HugeArray& o) {
     data_ = std::exchange(o.data_, nullptr);
     size_ = std::exchange(o.size_, 0);
     cap_ = std::exchange(o.cap_, 0);
+    mapped_ = std::exchange(o.mapped_, false);
   }
   T* data_ = nullptr;
   size_t size_ = 0;
   size_t cap_ = 0;
+  bool mapped_ = false;
 };
 
 // Sorting a state by key for writing it out (the snapshot format wants
-// increasing keys). Keys of one state tend to share a long prefix
-// ("acct/000123"), so comparing them from the start costs a memcmp call that
-// walks that prefix every time. Instead the prefix every key shares is found
-// first, and each entry carries the 8 bytes after it as a big-endian number
-// (zero-padded): most comparisons are one integer compare, and ties compare
-// the whole keys, so the order is exactly the byte order of the keys.
+// increasing keys). Comparing keys with memcmp costs a call per comparison
+// and walks the prefix keys share ("user/0000000", "acct/0000000") every
+// time. Instead each entry carries 8 bytes of its key as a big-endian number
+// (zero-padded), so that most comparisons are one integer compare: first the
+// 8 bytes after the prefix all keys share; entries whose 8 bytes are equal
+// and whose keys go on past them are then sorted among themselves on their
+// next 8 bytes, and so on. Equal 8 bytes where a key ends within them mean
+// that key is a prefix of the other (the padding is zeros and the other's
+// bytes there are zeros too), so the shorter sorts first. The order is
+// exactly the byte order of the keys, with no memcmp at all.
 struct SortedEntry {
   uint64_t rank;
   std::string_view key;
   std::string_view value;
 };
 
-template <typename Visit>
-bool VisitSorted(std::vector<SortedEntry>& all, Visit&& visit) {
-  size_t common = all.empty() ? 0 : all[0].key.size();
-  for (const SortedEntry& e : all) {
-    const std::string_view first = all[0].key;
-    size_t i = 0;
-    const size_t n = std::min(common, e.key.size());
-    while (i < n && first[i] == e.key[i]) ++i;
+namespace sort_detail {
+
+// The 8 bytes of k from byte `depth` on, big-endian, zero-padded.
+inline uint64_t RankAt(std::string_view k, size_t depth) {
+  uint64_t r = 0;
+  if (k.size() >= depth + 8) {
+    std::memcpy(&r, k.data() + depth, 8);
+    return __builtin_bswap64(r);
+  }
+  for (size_t i = 0; i < 8; ++i) {
+    const size_t at = depth + i;
+    r = r << 8 | (at < k.size() ? static_cast<unsigned char>(k[at]) : 0u);
+  }
+  return r;
+}
+
+// The length of the prefix every key of [b, e) shares, given that they
+// share their first `depth` bytes.
+inline size_t SharedFrom(const SortedEntry* b, const SortedEntry* e, size_t depth) {
+  const std::string_view first = b->key;
+  size_t common = first.size();
+  for (const SortedEntry* x = b + 1; x != e && common > depth; ++x) {
+    size_t i = depth;
+    const size_t n = std::min(common, x->key.size());
+    while (i < n && first[i] == x->key[i]) ++i;
     common = i;
-    if (common == 0) break;
   }
-  for (SortedEntry& e : all) {
-    uint64_t r = 0;
-    for (size_t i = 0; i < 8; ++i) {
-      const size_t at = common + i;
-      const unsigned char c = at < e.key.size() ? static_cast<unsigned char>(e.key[at]) : 0;
-      r = r << 8 | c;
+  return common;
+}
+
+// Sorts [b, e), whose keys agree on their first `depth` bytes. A group that
+// ties goes on a stack of work, not into a recursion: a stack of pending
+// groups cannot overflow the thread's stack whatever the keys share.
+inline void SortFrom(SortedEntry* b, SortedEntry* e, size_t depth) {
+  struct Group {
+    SortedEntry* b;
+    SortedEntry* e;
+    size_t depth;
+  };
+  std::vector<Group> work{{b, e, depth}};
+  while (!work.empty()) {
+    const Group g = work.back();
+    work.pop_back();
+    // Straight past the bytes the whole group shares: each round splits it.
+    const size_t d = SharedFrom(g.b, g.e, g.depth);
+    // The keys lie scattered over the table's arena: loading them ahead of
+    // use hides most of the misses.
+    for (SortedEntry* x = g.b; x != g.e; ++x) {
+      if (g.e - x > 16) __builtin_prefetch(x[16].key.data() + d);
+      x->rank = RankAt(x->key, d);
     }
-    e.rank = r;
+    // Past the 8 bytes: 9 for every key that goes on (they tie), else its
+    // length from d (shorter first: it is a prefix of the others).
+    auto rest = [d](const SortedEntry& x) { return std::min<size_t>(x.key.size() - d, 9); };
+    std::sort(g.b, g.e, [&](const SortedEntry& x, const SortedEntry& y) {
+      if (x.rank != y.rank) return x.rank < y.rank;
+      return rest(x) < rest(y);
+    });
+    for (SortedEntry* run = g.b; run != g.e;) {
+      SortedEntry* end = run + 1;
+      while (end != g.e && end->rank == run->rank && rest(*end) == rest(*run)) ++end;
+      if (end - run > 1 && rest(*run) == 9) work.push_back({run, end, d + 8});
+      run = end;
+    }
   }
-  std::sort(all.begin(), all.end(), [](const SortedEntry& a, const SortedEntry& b) {
-    if (a.rank != b.rank) return a.rank < b.rank;
-    return a.key < b.key;
-  });
-  for (const SortedEntry& e : all) {
-    if (!visit(e.key, e.value)) return false;
+}
+
+}  // namespace sort_detail
+
+template <typename Visit>
+bool VisitSorted(SortedEntry* b, SortedEntry* e, Visit&& visit) {
+  if (b == e) return true;
+  sort_detail::SortFrom(b, e, 0);
+  for (const SortedEntry* x = b; x != e; ++x) {
+    if (e - x > 8) {  // in key order the entries are scattered over the arena
+      __builtin_prefetch(x[8].key.data());
+      __builtin_prefetch(x[8].value.data() + x[8].value.size() - 1);
+    }
+    if (!visit(x->key, x->value)) return false;
   }
   return true;
 }
@@ -307,12 +415,27 @@ class StateTable {
 
   // Calls visit(key, value) for every entry in increasing key order; stops
   // when visit returns false (and then returns false).
+  // The entries are gathered into a buffer the table keeps (and reuses after
+  // Clear).
   template <typename Visit>
   bool ForEachSorted(Visit&& visit) const {
-    std::vector<SortedEntry> all;
-    all.reserve(size_);
-    ForEach([&](std::string_view k, std::string_view v) { all.push_back({0, k, v}); });
-    return VisitSorted(all, visit);
+    sorted_.clear();
+    sorted_.Reserve(size_);
+    ForEach([&](std::string_view k, std::string_view v) { *sorted_.Grow(1) = SortedEntry{0, k, v}; });
+    return VisitSorted(sorted_.data(), sorted_.data() + sorted_.size(), visit);
+  }
+
+  // Empties the table but keeps its memory (arena, slots and sort buffer),
+  // so that filling it again touches no new page; the slots are sized for
+  // at least expected_keys, and never fewer than before.
+  void Clear(size_t expected_keys = 0) {
+    arena_.clear();
+    size_ = 0;
+    dead_ = 0;
+    garbage_ = 0;
+    const size_t capacity = std::max(Capacity(expected_keys), slots_.size());
+    slots_.Assign(capacity, kEmpty);
+    mask_ = capacity - 1;
   }
 
  private:
@@ -407,6 +530,11 @@ class StateTable {
     dead_ = 0;
     for (size_t j = 0; j < old.size(); ++j) {
       const uint64_t s = old[j];
+      // The keys are hashed again from the arena, in slot order: scattered.
+      if (j + 16 < old.size()) {
+        const uint64_t ahead = old[j + 16];
+        if (ahead != kEmpty && ahead != kDead) __builtin_prefetch(&arena_[Offset(ahead)]);
+      }
       if (s == kEmpty || s == kDead) continue;
       size_t i = Hash(KeyAt(Offset(s))) & mask_;
       while (slots_[i] != kEmpty) i = (i + 1) & mask_;
@@ -416,6 +544,7 @@ class StateTable {
 
   HugeArray<char> arena_;
   HugeArray<uint64_t> slots_;
+  mutable HugeArray<SortedEntry> sorted_;
   size_t mask_ = 0;
   size_t size_ = 0;
   size_t dead_ = 0;
@@ -464,7 +593,7 @@ class PartitionedState {
     for (const auto& t : tables_) {
       t.ForEach([&](std::string_view k, std::string_view v) { all.push_back({0, k, v}); });
     }
-    return VisitSorted(all, visit);
+    return VisitSorted(all.data(), all.data() + all.size(), visit);
   }
 
  private:

@@ -163,3 +163,57 @@ TEST_CASE("state table: the key hash spreads bank-like keys evenly over the part
   CHECK(*std::min_element(top.begin(), top.end()) > 300);
   CHECK(*std::max_element(top.begin(), top.end()) < 490);
 }
+
+TEST_CASE("state table: Clear empties it for a second state, memory kept, however large the first") {
+  // The first state grows the arena far past the 2 MiB where it moves from
+  // malloc to a mapping grown with mremap; the second is small and must
+  // hold exactly its own keys, with the slots the first left behind.
+  StateTable t;
+  std::map<std::string, std::string> first;
+  for (int i = 0; i < 120000; ++i) {
+    const std::string k = fmt::format("user/{:012}", (i * 7919) % 120000);
+    const std::string v = fmt::format("{:-<60}", i);
+    t.Put(k, v);
+    first[k] = v;
+  }
+  REQUIRE(t.arena_bytes() > (size_t{8} << 20));
+  CHECK(Contents(t) == first);
+  t.Clear(10);
+  CHECK(t.size() == 0);
+  CHECK(t.arena_bytes() == 0);
+  CHECK(Contents(t).empty());
+  std::map<std::string, std::string> second;
+  for (int i = 0; i < 1000; ++i) {
+    const std::string k = fmt::format("acct/{:06}{}", i, i % 3 == 0 ? "/v2" : "");
+    t.Put(k, std::to_string(i));
+    second[k] = std::to_string(i);
+  }
+  t.Erase("acct/000003/v2");
+  second.erase("acct/000003/v2");
+  CHECK(t.size() == second.size());
+  CHECK(Contents(t) == second);
+}
+
+TEST_CASE("state table: keys that tie on their first 8, 16 and 24 bytes after the shared prefix sort in byte order") {
+  // Groups that share 8-byte blocks among themselves but not with the
+  // others, keys that end inside a block or exactly at its end, and keys
+  // that go on with zero bytes: every level of the 8-byte sort.
+  uint64_t s = 7;
+  std::vector<std::string> keys;
+  const std::string blocks[] = {"AAAAAAAA", "AAAAAAAB", std::string(8, '\0'), "\xff\xff\xff\xff\xff\xff\xff\xff"};
+  for (int i = 0; i < 4000; ++i) {
+    std::string k = "p/";
+    const uint64_t r = Next(s);
+    for (int b = 0; b < static_cast<int>(r % 4); ++b) k += blocks[(r >> (8 + 2 * b)) % 4];
+    k.append(std::string((r >> 20) % 10, static_cast<char>((r >> 32) % 3)));  // 0-9 bytes of 0, 1 or 2
+    keys.push_back(k);
+  }
+  StateTable t;
+  std::map<std::string, std::string> model;
+  for (size_t i = 0; i < keys.size(); ++i) {
+    t.Put(keys[i], std::to_string(i));
+    model[keys[i]] = std::to_string(i);
+  }
+  INFO("seed 7, " << model.size() << " distinct keys");
+  CHECK(Contents(t) == model);
+}
