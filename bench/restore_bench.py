@@ -1,0 +1,91 @@
+#!/usr/bin/env python3
+"""restore_bench.py: issue 18's restore rows on the bench cluster, round by
+round (every command once per round, in a fixed order).
+
+    bench/restore_bench.py [--rounds N] [--data DIR] [--walcut BIN] [--first K] [--last K]
+
+DIR is the bench cluster bench/run_cuts.sh makes (default bench/data-cuts).
+Once, untimed: the restore of cut LAST-1 (the base). Each round, output to a
+directory under /dev/shm (removed after each run, outside the timing):
+  restore --cut FIRST                   the first cut
+  restore --cut LAST                    the last consistent cut, from genesis
+  restore --cut LAST --base (LAST-1)    from the restore of the cut before
+  restore --cut LAST -j1 --format json  one node at a time: the apply pass
+                                        (writes_applied / apply_cpu_seconds)
+Prints the median wall, CPU and peak RSS of each, the ratios first/last and
+from-base/from-genesis (median of the per-round ratios), the apply pass per
+round and per node, and checks that the restore from the base wrote the
+same node files as the one from genesis.
+"""
+import argparse
+import filecmp
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+
+from benchlib import print_ratios, print_table, rounds
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--data", default="bench/data-cuts")
+    ap.add_argument("--walcut", default="build/cli/walcut")
+    ap.add_argument("--first", type=int, default=1)
+    ap.add_argument("--last", type=int, default=19)
+    a = ap.parse_args()
+    if not os.path.isfile(os.path.join(a.data, "cluster.json")):
+        sys.exit(f"restore_bench: {a.data} holds no cluster; bench/run_cuts.sh makes it")
+    scratch = tempfile.mkdtemp(prefix="walcut-restore-", dir="/dev/shm" if os.access("/dev/shm", os.W_OK) else None)
+    base = os.path.join(scratch, "base")
+    out = os.path.join(scratch, "out")
+    keep = {name: os.path.join(scratch, "keep-" + name) for name in ("genesis", "base")}
+    w = a.walcut
+    try:
+        subprocess.run([w, "restore", a.data, "--cut", str(a.last - 1), "--out", base, "-q"], check=True)
+        cmds = {
+            f"restore --cut {a.first}": [w, "restore", a.data, "--cut", str(a.first), "--out", out, "-q"],
+            f"restore --cut {a.last}": [w, "restore", a.data, "--cut", str(a.last), "--out", out, "-q"],
+            f"restore --cut {a.last} --base": [w, "restore", a.data, "--cut", str(a.last), "--base", base,
+                                               "--out", out, "-q"],
+            f"restore --cut {a.last} -j1 (json)": [w, "restore", a.data, "--cut", str(a.last), "-j1", "--out", out,
+                                                   "--format", "json", "-q"],
+        }
+        apply = []  # per round: [(node, writes, cpu seconds)]
+
+        def between(name):
+            for tag, suffix in (("genesis", f"--cut {a.last}"), ("base", f"--cut {a.last} --base")):
+                if name == f"restore {suffix}" and not os.path.exists(keep[tag]):
+                    shutil.copytree(out, keep[tag])
+            shutil.rmtree(out, ignore_errors=True)
+
+        rows, load = rounds(cmds, a.rounds, between=between)
+        for _ in range(a.rounds):
+            r = subprocess.run(cmds[f"restore --cut {a.last} -j1 (json)"], capture_output=True, text=True, check=True)
+            shutil.rmtree(out, ignore_errors=True)
+            apply.append([(n["node"], n["writes_applied"], n["apply_cpu_seconds"]) for n in json.loads(r.stdout)["nodes"]])
+        same = all(filecmp.cmp(os.path.join(keep["genesis"], f), os.path.join(keep["base"], f), shallow=False)
+                   for f in sorted(os.listdir(keep["genesis"])) if f.endswith(".snap"))
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+
+    print_table(rows, a.rounds, load)
+    print("ratios, median of the rounds' ratios (min-max): wall; CPU")
+    print_ratios(rows, [(f"restore --cut {a.first}", f"restore --cut {a.last}"),
+                        (f"restore --cut {a.last} --base", f"restore --cut {a.last}")])
+    per_round = [sum(x[1] for x in r) / sum(x[2] for x in r) / 1e6 for r in apply]
+    per_node = [x[1] / x[2] / 1e6 for r in apply for x in r]
+    print(f"apply pass, cut {a.last}, -j1, M writes per CPU second: rounds "
+          + " / ".join(f"{v:.2f}" for v in per_round)
+          + f" (median {statistics.median(per_round):.2f}); per node {min(per_node):.2f}-{max(per_node):.2f}")
+    print(f"node files of cut {a.last} from the base equal those from genesis: {'yes' if same else 'NO'}")
+    if not same:
+        sys.exit(1)
+
+
+if __name__ == "__main__":
+    main()
