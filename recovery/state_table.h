@@ -66,13 +66,14 @@ class HugeArray {
     } else {
       bytes = (bytes + kHuge - 1) / kHuge * kHuge;
       if (mapped_) {
-        p = Remap(data_, cap_ * sizeof(T), bytes);
+        p = Remap(data_, map_bytes_, bytes);
       } else {
         p = Map(bytes);
         if (size_ > 0) std::memcpy(p, data_, size_ * sizeof(T));
         std::free(data_);
         mapped_ = true;
       }
+      map_bytes_ = bytes;  // may hold a fraction of an element more than cap_
     }
     data_ = static_cast<T*>(p);
     cap_ = bytes / sizeof(T);
@@ -123,23 +124,25 @@ class HugeArray {
   }
   void Free() {
     if (mapped_) {
-      munmap(data_, cap_ * sizeof(T));
+      munmap(data_, map_bytes_);
     } else {
       std::free(data_);
     }
     data_ = nullptr;
-    size_ = cap_ = 0;
+    size_ = cap_ = map_bytes_ = 0;
     mapped_ = false;
   }
   void Take(HugeArray& o) {
     data_ = std::exchange(o.data_, nullptr);
     size_ = std::exchange(o.size_, 0);
     cap_ = std::exchange(o.cap_, 0);
+    map_bytes_ = std::exchange(o.map_bytes_, 0);
     mapped_ = std::exchange(o.mapped_, false);
   }
   T* data_ = nullptr;
   size_t size_ = 0;
   size_t cap_ = 0;
+  size_t map_bytes_ = 0;  // the mapping's length, when mapped_
   bool mapped_ = false;
 };
 
