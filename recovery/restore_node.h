@@ -95,7 +95,8 @@ struct NodeJob {
 // not of the base cut J), and writes / keeps the state as the job says.
 // With `reuse`, the state is built in that table (cleared first) and its
 // memory is kept for the caller's next job: a worker restoring one node after
-// another touches no new page once the first is done.
+// another faults in fresh pages only where a state outgrows the largest
+// before it.
 walfmt::Status RunNode(NodeJob& job, bool dry_run, const std::function<void(uint64_t)>& progress,
                        StateTable* reuse = nullptr);
 
