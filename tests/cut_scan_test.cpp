@@ -1259,15 +1259,7 @@ TEST_CASE("a commit whose marker is ahead of every cut the node reached: a marke
       }
     }
   });
-  REQUIRE(bumped.seq != 0);
-  const GlobalCut* g = bad.Find(2);
-  REQUIRE(g);
-  INFO(Findings(*g));
-  CHECK(g->status == CutStatus::kInconsistent);
-  CHECK_FALSE(g->checks.markers);
-  CHECK(HasFinding(*g, "marker", node,
-                   fmt::format("transaction {} committed at", bumped.ToString())));
-  CHECK(HasFinding(*g, "marker", node, "with marker 9, but the node had only reached cut 1"));
+  MarkerFindingOfCut2(bad, node, bumped, "with marker 9, but the node had only reached cut 1");
   // Cut 1 was decided before that commit: untouched.
   CHECK(bad.Find(1)->status == CutStatus::kConsistent);
 }
