@@ -4,7 +4,9 @@
 // when a buffer fills), over enough keys and writes to make the tables rehash
 // and compact their arenas several times.
 #include <algorithm>
+#include <cstring>
 #include <map>
+#include <new>
 #include <string>
 #include <vector>
 
@@ -13,6 +15,7 @@
 
 #include "recovery/state_table.h"
 
+using walcut::recovery::HugeArray;
 using walcut::recovery::StateTable;
 using walcut::recovery::PartitionedState;
 
@@ -216,4 +219,30 @@ TEST_CASE("state table: keys that tie on their first 8, 16 and 24 bytes after th
   }
   INFO("seed 7, " << model.size() << " distinct keys");
   CHECK(Contents(t) == model);
+}
+
+TEST_CASE("HugeArray: an allocation the system refuses throws std::bad_alloc and leaves the array as it was") {
+  const size_t impossible = size_t{1} << 60;  // beyond any address space
+  // Still in malloc'd memory: the first mapping is refused.
+  HugeArray<char> a;
+  std::memcpy(a.Grow(3), "abc", 3);
+  CHECK_THROWS_AS(a.Reserve(impossible), std::bad_alloc);
+  REQUIRE(a.size() == 3);
+  CHECK(std::string(a.data(), 3) == "abc");
+  // Already a mapping: growing it with mremap is refused.
+  HugeArray<char> m;
+  const size_t n = size_t{5} << 20;
+  char* p = m.Grow(n);
+  for (size_t i = 0; i < n; ++i) p[i] = static_cast<char>(i * 7);
+  const size_t cap = m.capacity();
+  REQUIRE(cap >= n);
+  CHECK_THROWS_AS(m.Reserve(impossible), std::bad_alloc);
+  REQUIRE(m.size() == n);
+  CHECK(m.capacity() == cap);
+  size_t wrong = 0;
+  for (size_t i = 0; i < n; ++i) wrong += m[i] != static_cast<char>(i * 7);
+  CHECK(wrong == 0);
+  // And it still grows afterwards, keeping its bytes.
+  m.Reserve(cap * 2);
+  CHECK(m[n - 1] == static_cast<char>((n - 1) * 7));
 }
