@@ -263,6 +263,7 @@ class RecordWriter {
     walfmt::ScanOptions so;
     so.mode = mode_;
     so.is_last = item.is_last;
+    so.read_ahead = true;  // the copy out of the page cache overlaps the formatting
     if (prev && prev->header_ok) {
       so.expect_node = true;
       so.node_id = prev->header.node_id;
@@ -407,7 +408,8 @@ void RegisterDump(CLI::App& root, Registry& reg) {
                   "salvage (skip damage)")
       ->default_str("tolerate-torn-tail");
   cmd->add_option("-j,--jobs", o->jobs,
-                  "Threads reading and formatting segments ahead of the output (default: one per core; 1: none)");
+                  "Threads reading and formatting segments ahead of the output (default: one per core; 1: the "
+                  "output's thread formats, one more reads ahead)");
   cmd->add_flag("-f,--follow", o->follow,
                 "Keep reading as the WAL grows, across new segments, until interrupted (SIGINT, SIGTERM: exit 0); "
                 "one node (--node with a cluster); an incomplete record at the end is read once it is complete");

@@ -655,7 +655,7 @@ SegmentScan ScanSegment(ByteSource& src, const SegmentFile& file, const ScanOpti
 
 SegmentScan ScanSegmentFile(const SegmentFile& file, const ScanOptions& opt, const RecordVisitor& visit,
                             const ProblemSink& sink, const SegmentScan* prev) {
-  auto src = OpenSegmentSource(file.path, file.compressed);
+  auto src = OpenSegmentSource(file.path, file.compressed, opt.read_ahead);
   if (!src.ok()) {
     SegmentScan s;
     s.file = file;

@@ -112,6 +112,9 @@ struct ScanOptions {
   // the records read, and valid_end/last_end start here. For following a
   // segment that is still being written.
   uint64_t start = 0;
+  // ScanSegmentFile reads a plain file on a thread of its own, ahead of the
+  // parse (OpenSegmentSource's read_ahead).
+  bool read_ahead = false;
 };
 
 enum class SegmentEnd : uint8_t {

@@ -186,13 +186,66 @@ constexpr size_t kMaxBlocks = kBlocksAhead + 2;
 struct Block {
   std::unique_ptr<uint8_t[]> mem{new uint8_t[kBlockPrefix + kBlockBytes]};  // not zeroed
   uint8_t* data() { return mem.get() + kBlockPrefix; }
-  size_t len = 0;      // decoded bytes at data()
-  bool last = false;   // nothing follows: the frame ended, or decoding failed (error)
+  size_t len = 0;      // bytes at data()
+  bool last = false;   // nothing follows: the data ended, or reading it failed (error)
   Status error;
 };
 
+// Spare blocks of the sources closed on this thread: the next source opened
+// here takes them (their pages already faulted in) before allocating.
+thread_local std::vector<std::unique_ptr<Block>> t_spare_blocks;
+
+// What fills a BlockSource's blocks, in order: a zstd decoder, or pread() of
+// a plain file.
+class BlockFiller {
+ public:
+  virtual ~BlockFiller() = default;
+  // The next block: full, or short with `last` set at the end of the data or
+  // on an error.
+  virtual void Fill(Block& b) = 0;
+};
+
+// A plain file read ahead: pread() of kBlockBytes at a time, from offset 0 to
+// the size the file had when opened (less if it shrinks meanwhile).
+class PlainFiller final : public BlockFiller {
+ public:
+  PlainFiller(int fd, std::string path, uint64_t size) : fd_(fd), path_(std::move(path)), size_(size) {}
+  ~PlainFiller() override { close(fd_); }
+  PlainFiller(const PlainFiller&) = delete;
+  PlainFiller& operator=(const PlainFiller&) = delete;
+
+  void Fill(Block& b) override {
+    b.len = 0;
+    b.last = false;
+    b.error = Status::Ok();
+    while (b.len < kBlockBytes && off_ < size_) {
+      const size_t want = static_cast<size_t>(std::min<uint64_t>(kBlockBytes - b.len, size_ - off_));
+      const ssize_t r = pread(fd_, b.data() + b.len, want, static_cast<off_t>(off_));
+      if (r < 0) {
+        if (errno == EINTR) continue;
+        b.error = Status::Io(Errno("read", path_));
+        b.last = true;
+        return;
+      }
+      if (r == 0) {
+        size_ = off_;  // the file shrank since it was opened: it ends here
+        break;
+      }
+      b.len += static_cast<size_t>(r);
+      off_ += static_cast<uint64_t>(r);
+    }
+    b.last = off_ >= size_;
+  }
+
+ private:
+  int fd_;
+  std::string path_;
+  uint64_t size_;
+  uint64_t off_ = 0;
+};
+
 // The decoder: compressed input (a file or memory) in, blocks out.
-class ZstdDecoder {
+class ZstdDecoder final : public BlockFiller {
  public:
   // `prefix`: bytes already read from fd (the magic of a stream), decoded first.
   ZstdDecoder(int fd, std::string path, std::string prefix = {}) : fd_(fd), path_(std::move(path)) {
@@ -204,16 +257,14 @@ class ZstdDecoder {
     }
   }
   explicit ZstdDecoder(std::span<const uint8_t> mem) : mem_(mem), path_("<memory>") {}
-  ~ZstdDecoder() {
+  ~ZstdDecoder() override {
     if (fd_ >= 0) close(fd_);
     ZSTD_freeDCtx(dctx_);
   }
   ZstdDecoder(const ZstdDecoder&) = delete;
   ZstdDecoder& operator=(const ZstdDecoder&) = delete;
 
-  // Decodes the next block: full, or short with `last` set at the end of the
-  // data or on an error.
-  void Decode(Block& b) {
+  void Fill(Block& b) override {
     b.len = 0;
     b.last = false;
     b.error = Status::Ok();
@@ -301,17 +352,20 @@ class ZstdDecoder {
   uint64_t produced_ = 0;
 };
 
-// Streams a zstd frame to the reader through blocks. From a file, the first
-// block is decoded on the reader's thread (a caller that wants only the
-// segment header starts no thread); from the second on, a thread decodes up
-// to kBlocksAhead blocks ahead while the reader parses. From memory (tests,
-// the fuzzer) everything runs on the calling thread.
-class ZstdSource final : public ByteSource {
+// Streams data to the reader through blocks, forward only: a zstd frame, or
+// a plain file read ahead. From a file, the first block is filled on the
+// reader's thread (a caller that wants only the segment header starts no
+// thread); from the second on, a thread fills up to kBlocksAhead blocks ahead
+// while the reader parses. From memory (tests, the fuzzer) everything runs on
+// the calling thread.
+class BlockSource final : public ByteSource {
  public:
-  ZstdSource(int fd, std::string path, std::string prefix = {})
-      : dec_(fd, std::move(path), std::move(prefix)), threaded_(true) {}
-  explicit ZstdSource(std::span<const uint8_t> mem) : dec_(mem), threaded_(false) {}
-  ~ZstdSource() override {
+  // `recycle`: the blocks go to this thread's spares when the source closes
+  // (never for standard input's source, which lives until exit, after the
+  // thread's spares are gone).
+  BlockSource(std::unique_ptr<BlockFiller> filler, bool threaded, std::optional<uint64_t> size, bool recycle)
+      : filler_(std::move(filler)), threaded_(threaded), size_(size), recycle_(recycle) {}
+  ~BlockSource() override {
     if (thread_.joinable()) {
       {
         std::lock_guard<std::mutex> lock(mu_);
@@ -320,11 +374,15 @@ class ZstdSource final : public ByteSource {
       free_cv_.notify_all();
       thread_.join();
     }
+    if (!recycle_) return;
+    for (auto& b : blocks_) {
+      if (t_spare_blocks.size() < kMaxBlocks) t_spare_blocks.push_back(std::move(b));
+    }
   }
 
   Status Get(uint64_t offset, size_t n, const uint8_t*& p, size_t& got) override {
-    if (n > kMaxGetBytes) return Status::Internal(fmt::format("zstd source: read of {} bytes at once asked for", n));
-    if (offset < floor_) return Status::Internal("zstd source asked to go backwards");
+    if (n > kMaxGetBytes) return Status::Internal(fmt::format("block source: read of {} bytes at once asked for", n));
+    if (offset < floor_) return Status::Internal("block source asked to go backwards");
     floor_ = offset;
     Advance(offset, n);
     if (offset + n > win_off_ + win_len_ && !pending_.ok()) return pending_;
@@ -341,7 +399,7 @@ class ZstdSource final : public ByteSource {
     Advance(offset, std::min(want, kMaxGetBytes));
     Expose(offset, kBlockPrefix + kBlockBytes, p, got);
   }
-  std::optional<uint64_t> size() const override { return std::nullopt; }
+  std::optional<uint64_t> size() const override { return size_; }
 
  private:
   void Expose(uint64_t offset, size_t n, const uint8_t*& p, size_t& got) const {
@@ -379,7 +437,7 @@ class ZstdSource final : public ByteSource {
     if (threaded_ && !started_ && decoded_inline_ > 0) Start();
     if (!started_) {
       Block* b = TakeFreeInline();
-      dec_.Decode(*b);
+      filler_->Fill(*b);
       ++decoded_inline_;
       return b;
     }
@@ -398,8 +456,14 @@ class ZstdSource final : public ByteSource {
       free_.pop_back();
       return b;
     }
-    blocks_.push_back(std::make_unique<Block>());
+    blocks_.push_back(NewBlock());
     return blocks_.back().get();
+  }
+  static std::unique_ptr<Block> NewBlock() {
+    if (t_spare_blocks.empty()) return std::make_unique<Block>();
+    std::unique_ptr<Block> b = std::move(t_spare_blocks.back());
+    t_spare_blocks.pop_back();
+    return b;
   }
 
   void Recycle(Block* b) {
@@ -415,11 +479,11 @@ class ZstdSource final : public ByteSource {
     free_cv_.notify_one();
   }
 
-  // Starts the decoding thread (the blocks it needs first, so that it never
-  // allocates). Without a thread to be had, decoding goes on inline.
+  // Starts the filling thread (the blocks it needs first, so that it never
+  // allocates). Without a thread to be had, filling goes on inline.
   void Start() {
     while (blocks_.size() < kMaxBlocks) {
-      blocks_.push_back(std::make_unique<Block>());
+      blocks_.push_back(NewBlock());
       free_.push_back(blocks_.back().get());
     }
     try {
@@ -440,7 +504,7 @@ class ZstdSource final : public ByteSource {
         b = free_.back();
         free_.pop_back();
       }
-      dec_.Decode(*b);
+      filler_->Fill(*b);
       const bool last = b->last;
       {
         std::lock_guard<std::mutex> lock(mu_);
@@ -451,8 +515,10 @@ class ZstdSource final : public ByteSource {
     }
   }
 
-  ZstdDecoder dec_;  // the reader's thread until Start(), the decoding thread after
+  std::unique_ptr<BlockFiller> filler_;  // the reader's thread until Start(), the filling thread after
   bool threaded_;
+  std::optional<uint64_t> size_;
+  bool recycle_;
   bool started_ = false;
   uint64_t decoded_inline_ = 0;
   std::vector<std::unique_ptr<Block>> blocks_;
@@ -590,7 +656,8 @@ Result<ByteSource*> Stdin() {
     magic.append(c, static_cast<size_t>(r));
   }
   if (magic == std::string("\x28\xb5\x2f\xfd", 4)) {
-    src = std::make_unique<ZstdSource>(fd, kStdinPath, std::move(magic));
+    src = std::make_unique<BlockSource>(std::make_unique<ZstdDecoder>(fd, kStdinPath, std::move(magic)), true,
+                                        std::nullopt, false);
   } else {
     src = std::make_unique<StreamSource>(fd, kStdinPath, std::move(magic));
   }
@@ -599,7 +666,7 @@ Result<ByteSource*> Stdin() {
 
 }  // namespace
 
-Result<std::unique_ptr<ByteSource>> OpenSegmentSource(const std::string& path, bool compressed) {
+Result<std::unique_ptr<ByteSource>> OpenSegmentSource(const std::string& path, bool compressed, bool read_ahead) {
   if (path == kStdinPath) {
     auto s = Stdin();
     if (!s.ok()) return s.status();
@@ -624,7 +691,13 @@ Result<std::unique_ptr<ByteSource>> OpenSegmentSource(const std::string& path, b
     return Status::Io(fmt::format("{}: not a regular file", path));
   }
   posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL);  // larger read-ahead when the file is not cached
-  if (compressed) return std::unique_ptr<ByteSource>(new ZstdSource(fd, path));
+  if (compressed) {
+    return std::unique_ptr<ByteSource>(new BlockSource(std::make_unique<ZstdDecoder>(fd, path), true, std::nullopt, true));
+  }
+  if (read_ahead) {
+    const auto size = static_cast<uint64_t>(sb.st_size);
+    return std::unique_ptr<ByteSource>(new BlockSource(std::make_unique<PlainFiller>(fd, path, size), true, size, true));
+  }
   return std::unique_ptr<ByteSource>(new PreadSource(fd, path, static_cast<uint64_t>(sb.st_size)));
 }
 
@@ -649,7 +722,7 @@ uint64_t SegmentDataBytes(const std::string& path, bool compressed) {
 }
 
 std::unique_ptr<ByteSource> MemorySource(std::span<const uint8_t> data, bool zstd_frame) {
-  if (zstd_frame) return std::make_unique<ZstdSource>(data);
+  if (zstd_frame) return std::make_unique<BlockSource>(std::make_unique<ZstdDecoder>(data), false, std::nullopt, false);
   return std::make_unique<MemSource>(data);
 }
 
