@@ -46,14 +46,8 @@ char* Begin(fmt::memory_buffer& b, size_t bound) {
 void End(fmt::memory_buffer& b, const char* p) { b.resize(static_cast<size_t>(p - b.data())); }
 
 int HexDigits(uint64_t v) { return v == 0 ? 1 : (67 - std::countl_zero(v)) / 4; }
-int DecimalDigits(uint64_t v) {
-  int n = 1;
-  while (v >= 10) {
-    v /= 10;
-    ++n;
-  }
-  return n;
-}
+using walfmt::DecimalDigits;
+using walfmt::Hex8Upper;
 // Writes `v` in `digits` hex (upper case) or decimal digits, ending at p + digits.
 void PutHex(char* p, uint64_t v, int digits) {
   static constexpr char kDigits[] = "0123456789ABCDEF";
@@ -110,7 +104,12 @@ char* WritePrefix(char* p, const NodeCtx& n, const walfmt::RecordView& v, const 
   if (lsn_len < 18) p += 18 - lsn_len;
   PutHex(p, v.lsn.segment, seg_digits);
   p[seg_digits] = '/';
-  PutHex(p + seg_digits + 1, v.lsn.offset, off_digits);
+  if (off_digits == 8) {
+    const uint64_t h = Hex8Upper(static_cast<uint32_t>(v.lsn.offset));
+    std::memcpy(p + seg_digits + 1, &h, 8);
+  } else {
+    PutHex(p + seg_digits + 1, v.lsn.offset, off_digits);
+  }
   p += lsn_len;
   *p++ = ' ';
   // Type (UNKNOWN never reaches here: the reader skips unknown types).

@@ -6,6 +6,7 @@
 #include <atomic>
 #include <cstdint>
 #include <cstdlib>
+#include <cstring>
 #include <new>
 #include <random>
 #include <string>
@@ -543,13 +544,15 @@ TEST_CASE("record: WritePrintable writes what AppendPrintable appends", "[record
   INFO("seed " << seed);
   std::mt19937_64 rng(seed);
   // Every single byte, alone and inside runs of plain bytes at every position
-  // of the 8-byte steps.
+  // of the 16- and 8-byte steps and of the overlapping last 16 bytes.
   for (int c = 0; c < 256; ++c) {
-    for (size_t pos = 0; pos < 17; ++pos) {
-      std::string s(17, 'a');
-      s[pos] = static_cast<char>(c);
-      INFO("byte " << c << " at " << pos);
-      for (size_t max : {0u, 1u, 8u, 9u, 16u, 17u}) REQUIRE(RawPrintable(s, max) == Printable(s, max));
+    for (size_t len : {17u, 23u, 40u}) {
+      for (size_t pos = 0; pos < len; ++pos) {
+        std::string s(len, 'a');
+        s[pos] = static_cast<char>(c);
+        INFO("byte " << c << " at " << pos << " of " << len);
+        for (size_t max : {0u, 1u, 8u, 9u, 16u, 17u, 24u, 33u}) REQUIRE(RawPrintable(s, max) == Printable(s, max));
+      }
     }
   }
   for (int i = 0; i < 5000; ++i) {
@@ -566,6 +569,26 @@ TEST_CASE("record: WritePrintable writes what AppendPrintable appends", "[record
   }
   CHECK(RawPrintable("", 0).empty());
   CHECK(RawPrintable(std::string(1000, '\xff'), 0) == Printable(std::string(1000, '\xff'), 0));
+}
+
+TEST_CASE("record: DecimalDigits and Hex8Upper agree with fmt", "[record][dump]") {
+  const uint64_t seed = 0x5EED0012;
+  INFO("seed " << seed);
+  std::mt19937_64 rng(seed);
+  std::vector<uint64_t> values{0, 1, 9, UINT64_MAX, UINT64_MAX - 1};
+  for (uint64_t p = 1, k = 0; k < 20; ++k, p *= 10) {
+    values.insert(values.end(), {p - 1, p, p + 1});
+  }
+  for (int i = 0; i < 20000; ++i) values.push_back(rng() >> (rng() % 64));
+  for (const uint64_t v : values) {
+    INFO("value " << v);
+    REQUIRE(DecimalDigits(v) == static_cast<int>(fmt::format("{}", v).size()));
+    const auto u = static_cast<uint32_t>(v);
+    const uint64_t h = Hex8Upper(u);
+    char text[8];
+    std::memcpy(text, &h, 8);
+    REQUIRE(std::string(text, 8) == fmt::format("{:08X}", u));
+  }
 }
 
 TEST_CASE("record: ParseTxOutcome accepts what DecodePayload accepts, and the descriptions agree",

@@ -7,6 +7,10 @@
 #include <charconv>
 #include <cstring>
 
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+
 #include "walfmt/bytes.h"
 
 namespace walfmt {
@@ -141,7 +145,13 @@ constexpr auto kPlainByte = [] {
 
 // The raw writers below write through `p` without checks: the *Bound()
 // functions give the room they need, computed from the same inputs.
-char* WriteU64(char* p, uint64_t v) { return std::to_chars(p, p + 20, v).ptr; }
+char* WriteU64(char* p, uint64_t v) {
+  if (v < 10) {  // counts are mostly one digit ("writes 1:")
+    *p = static_cast<char>('0' + v);
+    return p + 1;
+  }
+  return std::to_chars(p, p + 20, v).ptr;
+}
 char* WriteLiteral(char* p, std::string_view s) {
   std::memcpy(p, s.data(), s.size());
   return p + s.size();
@@ -174,10 +184,22 @@ inline bool AllPlain8(uint64_t x) {
 }
 }  // namespace
 
+#if defined(__SSE2__)
+// Bit k set when byte k of the 16 at `s` is not plain (the same test as
+// kPlainByte). Signed compares: bytes >= 0x80 are negative, below 0x20.
+inline unsigned NotPlain16(const unsigned char* s) {
+  const __m128i x = _mm_loadu_si128(reinterpret_cast<const __m128i*>(s));
+  const __m128i printable = _mm_and_si128(_mm_cmpgt_epi8(x, _mm_set1_epi8(0x1F)), _mm_cmplt_epi8(x, _mm_set1_epi8(0x7F)));
+  const __m128i plain = _mm_andnot_si128(_mm_cmpeq_epi8(x, _mm_set1_epi8('\\')), printable);
+  return ~static_cast<unsigned>(_mm_movemask_epi8(plain)) & 0xFFFFu;
+}
+#endif
+
 char* WritePrintable(char* p, std::string_view bytes, size_t max_bytes) {
   static constexpr char kDigits[] = "0123456789abcdef";
   const size_t n = ShownBytes(bytes, max_bytes);
   const auto* s = reinterpret_cast<const unsigned char*>(bytes.data());
+  [[maybe_unused]] char* const start = p;
   auto one = [&](unsigned char c) {
     if (kPlainByte[c]) {
       *p++ = static_cast<char>(c);
@@ -190,7 +212,26 @@ char* WritePrintable(char* p, std::string_view bytes, size_t max_bytes) {
     }
   };
   size_t i = 0;
-  // Keys and values are mostly printable: 8 bytes at a time while they are.
+  // Keys and values are mostly printable: 16 bytes at a time while they are,
+  // then 8.
+#if defined(__SSE2__)
+  for (; i + 16 <= n; i += 16) {
+    if (NotPlain16(s + i) == 0) {
+      std::memcpy(p, s + i, 16);
+      p += 16;
+    } else {
+      for (size_t k = 0; k < 16; ++k) one(s[i + k]);
+    }
+  }
+  // A tail after plain bytes only: the last 16 bytes again, overlapping what
+  // is written (each plain byte is its own text, so the text so far is the
+  // input so far).
+  if (i < n && i >= 16 && static_cast<size_t>(p - start) == i && NotPlain16(s + n - 16) == 0) {
+    std::memcpy(start + n - 16, s + n - 16, 16);
+    p = start + n;
+    i = n;
+  }
+#endif
   for (; i + 8 <= n; i += 8) {
     uint64_t x;
     std::memcpy(&x, s + i, 8);

@@ -4,7 +4,10 @@
 // the dump hot path's allocation-free versions and write the same bytes.
 #pragma once
 
+#include <array>
+#include <bit>
 #include <cstddef>
+#include <cstdint>
 #include <span>
 #include <string>
 #include <string_view>
@@ -43,5 +46,35 @@ size_t WritesDescriptionBound(std::span<const WriteView> writes, size_t max_byte
 char* WriteWritesDescription(char* out, std::span<const WriteView> writes, size_t max_bytes);
 size_t TxOutcomeDescriptionBound(const TxOutcomeView& v);
 char* WriteTxOutcomeDescription(char* out, RecordType type, const TxOutcomeView& v);
+
+// Digit helpers of the raw writers (dump's fixed columns too).
+// The digits of v in decimal (1 for 0), without a division: log10 from the
+// bit length (1233 / 4096 is just above log10(2)), then one compare.
+inline int DecimalDigits(uint64_t v) {
+  static constexpr auto kPow10 = [] {
+    std::array<uint64_t, 20> t{};
+    uint64_t x = 1;
+    for (uint64_t& e : t) {
+      e = x;
+      x *= 10;  // wraps once, after 10^19, unused
+    }
+    return t;
+  }();
+  const uint64_t w = v | 1;  // 0 has one digit, as 1 has
+  const int t = ((64 - std::countl_zero(w)) * 1233) >> 12;
+  return t + 1 - (w < kPow10[static_cast<size_t>(t)] ? 1 : 0);
+}
+// The 8 upper-case hex digits of v, most significant first, as the bytes of
+// a word in memory order: each nibble spread to a byte, then to its digit.
+inline uint64_t Hex8Upper(uint32_t v) {
+  uint64_t x = v;
+  x = (x | (x << 16)) & 0x0000FFFF0000FFFFull;
+  x = (x | (x << 8)) & 0x00FF00FF00FF00FFull;
+  x = (x | (x << 4)) & 0x0F0F0F0F0F0F0F0Full;  // nibble k (from the low end) in byte k
+  const uint64_t letters = ((x + 0x0606060606060606ull) >> 4) & 0x0101010101010101ull;  // 1 where > 9
+  x += 0x3030303030303030ull + letters * 7;  // '0'..'9', or 'A'..'F' ('A' - '9' - 1 = 7)
+  if constexpr (std::endian::native == std::endian::little) return __builtin_bswap64(x);
+  return x;
+}
 
 }  // namespace walfmt
