@@ -41,6 +41,22 @@ std::string Errno(const char* what, const std::string& path) {
   return fmt::format("{}: {}: {}", path, what, std::strerror(errno));
 }
 
+// Reads [off, off + n) of a plain file into `to`, retrying on EINTR: `got`
+// is n, or less where the file ends (or where a read failed: then an error).
+Status PreadAll(int fd, const std::string& path, uint8_t* to, size_t n, uint64_t off, size_t& got) {
+  got = 0;
+  while (got < n) {
+    const ssize_t r = pread(fd, to + got, n - got, static_cast<off_t>(off + got));
+    if (r < 0) {
+      if (errno == EINTR) continue;
+      return Status::Io(Errno("read", path));
+    }
+    if (r == 0) break;
+    got += static_cast<size_t>(r);
+  }
+  return Status::Ok();
+}
+
 // --- Plain segments: a window filled by pread().
 //
 // Measured against a memory map on this project's VM (bench/RESULTS.md,
@@ -126,16 +142,14 @@ class PreadSource final : public ByteSource {
       const uint64_t missing = want_end - end();
       const size_t chunk = static_cast<size_t>(
           std::min<uint64_t>({size_ - end(), kWindowBytes - len_, std::max<uint64_t>(kReadBlock, missing)}));
-      const ssize_t r = pread(fd_, buf_.get() + len_, chunk, static_cast<off_t>(end()));
-      if (r < 0) {
-        if (errno == EINTR) continue;
-        return Status::Io(Errno("read", path_));
-      }
-      if (r == 0) {
+      size_t got = 0;
+      const Status st = PreadAll(fd_, path_, buf_.get() + len_, chunk, end(), got);
+      len_ += got;
+      if (!st.ok()) return st;
+      if (got < chunk) {
         size_ = end();  // the file shrank since it was opened: it ends here
         break;
       }
-      len_ += static_cast<size_t>(r);
     }
     return Status::Ok();
   }
@@ -215,26 +229,11 @@ class PlainFiller final : public BlockFiller {
   PlainFiller& operator=(const PlainFiller&) = delete;
 
   void Fill(Block& b) override {
-    b.len = 0;
-    b.last = false;
-    b.error = Status::Ok();
-    while (b.len < kBlockBytes && off_ < size_) {
-      const size_t want = static_cast<size_t>(std::min<uint64_t>(kBlockBytes - b.len, size_ - off_));
-      const ssize_t r = pread(fd_, b.data() + b.len, want, static_cast<off_t>(off_));
-      if (r < 0) {
-        if (errno == EINTR) continue;
-        b.error = Status::Io(Errno("read", path_));
-        b.last = true;
-        return;
-      }
-      if (r == 0) {
-        size_ = off_;  // the file shrank since it was opened: it ends here
-        break;
-      }
-      b.len += static_cast<size_t>(r);
-      off_ += static_cast<uint64_t>(r);
-    }
-    b.last = off_ >= size_;
+    const size_t want = static_cast<size_t>(std::min<uint64_t>(kBlockBytes, size_ - off_));
+    b.error = PreadAll(fd_, path_, b.data(), want, off_, b.len);
+    off_ += b.len;
+    if (b.len < want) size_ = off_;  // the file shrank since it was opened (or a read failed): it ends here
+    b.last = off_ >= size_ || !b.error.ok();
   }
 
  private:
