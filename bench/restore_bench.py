@@ -74,7 +74,6 @@ def main():
         shutil.rmtree(scratch, ignore_errors=True)
 
     print_table(rows, a.rounds, load)
-    print("ratios, median of the rounds' ratios (min-max): wall; CPU")
     print_ratios(rows, [(f"restore --cut {a.first}", f"restore --cut {a.last}"),
                         (f"restore --cut {a.last} --base", f"restore --cut {a.last}")])
     per_round = [sum(x[1] for x in r) / sum(x[2] for x in r) / 1e6 for r in apply]
