@@ -9,7 +9,11 @@
 //   - in one other mode picked by the input's length (strict,
 //     tolerate-torn-tail or point-in-time): its records must be a prefix of
 //     salvage's, and its failure must agree with the mode's rule.
-// Both reads go through the invariants of segment_harness.h (CheckPlain):
+// A third read, in salvage mode again, goes through the read-ahead's source
+// (its chain check vouches for records, which the reader then does not
+// checksum), in blocks of a size picked by the input: it must find exactly
+// what the first found.
+// All reads go through the invariants of segment_harness.h (CheckPlain):
 // payloads inside the input right after their header, both CRCs right,
 // offsets growing, counts adding up, a clean end without damage.
 //
@@ -32,6 +36,13 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   salvage.decode = true;
   const Trace all = Run(in, salvage);
   CheckPlain(in, salvage, all);
+
+  RunSpec ahead = salvage;
+  ahead.decode = false;
+  ahead.checked_blocks = 1 + (size * 31 + (size > 0 ? data[size - 1] : 0)) % 700;
+  const Trace via_check = Run(in, ahead);
+  CheckPlain(in, ahead, via_check);
+  CheckSame(all, via_check, "read ahead in blocks of " + Hex(ahead.checked_blocks));
 
   RunSpec other;
   other.mode = kModes[size % 3];  // strict, tolerate-torn-tail, point-in-time

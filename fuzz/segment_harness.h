@@ -20,6 +20,7 @@
 
 #include "fuzz/check.h"
 #include "walfmt/bytes.h"
+#include "walfmt/chain_check.h"
 #include "walfmt/crc32c.h"
 #include "walfmt/lsn.h"
 #include "walfmt/reader.h"
@@ -124,11 +125,17 @@ struct RunSpec {
   uint64_t stop_after = 0;  // 0: never stop
   uint64_t index = 0;       // segment index given to the reader (the file name's)
   const SegmentScan* prev = nullptr;
+  // Plain bytes through the read-ahead's source instead (its chain check
+  // vouches for records, which the reader then does not checksum), handed
+  // out this many bytes at a time; 0: MemorySource.
+  size_t checked_blocks = 0;
 };
 
 Trace Run(std::span<const uint8_t> bytes, const RunSpec& spec) {
   Trace t;
-  std::unique_ptr<ByteSource> src = MemorySource(bytes, spec.zstd);
+  std::unique_ptr<ByteSource> src = spec.checked_blocks != 0 && !spec.zstd
+                                        ? detail::CheckedMemorySource(bytes, spec.checked_blocks)
+                                        : MemorySource(bytes, spec.zstd);
   if (spec.zstd) src = std::make_unique<CappedSource>(std::move(src), kMaxDecompressed);
   SegmentFile file{"fuzz.wal", spec.index, spec.zstd};
   ScanOptions opt;
@@ -146,12 +153,19 @@ Trace Run(std::span<const uint8_t> bytes, const RunSpec& spec) {
     Check((v.flags & ~kRecordFlagsKnown) == 0, "visited a record with unknown flags");
     Check(v.payload.size() <= kMaxRecordPayload, "payload over the limit");
     if (!spec.zstd) {
-      // Zero-copy: the payload points into the input, inside its bounds, at
-      // the place the header says.
-      Check(v.payload.data() >= bytes.data() + v.lsn.offset + kRecordHeaderSize &&
-                v.payload.data() + v.payload.size() <= bytes.data() + bytes.size(),
-            "payload outside the input");
-      Check(v.payload.data() == bytes.data() + v.lsn.offset + kRecordHeaderSize, "payload not after its header");
+      if (spec.checked_blocks == 0) {
+        // Zero-copy: the payload points into the input, inside its bounds, at
+        // the place the header says.
+        Check(v.payload.data() >= bytes.data() + v.lsn.offset + kRecordHeaderSize &&
+                  v.payload.data() + v.payload.size() <= bytes.data() + bytes.size(),
+              "payload outside the input");
+        Check(v.payload.data() == bytes.data() + v.lsn.offset + kRecordHeaderSize, "payload not after its header");
+      } else {
+        // A copy, in blocks: the same bytes as the input's at that place.
+        Check(v.lsn.offset + v.size() <= bytes.size(), "record past the end of the input");
+        Check(std::memcmp(v.payload.data(), bytes.data() + v.lsn.offset + kRecordHeaderSize, v.payload.size()) == 0,
+              "payload differs from the input's bytes at " + v.lsn.ToString());
+      }
       const uint8_t* h = bytes.data() + v.lsn.offset;
       const RecordHeader rh = LoadRecordHeader(h);
       Check(rh.header_crc == v.header_crc && rh.payload_len == v.payload.size() &&

@@ -3,7 +3,9 @@
 // truncate, re-sign a checksum so the next check is reached), and every error
 // path asserting three things: the records returned, the bytes dropped and
 // the problem (kind, position, message). Every scenario runs over plain and
-// zstd segments.
+// zstd segments, and over plain segments read ahead (whose records the
+// read-ahead's chain check vouches for, so that the reader skips their
+// checksums: the same findings must come out).
 #include <algorithm>
 #include <cstdint>
 #include <cstdlib>
@@ -23,6 +25,7 @@
 
 #include "test_files.h"
 #include "walfmt/bytes.h"
+#include "walfmt/chain_check.h"
 #include "walfmt/crc32c.h"
 #include "walfmt/reader.h"
 #include "walfmt/record.h"
@@ -52,8 +55,24 @@ std::string Compress(const std::string& s) {
 
 // --- The log ---------------------------------------------------------------
 
-enum class Variant { kPlain, kZstd };
-const char* VariantName(Variant v) { return v == Variant::kPlain ? "plain" : "zstd"; }
+enum class Variant { kPlain, kZstd, kReadAhead };
+const char* VariantName(Variant v) {
+  return v == Variant::kPlain ? "plain" : v == Variant::kZstd ? "zstd" : "read-ahead";
+}
+// Set while a kReadAhead case runs: node reads (ReadNode) read ahead too.
+bool g_read_ahead = false;
+struct ReadAheadScope {
+  ReadAheadScope() { g_read_ahead = true; }
+  ~ReadAheadScope() { g_read_ahead = false; }
+  ReadAheadScope(const ReadAheadScope&) = delete;
+  ReadAheadScope& operator=(const ReadAheadScope&) = delete;
+};
+// The read-ahead's block size in memory, by segment: small and odd, so that
+// headers and payloads straddle blocks everywhere (1 byte at a time for some).
+size_t ReadAheadBlock(uint64_t index) {
+  static constexpr size_t kSizes[] = {997, 1, 16, 15, 4096, 233, 17, 64};
+  return kSizes[index % std::size(kSizes)];
+}
 
 // A record as written, or as a reader handed it to the visitor.
 struct Rec {
@@ -273,7 +292,8 @@ Input Prepare(const std::string& bytes, Variant v) {
 
 ScanOutcome ScanInput(const Input& in, uint64_t index, ScanOptions opt, const SegmentScan* prev = nullptr) {
   const Variant v = in.v;
-  auto src = MemorySource({in.buf.data(), in.buf.size()}, v == Variant::kZstd);
+  auto src = v == Variant::kReadAhead ? detail::CheckedMemorySource({in.buf.data(), in.buf.size()}, ReadAheadBlock(index))
+                                      : MemorySource({in.buf.data(), in.buf.size()}, v == Variant::kZstd);
   ScanOutcome out;
   const SegmentFile file{MemPath(index, v), index, v == Variant::kZstd};
   out.scan = ScanSegment(
@@ -312,6 +332,7 @@ NodeOutcome ReadNode(const std::vector<SegmentFile>& files, RecoveryMode mode, L
   opt.mode = mode;
   opt.from = from;
   opt.check_payload_crc = check_payload;
+  opt.read_ahead = g_read_ahead;
   out.read = ReadNodeWal(
       files, opt,
       [&](const RecordView& rv) {
@@ -433,13 +454,19 @@ void ResignSegmentHeader(std::string& seg) {
 }  // namespace
 
 
-// Every scenario runs twice, as separate test cases, over plain segments and
-// over zstd-compressed ones (MemorySource(zstd bytes, true) / .wal.zst files),
-// so a defect of one variant is reported (and, if known, tagged) on its own.
-#define VARIANT_TEST_CASE(fn, name, tags, zstd_tags)                  \
-  static void fn(Variant v);                                          \
-  TEST_CASE(name " (plain)", tags) { fn(Variant::kPlain); }           \
-  TEST_CASE(name " (zstd)", tags zstd_tags) { fn(Variant::kZstd); }   \
+// Every scenario runs three times, as separate test cases: over plain
+// segments, over zstd-compressed ones (MemorySource(zstd bytes, true) /
+// .wal.zst files), and over plain ones read ahead (CheckedMemorySource in
+// small blocks / OpenSegmentSource's read_ahead), so a defect of one variant
+// is reported (and, if known, tagged) on its own.
+#define VARIANT_TEST_CASE(fn, name, tags, zstd_tags)                                          \
+  static void fn(Variant v);                                                                  \
+  TEST_CASE(name " (plain)", tags) { fn(Variant::kPlain); }                                   \
+  TEST_CASE(name " (zstd)", tags zstd_tags) { fn(Variant::kZstd); }                           \
+  TEST_CASE(name " (read-ahead)", tags) {                                                     \
+    ReadAheadScope scope;                                                                     \
+    fn(Variant::kReadAhead);                                                                  \
+  }                                                                                           \
   static void fn(Variant v)
 
 // ===========================================================================

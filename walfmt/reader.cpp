@@ -13,6 +13,7 @@
 
 #include "walfmt/bytes.h"
 #include "walfmt/crc32c.h"
+#include "walfmt/record_crc.h"
 
 namespace walfmt {
 namespace {
@@ -53,70 +54,8 @@ struct Examined {
   Status io;                          // kIoError
 };
 
-// Masked CRC32C of bytes 4..15 of a record header (ComputeRecordHeaderCrc),
-// inline: two crc32 instructions where the CPU has them.
-template <bool kHw>
-inline uint32_t HeaderCrc(const uint8_t* p) {
-#if defined(__x86_64__)
-  if constexpr (kHw) {
-    uint64_t a;
-    uint32_t b;
-    std::memcpy(&a, p + 4, 8);
-    std::memcpy(&b, p + 12, 4);
-    uint64_t c = 0xFFFFFFFFu;
-    asm("crc32q %1, %0" : "+r"(c) : "rm"(a));
-    auto c32 = static_cast<uint32_t>(c);
-    asm("crc32l %1, %0" : "+r"(c32) : "rm"(b));
-    return MaskCrc(~c32);
-  }
-#endif
-  return ComputeRecordHeaderCrc(p);
-}
-
-// CRC32C of a record's payload, inline where the CPU has the crc32
-// instruction: payloads are mostly a few dozen bytes, for which the call to
-// crc32c::Value costs about as much as the bytes.
-template <bool kHw>
-inline uint32_t PayloadCrc(const uint8_t* p, size_t n) {
-#if defined(__x86_64__)
-  if constexpr (kHw) {
-    uint64_t c = 0xFFFFFFFFu;
-    const uint8_t* const pairs_end = p + (n & ~size_t{15});
-    for (; p != pairs_end; p += 16) {
-      uint64_t w0, w1;
-      std::memcpy(&w0, p, 8);
-      std::memcpy(&w1, p + 8, 8);
-      asm("crc32q %1, %0" : "+r"(c) : "rm"(w0));
-      asm("crc32q %1, %0" : "+r"(c) : "rm"(w1));
-    }
-    if (n & 8) {
-      uint64_t w;
-      std::memcpy(&w, p, 8);
-      asm("crc32q %1, %0" : "+r"(c) : "rm"(w));
-      p += 8;
-    }
-    n &= 7;
-    auto c32 = static_cast<uint32_t>(c);
-    if (n >= 4) {
-      uint32_t w;
-      std::memcpy(&w, p, 4);
-      asm("crc32l %1, %0" : "+r"(c32) : "rm"(w));
-      p += 4;
-      n -= 4;
-    }
-    if (n >= 2) {
-      uint16_t w;
-      std::memcpy(&w, p, 2);
-      asm("crc32w %1, %0" : "+r"(c32) : "rm"(w));
-      p += 2;
-      n -= 2;
-    }
-    if (n > 0) asm("crc32b %1, %0" : "+r"(c32) : "rm"(*p));
-    return ~c32;
-  }
-#endif
-  return crc32c::Value(p, n);
-}
+using detail::HeaderCrc;
+using detail::PayloadCrc;
 
 // Type and flags, loaded as one word (type | flags << 16): an intact record
 // of a known type has a type from 1 to kMaxKnownRecordType and no flags but
@@ -128,35 +67,51 @@ inline bool KnownTypeAndFlags(uint32_t type_flags) {
 class Framer {
  public:
   Framer(ByteSource& src, uint64_t offset, bool check_payload)
-      : src_(src), off_(offset), check_payload_(check_payload) {}
+      : src_(src), off_(offset), check_payload_(check_payload), on_chain_(offset == kSegmentHeaderSize) {}
 
   uint64_t offset() const { return off_; }
-  void MoveTo(uint64_t offset) { off_ = offset; }
+  // Elsewhere than along the chain (after damage): the source's chain check
+  // says nothing about the records from there.
+  void MoveTo(uint64_t offset) {
+    off_ = offset;
+    on_chain_ = false;
+  }
+  // Past the intact record of `total` bytes at offset(): the next record of
+  // the same chain.
+  void Skip(uint64_t total) { off_ += total; }
 
   // The fast path: walks the intact records of known types from offset() on
   // through the source's windows, calling on_record(offset, header, payload)
   // for each, with no virtual call per record. Stops at anything else (the
   // end, damage, a record of an unknown type, a read error: Examine() tells
   // which) and returns true; returns false when on_record did (offset() is
-  // then after that record).
+  // then after that record). A record the source's chain check has passed
+  // (ByteSource::CheckedChainEnd) is not checksummed again, when the walk is
+  // on that chain: it started right after the segment header and has only
+  // moved from record to record since.
   template <bool kHw, class OnRecord>
   bool Walk(OnRecord&& on_record) {
-    // The window holds [woff, woff + (end - w)) at w; the walk is at r.
+    // The window holds [woff, woff + (end - w)) at w; the walk is at r; the
+    // records that end at or before `checked` passed the source's check.
     const uint8_t* w = nullptr;
     const uint8_t* r = nullptr;
     const uint8_t* end = nullptr;
+    const uint8_t* checked = nullptr;
     uint64_t woff = off_;
     for (;;) {
       if (end - r < static_cast<ptrdiff_t>(kRecordHeaderSize)) {
-        if (!Slide(w, r, end, woff, kRecordHeaderSize)) break;
+        if (!Slide(w, r, end, checked, woff, kRecordHeaderSize)) break;
       }
       const uint32_t len = LoadU32(r + 4);
-      if (LoadU32(r) != HeaderCrc<kHw>(r) || len > kMaxRecordPayload || !KnownTypeAndFlags(LoadU32(r + 8))) break;
+      if (len > kMaxRecordPayload || !KnownTypeAndFlags(LoadU32(r + 8))) break;
       const size_t total = kRecordHeaderSize + len;
-      if (static_cast<ptrdiff_t>(total) > end - r) {
-        if (!Slide(w, r, end, woff, total)) break;
+      if (static_cast<ptrdiff_t>(total) > checked - r) {
+        if (LoadU32(r) != HeaderCrc<kHw>(r)) break;
+        if (static_cast<ptrdiff_t>(total) > end - r) {
+          if (!Slide(w, r, end, checked, woff, total)) break;
+        }
+        if (check_payload_ && MaskCrc(PayloadCrc<kHw>(r + kRecordHeaderSize, len)) != LoadU32(r + 12)) break;
       }
-      if (check_payload_ && MaskCrc(PayloadCrc<kHw>(r + kRecordHeaderSize, len)) != LoadU32(r + 12)) break;
       if (!on_record(woff + static_cast<uint64_t>(r - w), r, len)) {
         off_ = woff + static_cast<uint64_t>(r - w) + total;
         return false;
@@ -270,12 +225,15 @@ class Framer {
  private:
   // Moves the walk's window to start at the walk's position, holding at
   // least `need` bytes from there; false when the source has fewer.
-  bool Slide(const uint8_t*& w, const uint8_t*& r, const uint8_t*& end, uint64_t& woff, size_t need) {
+  bool Slide(const uint8_t*& w, const uint8_t*& r, const uint8_t*& end, const uint8_t*& checked, uint64_t& woff,
+             size_t need) {
     woff += static_cast<uint64_t>(r - w);
     size_t got = 0;
     src_.Window(woff, need, w, got);
     r = w;
     end = w + got;
+    const uint64_t chain_end = on_chain_ ? src_.CheckedChainEnd() : 0;
+    checked = w + (chain_end > woff ? std::min<uint64_t>(chain_end - woff, got) : 0);
     return got >= need;
   }
 
@@ -289,6 +247,7 @@ class Framer {
   ByteSource& src_;
   uint64_t off_;
   const bool check_payload_;
+  bool on_chain_;  // offset() is on the segment's record chain (ByteSource::CheckedChainEnd)
 };
 
 // Reads from `from` to the end of the data: its end offset and whether every
@@ -561,7 +520,7 @@ class SegmentPolicy {
   // False when the visitor stops the read.
   bool Intact(const Examined& e) {
     const uint64_t off = fr_.offset();
-    fr_.MoveTo(off + e.total);
+    fr_.Skip(e.total);
     bool go = true;
     if (e.rh.type > kMaxKnownRecordType) {
       ++s_.skipped_unknown;
@@ -812,6 +771,7 @@ void NodeWalReader::Step() {
     ScanOptions so;
     so.mode = opt_.mode;
     so.check_payload_crc = opt_.check_payload_crc;
+    so.read_ahead = opt_.read_ahead;
     so.is_last = i + 1 == segments_.size();
     const SegmentScan* prev = r_.segments.empty() ? nullptr : &r_.segments.back();
     if (prev != nullptr && prev->header_ok) {

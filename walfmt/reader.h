@@ -179,6 +179,7 @@ struct NodeReadOptions {
   RecoveryMode mode = RecoveryMode::kTolerateTornTail;
   bool check_payload_crc = true;
   Lsn from{0, 0};       // skip records before this position
+  bool read_ahead = false;  // plain segments read on a thread ahead of the parse (ScanOptions::read_ahead)
 };
 
 struct NodeRead {

@@ -20,6 +20,8 @@
 #include <fmt/format.h>
 #include <zstd.h>
 
+#include "walfmt/chain_check.h"
+
 namespace walfmt {
 namespace {
 
@@ -203,6 +205,7 @@ struct Block {
   size_t len = 0;      // bytes at data()
   bool last = false;   // nothing follows: the data ended, or reading it failed (error)
   Status error;
+  uint64_t chain_end = 0;  // the chain check's verified_end after this block (0: not checked)
 };
 
 // Spare blocks of the sources closed on this thread: the next source opened
@@ -241,6 +244,24 @@ class PlainFiller final : public BlockFiller {
   std::string path_;
   uint64_t size_;
   uint64_t off_ = 0;
+};
+
+// Bytes in memory handed out `step` bytes at a time (tests of the chain
+// check across block edges).
+class MemFiller final : public BlockFiller {
+ public:
+  MemFiller(std::span<const uint8_t> data, size_t step) : data_(data), step_(step) {}
+  void Fill(Block& b) override {
+    b.len = std::min(step_, data_.size() - off_);
+    std::memcpy(b.data(), data_.data() + off_, b.len);
+    off_ += b.len;
+    b.last = off_ == data_.size();
+  }
+
+ private:
+  std::span<const uint8_t> data_;
+  size_t step_;
+  size_t off_ = 0;
 };
 
 // The decoder: compressed input (a file or memory) in, blocks out.
@@ -362,8 +383,11 @@ class BlockSource final : public ByteSource {
   // `recycle`: the blocks go to this thread's spares when the source closes
   // (never for standard input's source, which lives until exit, after the
   // thread's spares are gone).
-  BlockSource(std::unique_ptr<BlockFiller> filler, bool threaded, std::optional<uint64_t> size, bool recycle)
-      : filler_(std::move(filler)), threaded_(threaded), size_(size), recycle_(recycle) {}
+  // `check_chain`: the filling side runs the chain check over each block
+  // (a plain segment's bytes; CheckedChainEnd).
+  BlockSource(std::unique_ptr<BlockFiller> filler, bool threaded, std::optional<uint64_t> size, bool recycle,
+              bool check_chain = false)
+      : filler_(std::move(filler)), threaded_(threaded), size_(size), recycle_(recycle), check_chain_(check_chain) {}
   ~BlockSource() override {
     if (thread_.joinable()) {
       {
@@ -399,6 +423,7 @@ class BlockSource final : public ByteSource {
     Expose(offset, kBlockPrefix + kBlockBytes, p, got);
   }
   std::optional<uint64_t> size() const override { return size_; }
+  uint64_t CheckedChainEnd() const override { return checked_; }
 
  private:
   void Expose(uint64_t offset, size_t n, const uint8_t*& p, size_t& got) const {
@@ -423,6 +448,7 @@ class BlockSource final : public ByteSource {
       data_ = start;
       win_off_ = end - keep;
       win_len_ = keep + next->len;
+      checked_ = next->chain_end;
       if (next->last) {
         ended_ = true;
         pending_ = next->error;
@@ -436,7 +462,7 @@ class BlockSource final : public ByteSource {
     if (threaded_ && !started_ && decoded_inline_ > 0) Start();
     if (!started_) {
       Block* b = TakeFreeInline();
-      filler_->Fill(*b);
+      Fill(*b);
       ++decoded_inline_;
       return b;
     }
@@ -493,6 +519,16 @@ class BlockSource final : public ByteSource {
     }
   }
 
+  // On the filling side: the next block, checked when asked.
+  void Fill(Block& b) {
+    filler_->Fill(b);
+    b.chain_end = 0;
+    if (check_chain_) {
+      chain_.Feed(b.data(), b.len);
+      b.chain_end = chain_.verified_end();
+    }
+  }
+
   void Produce() {
     for (;;) {
       Block* b = nullptr;
@@ -503,7 +539,7 @@ class BlockSource final : public ByteSource {
         b = free_.back();
         free_.pop_back();
       }
-      filler_->Fill(*b);
+      Fill(*b);
       const bool last = b->last;
       {
         std::lock_guard<std::mutex> lock(mu_);
@@ -518,6 +554,8 @@ class BlockSource final : public ByteSource {
   bool threaded_;
   std::optional<uint64_t> size_;
   bool recycle_;
+  bool check_chain_;
+  detail::ChainCheck chain_;  // the filling side's, as filler_
   bool started_ = false;
   uint64_t decoded_inline_ = 0;
   std::vector<std::unique_ptr<Block>> blocks_;
@@ -539,6 +577,7 @@ class BlockSource final : public ByteSource {
   bool ended_ = false;
   Status pending_;
   uint64_t floor_ = 0;  // the highest offset asked for: a stream does not go back
+  uint64_t checked_ = 0;  // the window's last block's chain_end
 };
 
 // --- A stream (standard input): read() into a window, forward only.
@@ -695,7 +734,8 @@ Result<std::unique_ptr<ByteSource>> OpenSegmentSource(const std::string& path, b
   }
   if (read_ahead) {
     const auto size = static_cast<uint64_t>(sb.st_size);
-    return std::unique_ptr<ByteSource>(new BlockSource(std::make_unique<PlainFiller>(fd, path, size), true, size, true));
+    return std::unique_ptr<ByteSource>(
+        new BlockSource(std::make_unique<PlainFiller>(fd, path, size), true, size, true, true));
   }
   return std::unique_ptr<ByteSource>(new PreadSource(fd, path, static_cast<uint64_t>(sb.st_size)));
 }
@@ -724,6 +764,16 @@ std::unique_ptr<ByteSource> MemorySource(std::span<const uint8_t> data, bool zst
   if (zstd_frame) return std::make_unique<BlockSource>(std::make_unique<ZstdDecoder>(data), false, std::nullopt, false);
   return std::make_unique<MemSource>(data);
 }
+
+namespace detail {
+
+std::unique_ptr<ByteSource> CheckedMemorySource(std::span<const uint8_t> data, size_t block_bytes) {
+  block_bytes = std::clamp<size_t>(block_bytes, 1, kBlockBytes);
+  return std::make_unique<BlockSource>(std::make_unique<MemFiller>(data, block_bytes), false, data.size(), false,
+                                       true);
+}
+
+}  // namespace detail
 
 Result<std::string> ZstdCompress(std::span<const uint8_t> data, int level) {
   std::string out(ZSTD_compressBound(data.size()), '\0');

@@ -40,6 +40,17 @@ class ByteSource {
   }
   // The bytes before `offset` will not be asked for again.
   virtual void Release(uint64_t offset) { (void)offset; }
+  // How far the source's own check of the record chain has got. The chain
+  // is the sequence of records that starts right after the segment header
+  // (offset kSegmentHeaderSize), each record followed by the one at its end.
+  // Every record of it that ends at or before this offset, within the bytes
+  // the last Get or Window made readable, passed its header checksum, the
+  // length limit and its payload checksum, so that a reader walking that
+  // same chain need not compute them again. Nothing is said of any other
+  // offset. 0 for a source that checks nothing: all but a plain segment
+  // read ahead (OpenSegmentSource's read_ahead), whose thread checks each
+  // block as it reads it.
+  virtual uint64_t CheckedChainEnd() const { return 0; }
   // Total size when known up front (plain files, buffers).
   virtual std::optional<uint64_t> size() const = 0;
 };
@@ -47,9 +58,10 @@ class ByteSource {
 // Opens a segment file read-only. `compressed` selects the zstd decoder.
 // `read_ahead` reads a plain file on a thread of its own, up to four blocks
 // of 1.5 MiB ahead of the reader, as the decoder does for a compressed one;
-// the source then only moves forward (a Get below the last Get fails). For a
-// reader that spends most of its time on each record (dump's text), so that
-// the copy out of the page cache overlaps it. The path kStdinPath is
+// the source then only moves forward (a Get below the last Get fails), and
+// that thread also checks the record chain (CheckedChainEnd). For a reader
+// that spends most of its time on each record (dump's text), so that the
+// copy out of the page cache and the checksums overlap it. The path kStdinPath is
 // standard input (see below).
 Result<std::unique_ptr<ByteSource>> OpenSegmentSource(const std::string& path, bool compressed,
                                                       bool read_ahead = false);
