@@ -410,7 +410,7 @@ void RegisterDump(CLI::App& root, Registry& reg) {
       ->default_str("tolerate-torn-tail");
   cmd->add_option("-j,--jobs", o->jobs,
                   "Threads reading and formatting segments ahead of the output (default: one per core; 1: the "
-                  "output's thread formats, one more reads ahead)");
+                  "output's thread formats, one more reads ahead and checks the checksums)");
   cmd->add_flag("-f,--follow", o->follow,
                 "Keep reading as the WAL grows, across new segments, until interrupted (SIGINT, SIGTERM: exit 0); "
                 "one node (--node with a cluster); an incomplete record at the end is read once it is complete");
