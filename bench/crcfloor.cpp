@@ -35,28 +35,15 @@
 
 #include "walfmt/bytes.h"
 #include "walfmt/crc32c.h"
+#include "walfmt/record_crc.h"
 #include "walfmt/segment.h"
 
 using namespace walfmt;
 
 namespace {
 
-// The reader's inline header checksum (walfmt/reader.cpp, HeaderCrc).
-uint32_t InlineHeaderCrc(const uint8_t* p) {
-#if defined(__x86_64__)
-  uint64_t a;
-  uint32_t b;
-  std::memcpy(&a, p + 4, 8);
-  std::memcpy(&b, p + 12, 4);
-  uint64_t c = 0xFFFFFFFFu;
-  asm("crc32q %1, %0" : "+r"(c) : "rm"(a));
-  auto c32 = static_cast<uint32_t>(c);
-  asm("crc32l %1, %0" : "+r"(c32) : "rm"(b));
-  return MaskCrc(~c32);
-#else
-  return MaskCrc(crc32c::Value(p + 4, kRecordHeaderSize - 4));
-#endif
-}
+// The reader's inline header checksum (walfmt/record_crc.h).
+uint32_t InlineHeaderCrc(const uint8_t* p) { return detail::HeaderCrc<true>(p); }
 
 }  // namespace
 
