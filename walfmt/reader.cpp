@@ -79,17 +79,20 @@ class Framer {
   // Past the intact record of `total` bytes at offset(): the next record of
   // the same chain.
   void Skip(uint64_t total) { off_ += total; }
+  // Whether a Walk from here may take the source's word for a record
+  // (Walk<kHw, true>); otherwise Walk<kHw, false>, which checks every one.
+  bool Trusting() const { return on_chain_ && src_.ChecksChain(); }
 
   // The fast path: walks the intact records of known types from offset() on
   // through the source's windows, calling on_record(offset, header, payload)
   // for each, with no virtual call per record. Stops at anything else (the
   // end, damage, a record of an unknown type, a read error: Examine() tells
   // which) and returns true; returns false when on_record did (offset() is
-  // then after that record). A record the source's chain check has passed
-  // (ByteSource::CheckedChainEnd) is not checksummed again, when the walk is
-  // on that chain: it started right after the segment header and has only
-  // moved from record to record since.
-  template <bool kHw, class OnRecord>
+  // then after that record). With kTrust (only when Trusting()), a record
+  // the source's chain check has passed (ByteSource::CheckedChainEnd) is not
+  // checksummed again: the walk is then on that chain, having started right
+  // after the segment header and moved only from record to record since.
+  template <bool kHw, bool kTrust, class OnRecord>
   bool Walk(OnRecord&& on_record) {
     // The window holds [woff, woff + (end - w)) at w; the walk is at r; the
     // records that end at or before `checked` passed the source's check.
@@ -103,10 +106,20 @@ class Framer {
         if (!Slide(w, r, end, checked, woff, kRecordHeaderSize)) break;
       }
       const uint32_t len = LoadU32(r + 4);
-      if (len > kMaxRecordPayload || !KnownTypeAndFlags(LoadU32(r + 8))) break;
-      const size_t total = kRecordHeaderSize + len;
-      if (static_cast<ptrdiff_t>(total) > checked - r) {
-        if (LoadU32(r) != HeaderCrc<kHw>(r)) break;
+      size_t total = 0;
+      if constexpr (kTrust) {
+        if (len > kMaxRecordPayload || !KnownTypeAndFlags(LoadU32(r + 8))) break;
+        total = kRecordHeaderSize + len;
+        if (static_cast<ptrdiff_t>(total) > checked - r) {
+          if (LoadU32(r) != HeaderCrc<kHw>(r)) break;
+          if (static_cast<ptrdiff_t>(total) > end - r) {
+            if (!Slide(w, r, end, checked, woff, total)) break;
+          }
+          if (check_payload_ && MaskCrc(PayloadCrc<kHw>(r + kRecordHeaderSize, len)) != LoadU32(r + 12)) break;
+        }
+      } else {
+        if (LoadU32(r) != HeaderCrc<kHw>(r) || len > kMaxRecordPayload || !KnownTypeAndFlags(LoadU32(r + 8))) break;
+        total = kRecordHeaderSize + len;
         if (static_cast<ptrdiff_t>(total) > end - r) {
           if (!Slide(w, r, end, checked, woff, total)) break;
         }
@@ -232,7 +245,8 @@ class Framer {
     src_.Window(woff, need, w, got);
     r = w;
     end = w + got;
-    const uint64_t chain_end = on_chain_ ? src_.CheckedChainEnd() : 0;
+    // Used by Walk<kHw, true> alone, which runs only on the chain (Trusting).
+    const uint64_t chain_end = src_.CheckedChainEnd();
     checked = w + (chain_end > woff ? std::min<uint64_t>(chain_end - woff, got) : 0);
     return got >= need;
   }
@@ -486,7 +500,7 @@ class SegmentPolicy {
     uint64_t n = 0;
     uint32_t crc = 0;
     const uint64_t index = file_.index;
-    const bool go = fr_.Walk<kHw>([&](uint64_t off, const uint8_t* r, uint32_t len) {
+    auto on_record = [&](uint64_t off, const uint8_t* r, uint32_t len) {
       ++n;
       crc = LoadU32(r);
       if constexpr (kVisit) {
@@ -498,7 +512,8 @@ class SegmentPolicy {
         (void)index;
         return true;
       }
-    });
+    };
+    const bool go = fr_.Trusting() ? fr_.Walk<kHw, true>(on_record) : fr_.Walk<kHw, false>(on_record);
     if (n > 0) Count(n, fr_.offset() - start, crc);
     return go;
   }

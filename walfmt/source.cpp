@@ -424,6 +424,7 @@ class BlockSource final : public ByteSource {
   }
   std::optional<uint64_t> size() const override { return size_; }
   uint64_t CheckedChainEnd() const override { return checked_; }
+  bool ChecksChain() const override { return check_chain_; }
 
  private:
   void Expose(uint64_t offset, size_t n, const uint8_t*& p, size_t& got) const {

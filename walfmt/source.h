@@ -51,6 +51,9 @@ class ByteSource {
   // read ahead (OpenSegmentSource's read_ahead), whose thread checks each
   // block as it reads it.
   virtual uint64_t CheckedChainEnd() const { return 0; }
+  // Whether this source checks the chain at all (CheckedChainEnd may then
+  // move past 0), so that a reader of any other source keeps its plain loop.
+  virtual bool ChecksChain() const { return false; }
   // Total size when known up front (plain files, buffers).
   virtual std::optional<uint64_t> size() const = 0;
 };
