@@ -253,7 +253,7 @@ class MemFiller final : public BlockFiller {
   MemFiller(std::span<const uint8_t> data, size_t step) : data_(data), step_(step) {}
   void Fill(Block& b) override {
     b.len = std::min(step_, data_.size() - off_);
-    std::memcpy(b.data(), data_.data() + off_, b.len);
+    if (b.len > 0) std::memcpy(b.data(), data_.data() + off_, b.len);  // empty data may have no address
     off_ += b.len;
     b.last = off_ == data_.size();
   }
