@@ -76,7 +76,6 @@ class WalWriter {
   uint64_t time_us_ = 0;
   std::string buf_;            // appended, not yet written
   std::string scratch_;
-  bool closed_ = false;
   // Archive() state kept from one rolled segment to the next: a fresh zstd
   // context and fresh megabyte buffers per segment cost page faults and
   // table initialisation each time. The compressed bytes do not depend on
