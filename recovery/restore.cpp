@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <cstring>
 #include <filesystem>
@@ -130,6 +131,17 @@ class PendingWrites {
 
   bool bad() const { return bad_; }
   uint64_t writes() const { return writes_; }
+
+  // Hints the state to load the entries the writes will overwrite (their
+  // slots were hinted as the TX_DATA was read).
+  void PrefetchEntries(const StateTable& state) const {
+    for (const char* p = data_.get(); p < data_.get() + size_;) {
+      WriteHead h;
+      std::memcpy(&h, p, sizeof h);
+      state.PrefetchEntry(h.hash);
+      p += sizeof h + h.key_len + h.value_len;
+    }
+  }
 
   // Applies the writes in order.
   void ApplyTo(StateTable& state) const {
@@ -311,6 +323,24 @@ Status RunNode(NodeJob& job, bool dry_run, const std::function<void(uint64_t)>& 
     buffers[b].Clear();
     free_buffers.push_back(b);
   };
+  // A committed transaction is applied kApplyLag commits later, in commit
+  // order (the state is read only at the end, so the result is the same):
+  // at its commit its writes' slots have arrived (hinted at its TX_DATA),
+  // and the entries they point at are hinted then, so that they too have
+  // arrived when it is applied. Without the lag, loading each entry was a
+  // quarter of the apply pass.
+  constexpr size_t kApplyLag = 8;
+  std::array<uint32_t, kApplyLag> lagging{};
+  size_t lag_next = 0;  // the ring's oldest slot
+  size_t lag_size = 0;
+  auto apply_oldest = [&] {
+    const uint32_t b = lagging[lag_next];
+    lag_next = (lag_next + 1) % kApplyLag;
+    --lag_size;
+    buffers[b].ApplyTo(state);
+    buffers[b].Clear();
+    free_buffers.push_back(b);
+  };
   Status failure;
   bool reached_end = false;
   uint64_t bytes = 0;
@@ -397,7 +427,12 @@ Status RunNode(NodeJob& job, bool dry_run, const std::function<void(uint64_t)>& 
           }
           ++o.txs_applied;
           o.writes_applied += w.writes();
-          if (!dry_run) w.ApplyTo(state);
+          if (!dry_run) {
+            w.PrefetchEntries(state);
+            if (lag_size == kApplyLag) apply_oldest();
+            lagging[(lag_next + lag_size++) % kApplyLag] = b;
+            break;  // its buffer is released once applied
+          }
         } else {
           ++o.txs_skipped;
         }
@@ -424,6 +459,7 @@ Status RunNode(NodeJob& job, bool dry_run, const std::function<void(uint64_t)>& 
   o.bytes_to_read = bytes;
   if (progress && bytes > reported) progress(bytes - reported);
   if (!failure.ok()) return failure;
+  while (lag_size > 0) apply_oldest();
   if (job.check_identity) {
     for (const auto& sc : read.segments) {
       if (!sc.header_ok) continue;
