@@ -12,6 +12,7 @@
 #include <sys/mman.h>
 
 #include <algorithm>
+#include <array>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
@@ -149,8 +150,9 @@ class HugeArray {
 // Sorting a state by key for writing it out (the snapshot format wants
 // increasing keys). Comparing keys with memcmp costs a call per comparison
 // and walks the prefix keys share ("user/0000000", "acct/0000000") every
-// time. Instead each entry carries 8 bytes of its key as a big-endian number
-// (zero-padded), so that most comparisons are one integer compare: first the
+// time. Instead each entry is ranked by 8 bytes of its key as a big-endian
+// number (zero-padded), so that most comparisons are one integer compare, and
+// a large group needs no comparison at all (a radix sort): first the
 // 8 bytes after the prefix all keys share; entries whose 8 bytes are equal
 // and whose keys go on past them are then sorted among themselves on their
 // next 8 bytes, and so on. Equal 8 bytes where a key ends within them mean
@@ -158,7 +160,6 @@ class HugeArray {
 // bytes there are zeros too), so the shorter sorts first. The order is
 // exactly the byte order of the keys, with no memcmp at all.
 struct SortedEntry {
-  uint64_t rank;
   std::string_view key;
   std::string_view value;
 };
@@ -179,52 +180,99 @@ inline uint64_t RankAt(std::string_view k, size_t depth) {
   return r;
 }
 
-// The length of the prefix every key of [b, e) shares, given that they
-// share their first `depth` bytes.
-inline size_t SharedFrom(const SortedEntry* b, const SortedEntry* e, size_t depth) {
-  const std::string_view first = b->key;
-  size_t common = first.size();
-  for (const SortedEntry* x = b + 1; x != e && common > depth; ++x) {
-    size_t i = depth;
-    const size_t n = std::min(common, x->key.size());
-    while (i < n && first[i] == x->key[i]) ++i;
-    common = i;
+// An entry being sorted: `ref` finds it (what it is, the caller says: an
+// arena offset, an index), below 2^56; during a round its top byte holds
+// `rest` (9 for a key that goes on past the 8 bytes of the rank, else its
+// length from the group's depth: the shorter first, it is a prefix of the
+// others). A group sorts on (rank, rest).
+struct Item {
+  uint64_t rank;
+  uint64_t ref;
+};
+inline constexpr uint64_t kRefMask = (uint64_t{1} << 56) - 1;
+inline uint32_t RestOf(const Item& it) { return static_cast<uint32_t>(it.ref >> 56); }
+
+// Sorts [b, e) by (rank, rest). From `radix_from` items on, a stable LSD
+// radix sort, a byte per pass (rest, then the rank from its lowest byte),
+// skipping every byte all items share, through `scratch` (n items); below
+// it std::sort (a radix pass costs its 256 counts whatever the size).
+inline void SortItems(Item* b, Item* e, Item* scratch, size_t radix_from) {
+  const size_t n = static_cast<size_t>(e - b);
+  if (n < radix_from) {
+    std::sort(b, e, [](const Item& x, const Item& y) { return x.rank != y.rank ? x.rank < y.rank : x.ref < y.ref; });
+    return;
   }
-  return common;
+  Item* from = b;
+  Item* to = scratch;
+  auto digit = [](const Item& it, int d) {
+    return d == 0 ? RestOf(it) : static_cast<uint32_t>((it.rank >> (8 * (d - 1))) & 0xFF);
+  };
+  std::array<std::array<size_t, 256>, 9> count{};
+  for (const Item* it = b; it != e; ++it) {
+    for (int d = 0; d < 9; ++d) ++count[d][digit(*it, d)];
+  }
+  for (int d = 0; d < 9; ++d) {
+    std::array<size_t, 256>& c = count[d];
+    if (c[digit(*b, d)] == n) continue;  // every item has this digit
+    size_t sum = 0;
+    for (size_t& x : c) {
+      const size_t k = x;
+      x = sum;
+      sum += k;
+    }
+    for (size_t i = 0; i < n; ++i) to[c[digit(from[i], d)]++] = from[i];
+    std::swap(from, to);
+  }
+  if (from != b) std::copy(from, from + n, b);
 }
 
-// Sorts [b, e), whose keys agree on their first `depth` bytes. A group that
-// ties goes on a stack of work, not into a recursion: a stack of pending
-// groups cannot overflow the thread's stack whatever the keys share.
-inline void SortFrom(SortedEntry* b, SortedEntry* e, size_t depth) {
+// Groups from this size on are sorted by the radix sort.
+inline constexpr size_t kRadixFrom = 2048;
+
+// Puts items [0, n) (their refs set, top bytes clear) in the byte order of
+// their keys: key_of(ref) is an item's key, hint(ref) starts loading it.
+// Each group of items whose keys agree on their first `depth` bytes is
+// sorted on the 8 bytes after the bytes it all shares; items that tie there
+// and go on form the groups of the next round. Pending groups wait on a
+// stack of work, not in a recursion: it cannot overflow the thread's stack
+// whatever the keys share. `scratch` holds n items. On return the top bytes
+// are clear again.
+template <typename KeyOf, typename Hint>
+void SortByKey(Item* items, size_t n, Item* scratch, KeyOf&& key_of, Hint&& hint, size_t radix_from = kRadixFrom) {
   struct Group {
-    SortedEntry* b;
-    SortedEntry* e;
+    size_t b;
+    size_t e;
     size_t depth;
   };
-  std::vector<Group> work{{b, e, depth}};
+  std::vector<Group> work;
+  if (n > 1) work.push_back({0, n, 0});
   while (!work.empty()) {
     const Group g = work.back();
     work.pop_back();
     // Straight past the bytes the whole group shares: each round splits it.
-    const size_t d = SharedFrom(g.b, g.e, g.depth);
-    // The keys lie scattered over the table's arena: loading them ahead of
-    // use hides most of the misses.
-    for (SortedEntry* x = g.b; x != g.e; ++x) {
-      if (g.e - x > 16) __builtin_prefetch(x[16].key.data() + d);
-      x->rank = RankAt(x->key, d);
+    const std::string_view first = key_of(items[g.b].ref & kRefMask);
+    size_t d = first.size();
+    for (size_t x = g.b + 1; x != g.e && d > g.depth; ++x) {
+      const std::string_view k = key_of(items[x].ref & kRefMask);
+      size_t i = g.depth;
+      const size_t m = std::min(d, k.size());
+      while (i < m && first[i] == k[i]) ++i;
+      d = i;
     }
-    // Past the 8 bytes: 9 for every key that goes on (they tie), else its
-    // length from d (shorter first: it is a prefix of the others).
-    auto rest = [d](const SortedEntry& x) { return std::min<size_t>(x.key.size() - d, 9); };
-    std::sort(g.b, g.e, [&](const SortedEntry& x, const SortedEntry& y) {
-      if (x.rank != y.rank) return x.rank < y.rank;
-      return rest(x) < rest(y);
-    });
-    for (SortedEntry* run = g.b; run != g.e;) {
-      SortedEntry* end = run + 1;
-      while (end != g.e && end->rank == run->rank && rest(*end) == rest(*run)) ++end;
-      if (end - run > 1 && rest(*run) == 9) work.push_back({run, end, d + 8});
+    // The keys lie scattered: loading them ahead of use hides most of the
+    // misses.
+    for (size_t i = g.b; i != g.e; ++i) {
+      if (i + 16 < g.e) hint(items[i + 16].ref & kRefMask, d);
+      const uint64_t ref = items[i].ref & kRefMask;
+      const std::string_view k = key_of(ref);
+      items[i] = Item{RankAt(k, d), ref | uint64_t{std::min<size_t>(k.size() - d, 9)} << 56};
+    }
+    SortItems(items + g.b, items + g.e, scratch, radix_from);
+    for (size_t run = g.b; run != g.e;) {
+      size_t end = run + 1;
+      while (end != g.e && items[end].rank == items[run].rank && RestOf(items[end]) == RestOf(items[run])) ++end;
+      if (end - run > 1 && RestOf(items[run]) == 9) work.push_back({run, end, d + 8});
+      for (size_t i = run; i != end; ++i) items[i].ref &= kRefMask;
       run = end;
     }
   }
@@ -232,16 +280,19 @@ inline void SortFrom(SortedEntry* b, SortedEntry* e, size_t depth) {
 
 }  // namespace sort_detail
 
+// Calls visit(key, value) for the entries [b, e) in increasing key order;
+// stops when visit returns false (and then returns false).
 template <typename Visit>
-bool VisitSorted(SortedEntry* b, SortedEntry* e, Visit&& visit) {
-  if (b == e) return true;
-  sort_detail::SortFrom(b, e, 0);
-  for (const SortedEntry* x = b; x != e; ++x) {
-    if (e - x > 8) {  // in key order the entries are scattered over the arena
-      __builtin_prefetch(x[8].key.data());
-      __builtin_prefetch(x[8].value.data() + x[8].value.size() - 1);
-    }
-    if (!visit(x->key, x->value)) return false;
+bool VisitSorted(const SortedEntry* b, const SortedEntry* e, Visit&& visit) {
+  const size_t n = static_cast<size_t>(e - b);
+  std::vector<sort_detail::Item> items(2 * n);
+  for (size_t i = 0; i < n; ++i) items[i].ref = i;
+  sort_detail::SortByKey(
+      items.data(), n, items.data() + n, [b](uint64_t i) { return b[i].key; },
+      [b](uint64_t i, size_t d) { __builtin_prefetch(b[i].key.data() + d); });
+  for (size_t i = 0; i < n; ++i) {
+    const SortedEntry& x = b[items[i].ref];
+    if (!visit(x.key, x.value)) return false;
   }
   return true;
 }
@@ -451,11 +502,32 @@ class StateTable {
   // The entries are gathered into a buffer the table keeps (and reuses after
   // Clear).
   template <typename Visit>
+  // The entries are sorted by their arena offsets (16-byte items in a
+  // buffer the table keeps, and reuses after Clear: twice 16 bytes per key).
   bool ForEachSorted(Visit&& visit) const {
     sorted_.clear();
-    sorted_.Reserve(size_);
-    ForEach([&](std::string_view k, std::string_view v) { *sorted_.Grow(1) = SortedEntry{0, k, v}; });
-    return VisitSorted(sorted_.data(), sorted_.data() + sorted_.size(), visit);
+    sorted_.Reserve(2 * size_);
+    sort_detail::Item* items = sorted_.Grow(size_);
+    size_t n = 0;
+    for (size_t i = 0; i < slots_.size(); ++i) {
+      const uint64_t s = slots_[i];
+      if (s != kEmpty && s != kDead) items[n++].ref = Offset(s);
+    }
+    sort_detail::Item* scratch = sorted_.Grow(size_);
+    sort_detail::SortByKey(
+        items, n, scratch, [this](uint64_t off) { return KeyAt(off); },
+        [this](uint64_t off, size_t d) { __builtin_prefetch(&arena_[off + kEntryHeader + d]); });
+    for (size_t i = 0; i < n; ++i) {
+      if (i + 8 < n) {  // in key order the entries are scattered over the arena
+        const char* e = &arena_[items[i + 8].ref];
+        __builtin_prefetch(e);
+        __builtin_prefetch(e + 64);
+        __builtin_prefetch(e + 128);
+      }
+      const uint64_t off = items[i].ref;
+      if (!visit(KeyAt(off), ValueAt(off))) return false;
+    }
+    return true;
   }
 
   // Empties the table but keeps its memory (arena, slots and sort buffer),
@@ -577,7 +649,7 @@ class StateTable {
 
   HugeArray<char> arena_;
   HugeArray<uint64_t> slots_;
-  mutable HugeArray<SortedEntry> sorted_;
+  mutable HugeArray<sort_detail::Item> sorted_;
   size_t mask_ = 0;
   size_t size_ = 0;
   size_t dead_ = 0;
@@ -624,7 +696,7 @@ class PartitionedState {
     std::vector<SortedEntry> all;
     all.reserve(size());
     for (const auto& t : tables_) {
-      t.ForEach([&](std::string_view k, std::string_view v) { all.push_back({0, k, v}); });
+      t.ForEach([&](std::string_view k, std::string_view v) { all.push_back({k, v}); });
     }
     return VisitSorted(all.data(), all.data() + all.size(), visit);
   }

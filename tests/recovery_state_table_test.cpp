@@ -246,3 +246,39 @@ TEST_CASE("HugeArray: an allocation the system refuses throws std::bad_alloc and
   m.Reserve(cap * 2);
   CHECK(m[n - 1] == static_cast<char>((n - 1) * 7));
 }
+
+TEST_CASE("state table: the radix sort and std::sort give the keys' byte order at every group size") {
+  // The same hard keys as above (shared prefixes, prefixes of each other,
+  // zero bytes, bytes above 0x7f, ties on 8, 16 and 24 bytes), sorted with
+  // the radix sort from groups of 1, 2, 3 and 64 entries on and with
+  // std::sort only, against std::sort by byte comparison.
+  uint64_t s = 11;
+  std::vector<std::string> keys = {"", std::string(1, '\0'), std::string(2, '\0'), "a", std::string("a\0", 2),
+                                   std::string("a\0\0\0\0\0\0\0\0\1", 10), std::string("a\0\0\0\0\0\0\0\0", 9)};
+  const std::string blocks[] = {"AAAAAAAA", "AAAAAAAB", std::string(8, '\0'), "\xff\xff\xff\xff\xff\xff\xff\xff",
+                                "user/000"};
+  for (int i = 0; i < 5000; ++i) {
+    std::string k = (i % 3 == 0) ? "" : "p/";
+    const uint64_t r = Next(s);
+    for (int b = 0; b < static_cast<int>(r % 5); ++b) k += blocks[(r >> (8 + 3 * b)) % 5];
+    k.append(std::string((r >> 24) % 10, static_cast<char>((r >> 32) % 3)));
+    if ((r >> 40) % 4 == 0) k += fmt::format("{}", (r >> 44) % 100000);
+    keys.push_back(k);
+  }
+  std::sort(keys.begin(), keys.end());
+  keys.erase(std::unique(keys.begin(), keys.end()), keys.end());
+  std::vector<std::string> shuffled = keys;
+  for (size_t i = shuffled.size(); i > 1; --i) std::swap(shuffled[i - 1], shuffled[Next(s) % i]);
+  for (size_t radix_from : {size_t{1}, size_t{2}, size_t{3}, size_t{64}, SIZE_MAX}) {
+    INFO("seed 11, radix from groups of " << radix_from << ", " << keys.size() << " keys");
+    namespace sd = walcut::recovery::sort_detail;
+    std::vector<sd::Item> items(2 * shuffled.size());
+    for (size_t i = 0; i < shuffled.size(); ++i) items[i].ref = i;
+    sd::SortByKey(
+        items.data(), shuffled.size(), items.data() + shuffled.size(),
+        [&](uint64_t i) { return std::string_view(shuffled[i]); }, [](uint64_t, size_t) {}, radix_from);
+    std::vector<std::string> got;
+    for (size_t i = 0; i < shuffled.size(); ++i) got.push_back(shuffled[items[i].ref]);
+    CHECK(got == keys);
+  }
+}
