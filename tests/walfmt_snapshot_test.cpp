@@ -1,6 +1,9 @@
 // The full snapshot file codec (walfmt/snapshot.h, FORMAT.md "Full snapshot
 // files"): round trip, damage reported and never returned, and the entry by
 // entry reader agreeing with the whole-file one.
+#include <signal.h>
+#include <sys/resource.h>
+
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -119,4 +122,126 @@ TEST_CASE("snapshot file read entry by entry: the same entries and header, the s
     CHECK(streamed.status().code() == walfmt::ErrorCode::kCorruption);
   }
   CHECK_FALSE(ReadSnapshotFile((d.path / "absent.snap").string(), [](std::string_view, std::string_view) {}).ok());
+}
+
+namespace {
+
+std::string FileBytes(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+}
+
+// n entries of about 120 bytes each, keys in increasing order.
+SnapshotFile Many(size_t n) {
+  SnapshotFile s = Sample();
+  s.entries.clear();
+  for (size_t i = 0; i < n; ++i) {
+    s.entries.emplace(fmt::format("user/{:012}", i), std::string(100 + i % 17, static_cast<char>('a' + i % 26)));
+  }
+  return s;
+}
+
+}  // namespace
+
+TEST_CASE("snapshot stream writer: the bytes and fingerprint of EncodeSnapshot, across many 1 MiB buffers") {
+  TempDir dir("writer");
+  fs::create_directories(dir.path);
+  // Empty, one buffer, and about 5.5 MiB: the writer's thread holds two
+  // buffers while a third fills, so the largest makes the writer wait.
+  for (size_t n : {size_t{0}, size_t{3}, size_t{45000}}) {
+    INFO(n << " entries");
+    SnapshotFile s = Many(n);
+    auto want = EncodeSnapshot(s);
+    REQUIRE(want.ok());
+    const std::string path = (dir.path / fmt::format("s{}.snap", n)).string();
+    auto w = SnapshotStreamWriter::Create(path, s, s.entries.size());
+    REQUIRE(w.ok());
+    for (const auto& [k, v] : s.entries) REQUIRE((*w)->Add(k, v).ok());
+    auto fp = (*w)->Finish();
+    REQUIRE(fp.ok());
+    CHECK(*fp == s.fingerprint);
+    CHECK(*fp == StateFingerprint(s.entries));
+    CHECK(FileBytes(path) == *want);
+  }
+}
+
+TEST_CASE("snapshot stream writer: order, count and abandonment") {
+  TempDir dir("writer");
+  fs::create_directories(dir.path);
+  const std::string path = (dir.path / "x.snap").string();
+  SnapshotFile h = Sample();
+  {
+    auto w = SnapshotStreamWriter::Create(path, h, 2);
+    REQUIRE(w.ok());
+    REQUIRE((*w)->Add("b", "1").ok());
+    CHECK((*w)->Add("a", "2").message().find("entries out of order") != std::string::npos);
+    CHECK((*w)->Add("b", "2").message().find("entries out of order") != std::string::npos);
+    REQUIRE((*w)->Add("c", "3").ok());
+    CHECK((*w)->Add("d", "4").message().find("more entries than announced") != std::string::npos);
+  }
+  {
+    auto w = SnapshotStreamWriter::Create(path, h, 3);
+    REQUIRE(w.ok());
+    REQUIRE((*w)->Add("a", "1").ok());
+    auto fp = (*w)->Finish();
+    REQUIRE_FALSE(fp.ok());
+    CHECK(fp.status().message().find("1 entries written, 3 announced") != std::string::npos);
+  }
+  // A writer dropped in the middle of many buffers returns at once (its
+  // thread stops), and the caller removes the partial file.
+  {
+    SnapshotFile s = Many(30000);
+    auto w = SnapshotStreamWriter::Create(path, s, s.entries.size());
+    REQUIRE(w.ok());
+    size_t i = 0;
+    for (const auto& [k, v] : s.entries) {
+      if (++i > 20000) break;
+      REQUIRE((*w)->Add(k, v).ok());
+    }
+  }
+  CHECK(fs::file_size(path) < Many(30000).entries.size() * 130);
+}
+
+TEST_CASE("snapshot stream writer: a write that fails is returned by Add or Finish, never a fingerprint") {
+  // The file size limit makes write() fail with EFBIG past 2 MiB (SIGXFSZ
+  // ignored), as a full disk fails it with ENOSPC: the failure happens on
+  // the writer's thread and must reach the caller.
+  TempDir dir("writer");
+  fs::create_directories(dir.path);
+  const std::string path = (dir.path / "big.snap").string();
+  SnapshotFile s = Many(48000);  // about 6 MiB: six buffers
+  struct rlimit old {};
+  REQUIRE(getrlimit(RLIMIT_FSIZE, &old) == 0);
+  struct sigaction ign {}, old_action {};
+  ign.sa_handler = SIG_IGN;
+  REQUIRE(sigaction(SIGXFSZ, &ign, &old_action) == 0);
+  struct rlimit small = old;
+  small.rlim_cur = 2u << 20;
+  REQUIRE(setrlimit(RLIMIT_FSIZE, &small) == 0);
+  std::string failure;
+  bool finished = false;
+  bool in_add = false;
+  {
+    auto w = SnapshotStreamWriter::Create(path, s, s.entries.size());
+    REQUIRE(w.ok());
+    for (const auto& [k, v] : s.entries) {
+      if (Status st = (*w)->Add(k, v); !st.ok()) {
+        failure = st.message();
+        in_add = true;
+        break;
+      }
+    }
+    if (failure.empty()) {
+      auto fp = (*w)->Finish();
+      finished = fp.ok();
+      if (!fp.ok()) failure = fp.status().message();
+    }
+  }
+  setrlimit(RLIMIT_FSIZE, &old);
+  sigaction(SIGXFSZ, &old_action, nullptr);
+  CHECK_FALSE(finished);
+  // The second buffer's write fails; the fourth's handing over finds it.
+  CHECK(in_add);
+  CHECK(failure.find(path + ": write failed: File too large") != std::string::npos);
+  CHECK(fs::file_size(path) <= (2u << 20));
 }

@@ -4,7 +4,12 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <condition_variable>
 #include <cstring>
+#include <deque>
+#include <mutex>
+#include <thread>
+#include <vector>
 
 #include <fmt/format.h>
 
@@ -200,6 +205,78 @@ Result<SnapshotFile> ReadSnapshotFile(const std::string& path,
   return s;
 }
 
+// The writer's thread: takes full buffers in order, extends the body
+// checksum and the fingerprint over their entries and writes them. After the
+// first failed write it only recycles buffers. The state under mu is shared;
+// crc and fnv belong to the thread until it is joined.
+struct SnapshotStreamWriter::Helper {
+  struct Full {
+    std::string bytes;
+    size_t hash_from;
+  };
+  std::mutex mu;
+  std::condition_variable cv;
+  std::deque<Full> todo;
+  std::vector<std::string> spare;
+  bool closing = false;
+  Status error;
+  uint32_t crc = 0;
+  uint64_t fnv = kFnvOffset;
+  int fd = -1;
+  std::string path;
+  std::thread thread;
+
+  void Run() {
+    std::unique_lock lock(mu);
+    for (;;) {
+      cv.wait(lock, [&] { return closing || !todo.empty(); });
+      if (todo.empty()) return;
+      Full f = std::move(todo.front());
+      const bool failed = !error.ok();
+      lock.unlock();
+      Status st;
+      if (!failed) {
+        const std::string_view entries = std::string_view(f.bytes).substr(f.hash_from);
+        crc = crc32c::Extend(crc, entries.data(), entries.size());
+        fnv = FnvExtend(fnv, entries);
+        st = WriteAll(fd, f.bytes, path);
+      }
+      f.bytes.clear();
+      lock.lock();
+      todo.pop_front();  // only now: Flush counts what is in flight by todo
+      if (!st.ok() && error.ok()) error = st;
+      spare.push_back(std::move(f.bytes));
+      cv.notify_all();
+    }
+  }
+
+  static Status WriteAll(int fd, std::string_view bytes, const std::string& path) {
+    size_t done = 0;
+    while (done < bytes.size()) {
+      const ssize_t n = ::write(fd, bytes.data() + done, bytes.size() - done);
+      if (n < 0) {
+        if (errno == EINTR) continue;
+        return Status::Io(fmt::format("{}: write failed: {}", path, std::strerror(errno)));
+      }
+      done += static_cast<size_t>(n);
+    }
+    return Status::Ok();
+  }
+
+  // Waits for every buffer handed over to be written; the thread ends.
+  void Close() {
+    if (!thread.joinable()) return;
+    {
+      std::lock_guard lock(mu);
+      closing = true;
+    }
+    cv.notify_all();
+    thread.join();
+  }
+};
+
+SnapshotStreamWriter::SnapshotStreamWriter() = default;
+
 Result<std::unique_ptr<SnapshotStreamWriter>> SnapshotStreamWriter::Create(const std::string& path,
                                                                          const SnapshotFile& h, uint64_t entry_count) {
   if (h.name.size() > kMaxName) {
@@ -223,27 +300,44 @@ Result<std::unique_ptr<SnapshotStreamWriter>> SnapshotStreamWriter::Create(const
   walfmt::PutU16(out, 0);
   walfmt::PutU32(out, walfmt::MaskCrc(walfmt::crc32c::Value(out.data(), 60)));
   out += h.name;
-  w->body_crc_ = walfmt::crc32c::Value(h.name.data(), h.name.size());
-  w->fnv_ = kFnvOffset;
+  w->hash_from_ = out.size();
   w->expected_ = entry_count;
+  w->helper_ = std::make_unique<Helper>();
+  Helper& hp = *w->helper_;
+  hp.crc = walfmt::crc32c::Value(h.name.data(), h.name.size());
+  hp.fd = w->fd_;
+  hp.path = path;
+  hp.thread = std::thread([&hp] { hp.Run(); });
   return w;
 }
 
 SnapshotStreamWriter::~SnapshotStreamWriter() {
+  if (helper_) {
+    {
+      std::lock_guard lock(helper_->mu);
+      if (helper_->error.ok()) helper_->error = Status::Io("abandoned");  // nothing more is written
+    }
+    helper_->Close();
+  }
   if (fd_ >= 0) ::close(fd_);
 }
 
 Status SnapshotStreamWriter::Flush() {
-  size_t done = 0;
-  while (done < buf_.size()) {
-    const ssize_t n = ::write(fd_, buf_.data() + done, buf_.size() - done);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      return Status::Io(fmt::format("{}: write failed: {}", path_, std::strerror(errno)));
-    }
-    done += static_cast<size_t>(n);
+  Helper& hp = *helper_;
+  std::unique_lock lock(hp.mu);
+  hp.cv.wait(lock, [&] { return hp.todo.size() < 2; });
+  if (!hp.error.ok()) return hp.error;
+  hp.todo.push_back({std::move(buf_), hash_from_});
+  hash_from_ = 0;
+  if (!hp.spare.empty()) {
+    buf_ = std::move(hp.spare.back());
+    hp.spare.pop_back();
+  } else {
+    buf_ = std::string();
   }
-  buf_.clear();
+  lock.unlock();
+  hp.cv.notify_all();
+  buf_.reserve((1u << 20) + 4096);
   return Status::Ok();
 }
 
@@ -256,14 +350,10 @@ Status SnapshotStreamWriter::Add(std::string_view key, std::string_view value) {
     return Status::InvalidArgument(fmt::format("{}: entries out of order", path_));
   }
   last_key_.assign(key.data(), key.size());
-  const size_t start = buf_.size();
   walfmt::PutU16(buf_, static_cast<uint16_t>(key.size()));
   buf_.append(key.data(), key.size());
   walfmt::PutU32(buf_, static_cast<uint32_t>(value.size()));
   buf_.append(value.data(), value.size());
-  const std::string_view entry = std::string_view(buf_).substr(start);
-  body_crc_ = walfmt::crc32c::Extend(body_crc_, entry.data(), entry.size());
-  fnv_ = FnvExtend(fnv_, entry);
   ++written_;
   if (buf_.size() >= (1u << 20)) return Flush();
   return Status::Ok();
@@ -273,16 +363,25 @@ Result<uint64_t> SnapshotStreamWriter::Finish() {
   if (written_ != expected_) {
     return Status::InvalidArgument(fmt::format("{}: {} entries written, {} announced", path_, written_, expected_));
   }
+  Helper& hp = *helper_;
+  hp.Close();
+  if (!hp.error.ok()) return hp.error;
+  // The last buffer's entries, then the trailer, from this thread.
+  const std::string_view entries = std::string_view(buf_).substr(hash_from_);
+  const uint32_t crc = walfmt::crc32c::Extend(hp.crc, entries.data(), entries.size());
+  const uint64_t fnv = FnvExtend(hp.fnv, entries);
   buf_.append(kTrailerMagic, sizeof(kTrailerMagic));
-  walfmt::PutU32(buf_, walfmt::MaskCrc(body_crc_));
-  walfmt::PutU64(buf_, fnv_);
-  if (Status st = Flush(); !st.ok()) return st;
+  walfmt::PutU32(buf_, walfmt::MaskCrc(crc));
+  walfmt::PutU64(buf_, fnv);
+  if (Status st = Helper::WriteAll(fd_, buf_, path_); !st.ok()) return st;
+  buf_.clear();
+  helper_.reset();
   // Synced, so that a directory of such files renamed into place (a restore's
   // staging directory) holds them whole after a crash.
   const int fd = fd_;
   fd_ = -1;
   if (Status st = SyncAndClose(fd, path_); !st.ok()) return st;
-  return fnv_;
+  return fnv;
 }
 
 }  // namespace walfmt

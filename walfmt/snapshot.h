@@ -81,7 +81,10 @@ Status WriteSnapshotFile(const std::string& path, SnapshotFile& s);
 // states too large to copy (restore). Entries must come in strictly
 // increasing key order and their number must be `entry_count`; Finish writes
 // the trailer and returns the fingerprint. The bytes are exactly those of
-// EncodeSnapshot for the same content.
+// EncodeSnapshot for the same content. The checksum, the fingerprint and the
+// writing of each 1 MiB of entries run on a thread of the writer's own, so
+// that the caller's thread only formats entries (at most three such buffers
+// exist at once); a write error is returned by a later Add or by Finish.
 class SnapshotStreamWriter {
  public:
   // `header` supplies node_id, cluster_id, wal_position, time_us and name.
@@ -92,16 +95,19 @@ class SnapshotStreamWriter {
   Result<uint64_t> Finish();
 
  private:
-  SnapshotStreamWriter() = default;
+  struct Helper;
+  SnapshotStreamWriter();
+  // Hands buf_ to the helper (waiting while it has two), and takes an empty
+  // buffer back.
   Status Flush();
   std::string path_;
   int fd_ = -1;
   std::string buf_;
-  uint32_t body_crc_ = 0;
-  uint64_t fnv_ = 0;
+  size_t hash_from_ = 0;  // where buf_'s entries start (after the header and name in the first)
   uint64_t expected_ = 0;
   uint64_t written_ = 0;
   std::string last_key_;
+  std::unique_ptr<Helper> helper_;
 };
 // Reads a whole file (at most kMaxSnapshotFileBytes) and decodes it as
 // DecodeSnapshot does: kNotFound, kIo, or kCorruption when a check fails.
