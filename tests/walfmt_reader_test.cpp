@@ -6,6 +6,8 @@
 // zstd segments, and over plain segments read ahead (whose records the
 // read-ahead's chain check vouches for, so that the reader skips their
 // checksums: the same findings must come out).
+#include <sys/stat.h>
+
 #include <algorithm>
 #include <cstdint>
 #include <cstdlib>
@@ -1873,3 +1875,75 @@ TEST_CASE("reader: a scan from `start` reads the records from there; growing dat
 }
 
 }  // namespace
+
+namespace {
+
+// A pread that fails with EIO in one file (by inode) from one offset on,
+// after a short read up to it; every other read is the real one.
+ino_t g_failing_inode = 0;
+uint64_t g_fail_from = 0;
+ssize_t FailingPread(int fd, void* buf, size_t n, off_t off) {
+  struct stat sb {};
+  if (fstat(fd, &sb) == 0 && sb.st_ino == g_failing_inode) {
+    if (static_cast<uint64_t>(off) >= g_fail_from) {
+      errno = EIO;
+      return -1;
+    }
+    n = std::min<size_t>(n, g_fail_from - static_cast<uint64_t>(off));
+  }
+  return ::pread(fd, buf, n, off);
+}
+
+struct PreadFailureScope {
+  PreadFailureScope(const std::string& path, uint64_t from) {
+    struct stat sb {};
+    REQUIRE(stat(path.c_str(), &sb) == 0);
+    g_failing_inode = sb.st_ino;
+    g_fail_from = from;
+    detail::SetPreadForTesting(&FailingPread);
+  }
+  ~PreadFailureScope() { detail::SetPreadForTesting(nullptr); }
+};
+
+}  // namespace
+
+TEST_CASE("reader: a read of a plain segment that fails (pread) fails the node's read in every mode, naming the file") {
+  // An I/O error is not damage: no mode reads past it, none calls it torn
+  // or salvages around it; the records of the segments before it are all
+  // there, and of the failing one at most those before the failing offset.
+  LogSpec spec;
+  spec.records = 1200;
+  spec.segment_bytes = 40000;
+  const Log log = BuildLog(spec);
+  REQUIRE(log.segs.size() >= 4);
+  const uint64_t m = 2;
+  for (bool read_ahead : {false, true}) {
+    for (RecoveryMode mode : {RecoveryMode::kStrict, RecoveryMode::kTolerateTornTail, RecoveryMode::kSalvage}) {
+      for (uint64_t from : {uint64_t{0}, uint64_t{kSegmentHeaderSize}, uint64_t{20000}}) {
+        INFO((read_ahead ? "read ahead" : "window") << ", mode " << static_cast<int>(mode) << ", fails from byte "
+                                                    << from);
+        WalDir dir(Variant::kPlain);
+        dir.PutAll(log.segs);
+        std::optional<ReadAheadScope> ahead;
+        if (read_ahead) ahead.emplace();
+        PreadFailureScope failing(dir.FilePath(m), from);
+        const NodeOutcome o = ReadNode(dir.List(), mode);
+        REQUIRE(o.problems.size() == 1);
+        INFO(o.problems[0].ToString());
+        CHECK(o.problems[0].kind == ProblemKind::kIo);
+        CHECK(o.problems[0].file == dir.FilePath(m));
+        CHECK(o.problems[0].detail == dir.FilePath(m) + ": read: Input/output error");
+        CHECK(o.read.failed);
+        const std::vector<Rec> before = log.Where([&](const Rec& r) { return r.lsn.segment < m; });
+        REQUIRE(o.recs.size() >= before.size());
+        CHECK(Diff(std::vector<Rec>(o.recs.begin(), o.recs.begin() + static_cast<long>(before.size())), before) ==
+              "");
+        for (size_t i = before.size(); i < o.recs.size(); ++i) {
+          INFO("record " << i);
+          CHECK(o.recs[i].lsn.segment == m);
+          CHECK(o.recs[i].lsn.offset + kRecordHeaderSize + o.recs[i].payload.size() <= from);
+        }
+      }
+    }
+  }
+}

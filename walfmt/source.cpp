@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <condition_variable>
 #include <cstdlib>
@@ -43,12 +44,15 @@ std::string Errno(const char* what, const std::string& path) {
   return fmt::format("{}: {}: {}", path, what, std::strerror(errno));
 }
 
+std::atomic<detail::PreadFn> g_pread{&::pread};
+
 // Reads [off, off + n) of a plain file into `to`, retrying on EINTR: `got`
 // is n, or less where the file ends (or where a read failed: then an error).
 Status PreadAll(int fd, const std::string& path, uint8_t* to, size_t n, uint64_t off, size_t& got) {
   got = 0;
+  const detail::PreadFn read_at = g_pread.load(std::memory_order_relaxed);
   while (got < n) {
-    const ssize_t r = pread(fd, to + got, n - got, static_cast<off_t>(off + got));
+    const ssize_t r = read_at(fd, to + got, n - got, static_cast<off_t>(off + got));
     if (r < 0) {
       if (errno == EINTR) continue;
       return Status::Io(Errno("read", path));
@@ -767,6 +771,8 @@ std::unique_ptr<ByteSource> MemorySource(std::span<const uint8_t> data, bool zst
 }
 
 namespace detail {
+
+void SetPreadForTesting(PreadFn fn) { g_pread.store(fn != nullptr ? fn : &::pread, std::memory_order_relaxed); }
 
 std::unique_ptr<ByteSource> CheckedMemorySource(std::span<const uint8_t> data, size_t block_bytes) {
   block_bytes = std::clamp<size_t>(block_bytes, 1, kBlockBytes);

@@ -7,6 +7,8 @@
 // (also reused, and never touched in full).
 #pragma once
 
+#include <sys/types.h>
+
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -91,5 +93,14 @@ std::unique_ptr<ByteSource> MemorySource(std::span<const uint8_t> data, bool zst
 
 // Compresses a whole buffer into one zstd frame (level 1 by default).
 Result<std::string> ZstdCompress(std::span<const uint8_t> data, int level = 1);
+
+namespace detail {
+// The pread() every plain segment source calls (the window and the
+// read-ahead): ::pread, or for a test a stand-in that fails where it is told
+// to, since nothing else makes pread of a regular file fail on demand.
+// nullptr restores ::pread. Not for use while sources are reading.
+using PreadFn = ssize_t (*)(int fd, void* buf, size_t n, off_t offset);
+void SetPreadForTesting(PreadFn fn);
+}  // namespace detail
 
 }  // namespace walfmt
