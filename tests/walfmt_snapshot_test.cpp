@@ -162,6 +162,10 @@ TEST_CASE("snapshot stream writer: the bytes and fingerprint of EncodeSnapshot, 
     CHECK(*fp == s.fingerprint);
     CHECK(*fp == StateFingerprint(s.entries));
     CHECK(FileBytes(path) == *want);
+    auto again = (*w)->Finish();
+    REQUIRE_FALSE(again.ok());
+    CHECK(again.status().message() == path + ": finished already");
+    CHECK(FileBytes(path) == *want);
   }
 }
 

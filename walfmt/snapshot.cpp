@@ -363,6 +363,7 @@ Result<uint64_t> SnapshotStreamWriter::Finish() {
   if (written_ != expected_) {
     return Status::InvalidArgument(fmt::format("{}: {} entries written, {} announced", path_, written_, expected_));
   }
+  if (!helper_) return Status::InvalidArgument(fmt::format("{}: finished already", path_));
   Helper& hp = *helper_;
   hp.Close();
   if (!hp.error.ok()) return hp.error;
