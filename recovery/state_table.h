@@ -516,13 +516,13 @@ class StateTable {
     sort_detail::Item* scratch = sorted_.Grow(size_);
     sort_detail::SortByKey(
         items, n, scratch, [this](uint64_t off) { return KeyAt(off); },
-        [this](uint64_t off, size_t d) { __builtin_prefetch(&arena_[off + kEntryHeader + d]); });
+        [this](uint64_t off, size_t d) { LoadHint(&arena_[off + kEntryHeader + d]); });
     for (size_t i = 0; i < n; ++i) {
       if (i + 8 < n) {  // in key order the entries are scattered over the arena
         const char* e = &arena_[items[i + 8].ref];
-        __builtin_prefetch(e);
-        __builtin_prefetch(e + 64);
-        __builtin_prefetch(e + 128);
+        LoadHint(e);
+        LoadHint(e + 64);
+        LoadHint(e + 128);
       }
       const uint64_t off = items[i].ref;
       if (!visit(KeyAt(off), ValueAt(off))) return false;
