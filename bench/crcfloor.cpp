@@ -24,13 +24,13 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
-#include <type_traits>
 #include <cinttypes>
 #include <cstdio>
 #include <cstring>
-#include <algorithm>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "walfmt/bytes.h"
@@ -159,7 +159,8 @@ int main(int argc, char** argv) {
     munmap(m, size);
   }
   const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  std::printf("{\"records\":%" PRIu64 ",\"bytes\":%" PRIu64 ",\"seconds\":%.4f,\"records_per_s\":%.0f,\"gb_per_s\":%.3f,"
+  std::printf("{\"records\":%" PRIu64 ",\"bytes\":%" PRIu64
+              ",\"seconds\":%.4f,\"records_per_s\":%.0f,\"gb_per_s\":%.3f,"
               "\"bad\":%" PRIu64 ",\"hw_crc\":%s}\n",
               records, bytes, s, static_cast<double>(records) / s, static_cast<double>(bytes) / s / 1e9, bad,
               crc32c::HardwareAccelerated() ? "true" : "false");

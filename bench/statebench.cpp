@@ -29,10 +29,14 @@ int main(int argc, char** argv) {
   uint64_t keys = 133000, writes = 10000000, seed = 1, buffer = 64 << 10;
   for (int i = 1; i + 1 < argc; i += 2) {
     const uint64_t v = std::strtoull(argv[i + 1], nullptr, 10);
-    if (std::strcmp(argv[i], "--keys") == 0) keys = v;
-    else if (std::strcmp(argv[i], "--writes") == 0) writes = v;
-    else if (std::strcmp(argv[i], "--seed") == 0) seed = v;
-    else if (std::strcmp(argv[i], "--buffer") == 0) buffer = v;
+    if (std::strcmp(argv[i], "--keys") == 0)
+      keys = v;
+    else if (std::strcmp(argv[i], "--writes") == 0)
+      writes = v;
+    else if (std::strcmp(argv[i], "--seed") == 0)
+      seed = v;
+    else if (std::strcmp(argv[i], "--buffer") == 0)
+      buffer = v;
     else {
       std::fprintf(stderr, "usage: statebench [--keys N] [--writes M] [--seed S] [--buffer BYTES]\n");
       return 2;
@@ -60,14 +64,16 @@ int main(int argc, char** argv) {
       const std::string_view key(w, 11);
       // 3 or 4 digits: values below 1000 lose their leading zero.
       const std::string_view value = w[11] == '0' ? std::string_view(w + 12, 3) : std::string_view(w + 11, 4);
-      if (partitioned) p.Put(key, value);
-      else t.Put(key, value);
+      if (partitioned)
+        p.Put(key, value);
+      else
+        t.Put(key, value);
     }
     p.Flush();
     const double sec = CpuSeconds() - c0;
     std::printf("%-12s %" PRIu64 " writes, %zu keys: %.3f s CPU, %.1f ns/write, %.2f M writes/s\n",
-                partitioned ? "partitioned" : "direct", writes, partitioned ? p.size() : t.size(), sec, sec * 1e9 / static_cast<double>(writes),
-                static_cast<double>(writes) / sec / 1e6);
+                partitioned ? "partitioned" : "direct", writes, partitioned ? p.size() : t.size(), sec,
+                sec * 1e9 / static_cast<double>(writes), static_cast<double>(writes) / sec / 1e6);
   };
   for (int round = 0; round < 2; ++round) {
     run(false);

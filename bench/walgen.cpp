@@ -88,7 +88,7 @@ class Rng {
 };
 
 constexpr std::string_view kWords[] = {
-    "account", "balance", "transfer", "order", "item",    "price",   "quantity", "status",  "pending",
+    "account", "balance", "transfer", "order",  "item",   "price",   "quantity", "status",  "pending",
     "shipped", "paid",    "customer", "region", "europe", "america", "asia",     "true",    "false",
     "null",    "amount",  "currency", "eur",    "usd",    "note",    "created",  "updated", "version",
     "owner",   "alice",   "bob",      "carol",  "dave",   "session", "token",    "cart",    "warehouse"};
@@ -144,7 +144,7 @@ struct Tx {
 
 struct NodeState {
   std::unique_ptr<WalWriter> w;
-  uint64_t bytes_done = 0;       // of the segments already rolled
+  uint64_t bytes_done = 0;  // of the segments already rolled
   uint64_t records = 0;
   uint64_t since_sync = 0;
   std::array<uint64_t, kMaxKnownRecordType + 1> by_type{};
@@ -213,7 +213,8 @@ class Generator {
       for (size_t t = 0; t < by_type.size(); ++t) by_type[t] += n.by_type[t];
       if (Status st = n.w->Close(); !st.ok()) return Fail(st);
       if (o_.compress && o_.archive_last) {
-        if (Status st = ArchiveLast(o_.out + "/" + NodeWalDirName(static_cast<uint32_t>(i)), o_.segment_size); !st.ok()) return Fail(st);
+        if (Status st = ArchiveLast(o_.out + "/" + NodeWalDirName(static_cast<uint32_t>(i)), o_.segment_size); !st.ok())
+          return Fail(st);
       }
     }
     // Summary on stdout, one JSON object (the bench script reads it).
@@ -401,9 +402,9 @@ class Generator {
     NodeState& n = nodes_[node];
     if (!n.in_cut || !n.tracked.empty()) return true;
     n.in_cut = false;
-    const bool ok = n.abort_cut ? Append(node, CutAbort{cut_id_, now_, CutAbortReason::kOther,
-                                                        "simulated: a participant was lost"})
-                                : Append(node, CutFinish{cut_id_, now_, n.before, n.after});
+    const bool ok =
+        n.abort_cut ? Append(node, CutAbort{cut_id_, now_, CutAbortReason::kOther, "simulated: a participant was lost"})
+                    : Append(node, CutFinish{cut_id_, now_, n.before, n.after});
     if (!ok) return false;
     // A node syncs before it reports a finished cut.
     n.since_sync = 0;
@@ -425,7 +426,8 @@ class Generator {
     const std::string plain = segs->back().path;
     // The segment walgen itself just closed: no larger than --segment-size,
     // or one record when a record does not fit (it gets a segment of its own).
-    auto data = ReadWholeFile(plain, std::max<uint64_t>(segment_size, kSegmentHeaderSize + kRecordHeaderSize + kMaxRecordPayload));
+    auto data = ReadWholeFile(
+        plain, std::max<uint64_t>(segment_size, kSegmentHeaderSize + kRecordHeaderSize + kMaxRecordPayload));
     if (!data.ok()) return data.status();
     auto packed = ZstdCompress({reinterpret_cast<const uint8_t*>(data->data()), data->size()}, 1);
     if (!packed.ok()) return packed.status();

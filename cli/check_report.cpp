@@ -91,7 +91,8 @@ std::string CheckVerdict(const CheckReport& r, int exit_code) {
   }
   std::string s = fmt::format("OK ({} passed", Plural(c.passed, "check", "checks"));
   if (c.skipped) s += fmt::format(", {} skipped", c.skipped);
-  if (r.files.torn_tails) s += fmt::format(", {} at the end of the WAL tolerated", Plural(r.files.torn_tails, "torn tail", "torn tails"));
+  if (r.files.torn_tails)
+    s += fmt::format(", {} at the end of the WAL tolerated", Plural(r.files.torn_tails, "torn tail", "torn tails"));
   return s + ")";
 }
 
@@ -124,9 +125,9 @@ std::string CheckReportText(const CheckReport& r, int exit_code) {
 
   // Summary.
   const auto& f = r.files;
-  std::string files = fmt::format("files: {}, {}: {} read ({}, {} records)", Plural(f.nodes, "node", "nodes"),
-                                  Plural(f.segments, "segment", "segments"), f.segments_read,
-                                  HumanBytes(f.bytes_read), f.records);
+  std::string files =
+      fmt::format("files: {}, {}: {} read ({}, {} records)", Plural(f.nodes, "node", "nodes"),
+                  Plural(f.segments, "segment", "segments"), f.segments_read, HumanBytes(f.bytes_read), f.records);
   if (f.state_used || f.segments_skipped) {
     files += fmt::format(", {} skipped ({}) unchanged since the state file's run", f.segments_skipped,
                          HumanBytes(f.bytes_skipped));
@@ -176,12 +177,8 @@ json CheckReportJson(const CheckReport& r, int exit_code) {
   j["ok"] = exit_code == 0;
   j["exit_code"] = exit_code;
   j["verdict"] = CheckVerdict(r, exit_code);
-  j["summary"] = {{"checks", c.checks},
-                  {"passed", c.passed},
-                  {"failed", c.failed},
-                  {"skipped", c.skipped},
-                  {"findings", c.findings},
-                  {"errors", r.errors.size()}};
+  j["summary"] = {{"checks", c.checks},   {"passed", c.passed},     {"failed", c.failed},
+                  {"skipped", c.skipped}, {"findings", c.findings}, {"errors", r.errors.size()}};
   const auto& f = r.files;
   j["files"] = {{"nodes", f.nodes},
                 {"segments", f.segments},
@@ -238,15 +235,32 @@ std::string XmlEscape(const std::string& s) {
   o.reserve(text.size());
   for (const char c : text) {
     switch (c) {
-      case '&': o += "&amp;"; break;
-      case '<': o += "&lt;"; break;
-      case '>': o += "&gt;"; break;
-      case '"': o += "&quot;"; break;
-      case '\'': o += "&apos;"; break;
-      case '\n': o += "&#10;"; break;
-      case '\t': o += "&#9;"; break;
-      case '\r': o += "&#13;"; break;
-      default: o += c;
+      case '&':
+        o += "&amp;";
+        break;
+      case '<':
+        o += "&lt;";
+        break;
+      case '>':
+        o += "&gt;";
+        break;
+      case '"':
+        o += "&quot;";
+        break;
+      case '\'':
+        o += "&apos;";
+        break;
+      case '\n':
+        o += "&#10;";
+        break;
+      case '\t':
+        o += "&#9;";
+        break;
+      case '\r':
+        o += "&#13;";
+        break;
+      default:
+        o += c;
     }
   }
   return o;
@@ -284,9 +298,9 @@ std::string CheckReportJunit(const CheckReport& r, int exit_code) {
           const std::string ev = Evidence(f);
           if (!ev.empty()) body += "  evidence: " + ev + "\n";
         }
-        const std::string msg =
-            i.findings.size() == 1 ? i.findings.front().message
-                                   : fmt::format("{} findings; first: {}", i.findings.size(), i.findings.front().message);
+        const std::string msg = i.findings.size() == 1 ? i.findings.front().message
+                                                       : fmt::format("{} findings; first: {}", i.findings.size(),
+                                                                     i.findings.front().message);
         out += fmt::format("      <failure message=\"{}\" type=\"{}\">{}</failure>\n", XmlEscape(msg),
                            XmlEscape(i.findings.front().check), XmlEscape(body));
       } else if (i.outcome == ItemOutcome::kSkipped) {
@@ -376,8 +390,8 @@ walfmt::Result<CheckReport> CheckReportFromJson(const std::string& text, const s
   const json j = walfmt::UnescapeJsonStrings(json::parse(text, nullptr, false));
   if (j.is_discarded() || !j.is_object()) return walfmt::Status::InvalidArgument(fmt::format("{}: not JSON", origin));
   if (j.value("schema", json()) != json(kCheckSchema)) {
-    return walfmt::Status::InvalidArgument(
-        fmt::format("{}: not a walcut check report (schema is not {}; write it with --format json)", origin, kCheckSchema));
+    return walfmt::Status::InvalidArgument(fmt::format(
+        "{}: not a walcut check report (schema is not {}; write it with --format json)", origin, kCheckSchema));
   }
   try {
     CheckReport r;
@@ -408,10 +422,14 @@ walfmt::Result<CheckReport> CheckReportFromJson(const std::string& text, const s
       it.group = StrOf(e, "group", p);
       it.name = StrOf(e, "name", p);
       const std::string outcome = StrOf(e, "outcome", p);
-      if (outcome == "pass") it.outcome = ItemOutcome::kPass;
-      else if (outcome == "fail") it.outcome = ItemOutcome::kFail;
-      else if (outcome == "skipped") it.outcome = ItemOutcome::kSkipped;
-      else throw ReportError{fmt::format("field '{}outcome' is not pass, fail or skipped", p)};
+      if (outcome == "pass")
+        it.outcome = ItemOutcome::kPass;
+      else if (outcome == "fail")
+        it.outcome = ItemOutcome::kFail;
+      else if (outcome == "skipped")
+        it.outcome = ItemOutcome::kSkipped;
+      else
+        throw ReportError{fmt::format("field '{}outcome' is not pass, fail or skipped", p)};
       it.note = StrOf(e, "note", p);
       const json& fs = At(e, "findings", p);
       if (!fs.is_array()) throw ReportError{fmt::format("field '{}findings' is not an array", p)};
@@ -449,7 +467,8 @@ walfmt::Result<CheckReport> CheckReportFromJson(const std::string& text, const s
   }
 }
 
-walfmt::Result<CheckReport> MergeCheckReports(std::vector<CheckReport> reports, const std::vector<std::string>& origins) {
+walfmt::Result<CheckReport> MergeCheckReports(std::vector<CheckReport> reports,
+                                              const std::vector<std::string>& origins) {
   if (reports.empty()) return walfmt::Status::InvalidArgument("no reports to merge");
   // By node, so that the merged report does not depend on the order given.
   std::vector<std::pair<uint32_t, size_t>> order;
@@ -457,8 +476,8 @@ walfmt::Result<CheckReport> MergeCheckReports(std::vector<CheckReport> reports, 
   for (size_t i = 0; i < reports.size(); ++i) {
     auto node = NodeOf(reports[i]);
     if (!node) {
-      return walfmt::Status::InvalidArgument(fmt::format(
-          "{}: not a report of one node (walcut check NODE_DIR ... --format json)", origins[i]));
+      return walfmt::Status::InvalidArgument(
+          fmt::format("{}: not a report of one node (walcut check NODE_DIR ... --format json)", origins[i]));
     }
     auto [it, inserted] = seen.emplace(*node, i);
     if (!inserted) {
@@ -495,10 +514,10 @@ walfmt::Result<CheckReport> MergeCheckReports(std::vector<CheckReport> reports, 
   for (const auto& [node, i] : order) {
     const CheckReport& r = reports[i];
     if (r.selected_cut != m.selected_cut) {
-      return walfmt::Status::InvalidArgument(fmt::format(
-          "{} checked {}, {} checked {}: the reports are not of one check", origins[order.front().second],
-          m.selected_cut ? fmt::format("cut {}", *m.selected_cut) : "no cut", origins[i],
-          r.selected_cut ? fmt::format("cut {}", *r.selected_cut) : "no cut"));
+      return walfmt::Status::InvalidArgument(
+          fmt::format("{} checked {}, {} checked {}: the reports are not of one check", origins[order.front().second],
+                      m.selected_cut ? fmt::format("cut {}", *m.selected_cut) : "no cut", origins[i],
+                      r.selected_cut ? fmt::format("cut {}", *r.selected_cut) : "no cut"));
     }
     m.level = std::max(m.level, r.level);
     dirs += (dirs.empty() ? "" : ", ") + r.dir;

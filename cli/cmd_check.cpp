@@ -165,9 +165,12 @@ int RunCheck(const CheckCliOptions& o) {
   }
   const int rc = recovery::CheckExitCode(*rep);
   std::string text;
-  if (o.format == "json") text = walfmt::DumpJson(CheckReportJson(*rep, rc), 2) + "\n";
-  else if (o.format == "junit") text = CheckReportJunit(*rep, rc);
-  else text = CheckReportText(*rep, rc);
+  if (o.format == "json")
+    text = walfmt::DumpJson(CheckReportJson(*rep, rc), 2) + "\n";
+  else if (o.format == "junit")
+    text = CheckReportJunit(*rep, rc);
+  else
+    text = CheckReportText(*rep, rc);
 
   for (const auto& e : rep->errors) PrintError(e);
   if (o.output.empty()) {
@@ -207,8 +210,9 @@ void RegisterCheck(CLI::App& root, Registry& reg) {
   cmd->add_option("--state", o->state,
                   "Incremental state file (walcut.check-state/1): skip segments verified clean before and unchanged "
                   "since (same size and mtime); report verified segments that changed");
-  cmd->add_flag("--full", o->full, "With --state: read every segment anyway (an in-place rewrite keeping size and "
-                                   "mtime is only caught this way)");
+  cmd->add_flag("--full", o->full,
+                "With --state: read every segment anyway (an in-place rewrite keeping size and "
+                "mtime is only caught this way)");
   cmd->add_flag("--from-genesis", o->from_genesis,
                 "Level restore: restore every cut from genesis, not from the previous cut's checked restore "
                 "(each restore independent of the others; reads the WAL prefix once per cut)");
@@ -221,8 +225,9 @@ void RegisterCheck(CLI::App& root, Registry& reg) {
   cmd->add_option("--verdict", o->verdict,
                   "One node, level restore: the cut's verdict (walcut cuts SUMMARIES... --verdict-out FILE --cut K); "
                   "the node is restored from it into a temporary directory and read back");
-  cmd->add_option("--base", o->base, "One node, level restore: the directory holding its full-snapshot base "
-                                     "(default NODE_DIR/../snapshots/<name>)");
+  cmd->add_option("--base", o->base,
+                  "One node, level restore: the directory holding its full-snapshot base "
+                  "(default NODE_DIR/../snapshots/<name>)");
   // `check merge` (cli/cmd_check_merge.cpp) is a subcommand of this one:
   // when it was given, its action runs.
   reg.Add(cmd, [o, cmd, &reg] {

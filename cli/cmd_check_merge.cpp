@@ -45,9 +45,12 @@ int RunMerge(const MergeOptions& o) {
   }
   const int rc = recovery::CheckExitCode(*m);
   std::string text;
-  if (o.format == "json") text = walfmt::DumpJson(CheckReportJson(*m, rc), 2) + "\n";
-  else if (o.format == "junit") text = CheckReportJunit(*m, rc);
-  else text = CheckReportText(*m, rc);
+  if (o.format == "json")
+    text = walfmt::DumpJson(CheckReportJson(*m, rc), 2) + "\n";
+  else if (o.format == "junit")
+    text = CheckReportJunit(*m, rc);
+  else
+    text = CheckReportText(*m, rc);
   if (o.output.empty()) {
     fmt::print("{}", text);
     return rc;
@@ -74,7 +77,8 @@ void RegisterCheckMerge(CLI::App& root, Registry& reg) {
   cmd->add_option("--format", o->format, "text (default), json (walcut.check/1) or junit (JUnit XML)")
       ->check(CLI::IsMember({"text", "json", "junit"}))
       ->type_name("text|json|junit");
-  cmd->add_option("-o,--output", o->output, "Write the merged report to FILE (atomically); stdout gets a one-line summary");
+  cmd->add_option("-o,--output", o->output,
+                  "Write the merged report to FILE (atomically); stdout gets a one-line summary");
   reg.Add(cmd, [o] { return RunMerge(*o); });
 }
 

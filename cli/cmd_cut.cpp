@@ -22,7 +22,7 @@ struct CutShowOptions {
   std::vector<std::string> paths;  // cluster dir or summaries, then the cut id last
   Format format = Format::kText;
   unsigned jobs = 0;
-  std::string svg;                 // --svg FILE: also write the diagram there
+  std::string svg;  // --svg FILE: also write the diagram there
 };
 
 const char* Ok(bool b) { return b ? "ok" : "FAILED"; }
@@ -114,13 +114,15 @@ int RunCutShow(const CutShowOptions& o) {
                g->finish_time_us > 0 ? clock.Format(g->finish_time_us) : "-",
                clock.known() ? "" : " (cluster time since creation: no epoch in cluster.json)");
   }
-  fmt::print("  {} nodes; {} transactions in the cut; before {} / after {} (summed over nodes); "
-             "rule 5: {} before committed after CUT_START, {} after committed before it\n",
-             g->nodes.size(), g->transactions, g->before, g->after, g->before_after_start, g->after_before_start);
-  fmt::print("  checks: 1 atomicity {}, 2 monotonicity {}, 3 shape {}, 4 rollback {}, 5 completeness {}; "
-             "marker cross-check {}\n",
-             Ok(g->checks.atomicity), Ok(g->checks.monotonicity), Ok(g->checks.shape), Ok(g->checks.rollback),
-             Ok(g->checks.completeness), Ok(g->checks.markers));
+  fmt::print(
+      "  {} nodes; {} transactions in the cut; before {} / after {} (summed over nodes); "
+      "rule 5: {} before committed after CUT_START, {} after committed before it\n",
+      g->nodes.size(), g->transactions, g->before, g->after, g->before_after_start, g->after_before_start);
+  fmt::print(
+      "  checks: 1 atomicity {}, 2 monotonicity {}, 3 shape {}, 4 rollback {}, 5 completeness {}; "
+      "marker cross-check {}\n",
+      Ok(g->checks.atomicity), Ok(g->checks.monotonicity), Ok(g->checks.shape), Ok(g->checks.rollback),
+      Ok(g->checks.completeness), Ok(g->checks.markers));
   if (g->status != cut::CutStatus::kConsistent) {
     fmt::print("  nearest consistent cuts: before {}, after {}\n",
                g->consistent_before ? std::to_string(*g->consistent_before) : "none",
@@ -174,7 +176,8 @@ void RegisterCut(CLI::App& root, Registry& reg) {
       "Exit 0 when the cut is consistent, 1 when it is not, 2 usage error (no such cut), 3 I/O error.");
   show->add_option("args", o->paths, "DIR K, or SUMMARY... K")->required()->expected(2, -1);
   AddFormatOption(show, o->format);
-  show->add_option("-j,--jobs", o->jobs, "Threads scanning the WALs (default: one per core); nodes take turns segment by segment");
+  show->add_option("-j,--jobs", o->jobs,
+                   "Threads scanning the WALs (default: one per core); nodes take turns segment by segment");
   AddProgressOptions(show);
   show->add_option("--svg", o->svg, "Also write the space-time diagram of the cut to FILE (SVG)")->type_name("FILE");
   reg.Add(show, [o] { return RunCutShow(*o); });

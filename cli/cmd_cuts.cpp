@@ -85,7 +85,8 @@ int RunVerdict(const CutsOptions& o) {
       std::error_code e;
       const fs::path d = fs::path(dir) / "snapshots" / name;
       for (size_t i = 0; i < n; ++i) {
-        if (!fs::is_regular_file(d / fmt::format("node-{}.snap", i), e)) return fmt::format("{} lacks its files", d.string());
+        if (!fs::is_regular_file(d / fmt::format("node-{}.snap", i), e))
+          return fmt::format("{} lacks its files", d.string());
       }
       return "";
     };
@@ -115,7 +116,8 @@ int RunVerdict(const CutsOptions& o) {
     if (!consistent) j["reason"] = v->reason;
     fmt::print("{}\n", walfmt::DumpJson(j, 2));
   } else {
-    fmt::print("verdict {}: cut {} of {} nodes is {}{}\n", v->id, v->cut, v->nodes.size(), cut::CutStatusName(v->status),
+    fmt::print("verdict {}: cut {} of {} nodes is {}{}\n", v->id, v->cut, v->nodes.size(),
+               cut::CutStatusName(v->status),
                consistent ? "" : fmt::format(" ({}); the node restores refuse it unless --force", v->reason));
     fmt::print("  base: {} ({})\n", v->base_name, v->base_why);
     fmt::print("wrote {} ({})\n", o.verdict_out, HumanBytes(text.size()));
@@ -207,8 +209,9 @@ int RunCuts(const CutsOptions& o) {
   for (const auto& l : SnapshotLines(*cc)) fmt::print("{}\n", l);
   for (const auto& s : cc->nodes) {
     if (s.damaged) fmt::print("wal: {}\n", s.damage);
-    if (s.torn_tail) fmt::print("wal: node {} ends in a torn record at {} ({} bytes; a crash artefact)\n", s.node,
-                                s.torn_at.ToString(), s.torn_bytes);
+    if (s.torn_tail)
+      fmt::print("wal: node {} ends in a torn record at {} ({} bytes; a crash artefact)\n", s.node,
+                 s.torn_at.ToString(), s.torn_bytes);
   }
   // The time column is as wide as the widest time (ISO: 27 characters).
   size_t time_width = 8;
@@ -253,7 +256,8 @@ void RegisterCuts(CLI::App& root, Registry& reg) {
   cmd->add_option("paths", o->paths, "A cluster directory, or one summary file per node (walcut scan --out)")
       ->required();
   AddFormatOption(cmd, o->format);
-  cmd->add_option("-j,--jobs", o->jobs, "Threads scanning the WALs (default: one per core); nodes take turns segment by segment");
+  cmd->add_option("-j,--jobs", o->jobs,
+                  "Threads scanning the WALs (default: one per core); nodes take turns segment by segment");
   AddProgressOptions(cmd);
   cmd->add_option("--verdict-out", o->verdict_out,
                   "Write the verdict of one cut (--cut K or --latest) to FILE for the per-node restores "

@@ -30,8 +30,10 @@ struct DiffCommandOptions {
 int ExitForLoad(const walfmt::Status& st) {
   switch (st.code()) {
     case walfmt::ErrorCode::kNotFound:
-    case walfmt::ErrorCode::kInvalidArgument: return kExitUsage;
-    default: return kExitIo;
+    case walfmt::ErrorCode::kInvalidArgument:
+      return kExitUsage;
+    default:
+      return kExitIo;
   }
 }
 
@@ -40,7 +42,9 @@ std::string Hex(uint64_t v) { return fmt::format("{:016x}", v); }
 nlohmann::json SideJson(const recovery::StateSet& s) {
   nlohmann::json names = nlohmann::json::array();
   for (const auto& n : s.nodes) names.push_back(walfmt::Printable(n.name, 0));
-  return {{"dir", s.dir}, {"nodes", s.nodes.size()}, {"cluster_id", Hex(s.nodes.empty() ? 0 : s.nodes[0].cluster_id)},
+  return {{"dir", s.dir},
+          {"nodes", s.nodes.size()},
+          {"cluster_id", Hex(s.nodes.empty() ? 0 : s.nodes[0].cluster_id)},
           {"names", names}};
 }
 
@@ -182,8 +186,10 @@ void RegisterDiff(CLI::App& root, Registry& reg) {
   cmd->add_option("A", o->a, "First snapshot directory")->required();
   cmd->add_option("B", o->b, "Second snapshot directory")->required();
   AddFormatOption(cmd, o->format);
-  cmd->add_option("-n,--limit", o->limit, "Differing keys listed per node (default 20; 0 lists all); counts are always complete");
-  cmd->add_option("--max-bytes", o->max_bytes, "Shorten keys and values to N bytes in text output (default 32; 0 prints them whole)");
+  cmd->add_option("-n,--limit", o->limit,
+                  "Differing keys listed per node (default 20; 0 lists all); counts are always complete");
+  cmd->add_option("--max-bytes", o->max_bytes,
+                  "Shorten keys and values to N bytes in text output (default 32; 0 prints them whole)");
   reg.Add(cmd, [o] { return RunDiff(*o); });
 }
 

@@ -8,17 +8,16 @@
 // sequential read). This file holds the subcommand: its options, and RunDump
 // in named steps.
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
+#include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <memory>
 #include <optional>
 #include <string_view>
 #include <system_error>
-#include <atomic>
-#include <chrono>
 #include <thread>
-
 
 #include <fmt/format.h>
 
@@ -103,16 +102,16 @@ class Out {
   fmt::memory_buffer buf_;
 };
 
-
 // Step 1: the filter and the recovery mode from the options. False (after an
 // error line) on a usage error.
 bool ParseDumpOptions(const DumpOptions& o, Filter& f, walfmt::RecoveryMode& mode) {
   for (const std::string& t : o.types) {
     walfmt::RecordType rt;
     if (!walfmt::ParseRecordType(t, rt)) {
-      PrintError(fmt::format("--type {}: unknown record type (known: tx_data, tx_prepare, tx_commit, tx_rollback, "
-                             "cut_start, cut_finish, cut_abort, snapshot, node_start)",
-                             t));
+      PrintError(
+          fmt::format("--type {}: unknown record type (known: tx_data, tx_prepare, tx_commit, tx_rollback, "
+                      "cut_start, cut_finish, cut_abort, snapshot, node_start)",
+                      t));
       return false;
     }
     f.all_types = false;
@@ -207,8 +206,8 @@ class RecordWriter {
         if (limit_hit_) break;
         const bool damaged = s.end == walfmt::SegmentEnd::kDamaged || s.end == walfmt::SegmentEnd::kBadHeader ||
                              s.end == walfmt::SegmentEnd::kIoError;
-        const bool stop = s.failed || s.end == walfmt::SegmentEnd::kStopped ||
-                          (damaged && mode_ != walfmt::RecoveryMode::kSalvage);
+        const bool stop =
+            s.failed || s.end == walfmt::SegmentEnd::kStopped || (damaged && mode_ != walfmt::RecoveryMode::kSalvage);
         prev = std::move(s);
         if (stop) break;
       }
@@ -280,12 +279,15 @@ class RecordWriter {
   bool Visit(const walfmt::RecordView& v) {
     if (v.lsn < f_.from) return true;
     switch (line_.Format(*cur_, v, out_.buf(), bad_)) {
-      case LineFormatter::Outcome::kStop: return false;
-      case LineFormatter::Outcome::kSkip: return true;
+      case LineFormatter::Outcome::kStop:
+        return false;
+      case LineFormatter::Outcome::kSkip:
+        return true;
       case LineFormatter::Outcome::kBadPayload:
         Report(bad_);
         return true;
-      case LineFormatter::Outcome::kLine: break;
+      case LineFormatter::Outcome::kLine:
+        break;
     }
     out_.MaybeFlush();
     if (f_.limit != 0 && ++printed_ >= f_.limit) {
@@ -392,7 +394,10 @@ void RegisterDump(CLI::App& root, Registry& reg) {
       "Print one line per record: node, position SEGMENT/OFFSET (hex), type, length, transaction, summary.\n"
       "Nodes are printed one after the other. Damage is reported on stderr: exit 1 (a torn tail at the\n"
       "end is a note, exit 0), 2 usage error, 3 I/O error.");
-  cmd->add_option("paths", o->paths, "Cluster dir, node dir, wal dir or segment files; - reads one segment (plain or zstd) from standard input")->required();
+  cmd->add_option(
+         "paths", o->paths,
+         "Cluster dir, node dir, wal dir or segment files; - reads one segment (plain or zstd) from standard input")
+      ->required();
   AddFormatOption(cmd, o->format);
   cmd->add_option("-t,--type", o->types, "Only these record types (repeat or comma-separate; e.g. commit,cut_start)")
       ->delimiter(',');

@@ -7,8 +7,8 @@
 #include <fmt/format.h>
 
 #include "cli/command.h"
-#include "cli/inputs.h"
 #include "cli/cut_common.h"
+#include "cli/inputs.h"
 #include "cli/output.h"
 #include "cli/repo_commands.h"
 #include "cli/restore_check.h"
@@ -18,11 +18,11 @@
 #include "recovery/invariants.h"
 #include "recovery/part.h"
 #include "recovery/restore.h"
+#include "recovery/state_set.h"
 #include "recovery/verdict.h"
+#include "walfmt/duration.h"
 #include "walfmt/file_io.h"
 #include "walfmt/staging.h"
-#include "recovery/state_set.h"
-#include "walfmt/duration.h"
 #include "walfmt/text_escape.h"
 
 namespace walcut::cli {
@@ -59,8 +59,9 @@ walfmt::Result<json> CheckRestored(const recovery::RestoreResult& r, const std::
   return CheckRestoredWith(r, recovery::LoadClusterInfo(dir), dir, what, lines);
 }
 
-walfmt::Result<json> CheckRestoredWith(const recovery::RestoreResult& r, const walfmt::Result<recovery::ClusterInfo>& info,
-                                       const std::string& dir, const std::string& what, std::vector<std::string>& lines) {
+walfmt::Result<json> CheckRestoredWith(const recovery::RestoreResult& r,
+                                       const walfmt::Result<recovery::ClusterInfo>& info, const std::string& dir,
+                                       const std::string& what, std::vector<std::string>& lines) {
   if (!info.ok()) return info.status();
   recovery::InvariantOptions io = recovery::OptionsFor(info->workload);
   if (what == "bank") {
@@ -71,8 +72,8 @@ walfmt::Result<json> CheckRestoredWith(const recovery::RestoreResult& r, const w
     io.cycle = true;
   }
   if ((io.bank && !info->has_bank()) || (io.cycle && !info->has_cycle())) {
-    return walfmt::Status::InvalidArgument(
-        fmt::format("--check {}: the {} workload of {} has no such keys", what, recovery::WorkloadName(info->workload), dir));
+    return walfmt::Status::InvalidArgument(fmt::format("--check {}: the {} workload of {} has no such keys", what,
+                                                       recovery::WorkloadName(info->workload), dir));
   }
   recovery::LoadOptions lo;
   lo.expected_nodes = info->nodes;
@@ -139,8 +140,9 @@ int RunRestoreNode(const RestoreOptions& o) {
     return kExitUsage;
   }
   if (!o.repo.empty() || !o.before.empty() || !o.check.empty()) {
-    PrintError("a per-node restore takes neither --repo nor --before nor --check (check the assembled restore: "
-               "walcut restore assemble OUT PARTS... --check auto)");
+    PrintError(
+        "a per-node restore takes neither --repo nor --before nor --check (check the assembled restore: "
+        "walcut restore assemble OUT PARTS... --check auto)");
     return kExitUsage;
   }
   if (!o.cluster_json.empty() && o.summaries.empty()) {
@@ -283,10 +285,11 @@ int RunRestoreNode(const RestoreOptions& o) {
                r->cut, cut::CutStatusName(r->status), forced ? ", forced: " + r->reason : "", r->base.name,
                recovery::BaseKindName(r->base.kind));
     fmt::print("  verdict: {} (from {}); base: {} ({})\n", verdict.id, verdict_origin, r->base.name, verdict.base_why);
-    fmt::print("  node {}: WAL {} .. {}, {} read; base {} keys; {} transactions applied ({} writes), {} skipped, {} "
-               "rolled back",
-               n.node, n.from.ToString(), n.to.ToString(), HumanBytes(n.bytes_to_read), n.base_entries, n.txs_applied,
-               n.writes_applied, n.txs_skipped, n.txs_rolled_back);
+    fmt::print(
+        "  node {}: WAL {} .. {}, {} read; base {} keys; {} transactions applied ({} writes), {} skipped, {} "
+        "rolled back",
+        n.node, n.from.ToString(), n.to.ToString(), HumanBytes(n.bytes_to_read), n.base_entries, n.txs_applied,
+        n.writes_applied, n.txs_skipped, n.txs_rolled_back);
     if (!o.dry_run) fmt::print("; {} keys, fingerprint {:016x}", n.entries, n.fingerprint);
     fmt::print("\n");
     if (!o.dry_run) fmt::print("wrote {}/node-{}.snap and {}/manifest.json\n", o.out, node, o.out);
@@ -301,8 +304,8 @@ constexpr int kRetryWhole = -1;
 
 // Restores from the verdict `v` (the cuts as recovery::ScanToCut or the whole
 // WAL shows them) and prints the result.
-int RestoreWith(const RestoreOptions& o, const std::optional<walfmt::TimeArg>& before,
-                const cut::ClusterLayout& layout, const recovery::CutVerdict& v) {
+int RestoreWith(const RestoreOptions& o, const std::optional<walfmt::TimeArg>& before, const cut::ClusterLayout& layout,
+                const recovery::CutVerdict& v) {
   const cut::ClusterCuts* cc = &v.cuts;
   uint64_t k = CutOrLatest(*cc, o.cut, o.latest, o.dir);
   if (o.latest && k == 0) return kExitFindings;
@@ -332,7 +335,7 @@ int RestoreWith(const RestoreOptions& o, const std::optional<walfmt::TimeArg>& b
     if (!choice.ok()) {
       PrintError(choice.status().message());
       return choice.status().code() == walfmt::ErrorCode::kInvalidArgument ? kExitFindings
-                                                                            : ExitForStatus(choice.status());
+                                                                           : ExitForStatus(choice.status());
     }
     base = choice->base;
     base_why = choice->why;
@@ -403,7 +406,7 @@ int RestoreWith(const RestoreOptions& o, const std::optional<walfmt::TimeArg>& b
                recovery::BaseKindName(r->base.kind));
     fmt::print("  base: {} ({})\n", r->base.name, base_why);
     fmt::print("  verdict: cut {} decided from {} of WAL, {}\n", r->cut, HumanBytes(v.bytes_scanned),
-               v.scan == recovery::VerdictScan::kWhole  ? "every node's whole WAL"
+               v.scan == recovery::VerdictScan::kWhole   ? "every node's whole WAL"
                : v.scan == recovery::VerdictScan::kToCut ? "every node's WAL up to where the cut is decided"
                                                          : "from the base's positions up to where the cut is decided");
     for (const auto& n : r->nodes) {
@@ -413,10 +416,11 @@ int RestoreWith(const RestoreOptions& o, const std::optional<walfmt::TimeArg>& b
                                       : fmt::format("{} .. {} ({} segments)", n.segments.front().file,
                                                     n.segments.back().file, n.segments.size());
       }
-      fmt::print("  node {}: WAL {} .. {} [{}], {} read; base {} keys; {} transactions applied ({} writes), {} "
-                 "skipped, {} rolled back",
-                 n.node, n.from.ToString(), n.to.ToString(), segs, HumanBytes(n.bytes_to_read), n.base_entries,
-                 n.txs_applied, n.writes_applied, n.txs_skipped, n.txs_rolled_back);
+      fmt::print(
+          "  node {}: WAL {} .. {} [{}], {} read; base {} keys; {} transactions applied ({} writes), {} "
+          "skipped, {} rolled back",
+          n.node, n.from.ToString(), n.to.ToString(), segs, HumanBytes(n.bytes_to_read), n.base_entries, n.txs_applied,
+          n.writes_applied, n.txs_skipped, n.txs_rolled_back);
       if (!o.dry_run) fmt::print("; {} keys, fingerprint {:016x}", n.entries, n.fingerprint);
       fmt::print("\n");
     }
@@ -450,9 +454,8 @@ int RunRestore(const RestoreOptions& o) {
       PrintError("with --repo: --base, --force and --check do not apply");
       return kExitUsage;
     }
-    return RunRestoreRepo({o.repo, o.dir, o.cut ? std::optional<uint64_t>(o.cut) : std::nullopt, o.latest,
-                           before, o.out, o.dry_run,
-                           o.format == Format::kJson, o.jobs});
+    return RunRestoreRepo({o.repo, o.dir, o.cut ? std::optional<uint64_t>(o.cut) : std::nullopt, o.latest, before,
+                           o.out, o.dry_run, o.format == Format::kJson, o.jobs});
   }
   if (o.dir.empty()) {
     PrintError("DIR is required (or --repo REPO)");
@@ -540,7 +543,9 @@ void RegisterRestore(CLI::App& root, Registry& reg) {
       "that the verdict describes this WAL; walcut restore assemble OUT PARTS... gathers the parts.\n"
       "Exit 0 restored, 1 refused or forced, 2 usage error or a verdict that does not match the WAL,\n"
       "3 I/O error or damaged input.");
-  cmd->add_option("dir", o->dir, "Cluster directory (with --repo: an artifact NAME, or none with --cut/--latest/--before; with --verdict or --summaries: the node directory)");
+  cmd->add_option("dir", o->dir,
+                  "Cluster directory (with --repo: an artifact NAME, or none with --cut/--latest/--before; with "
+                  "--verdict or --summaries: the node directory)");
   cmd->add_option("--repo", o->repo, "Restore from a repository of snapshot artifacts: a full and its increments");
   cmd->add_option("--cut", o->cut, "Cut id to restore");
   cmd->add_flag("--latest", o->latest, "The latest restorable cut (the end of the restore window)");

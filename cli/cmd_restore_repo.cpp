@@ -34,9 +34,12 @@ int RunRestoreRepo(const RepoRestoreCliOptions& o) {
     PrintError(r.status().message());
     switch (r.status().code()) {
       case walfmt::ErrorCode::kNotFound:
-      case walfmt::ErrorCode::kInvalidArgument: return kExitUsage;
-      case walfmt::ErrorCode::kCorruption: return kExitFindings;
-      default: return kExitIo;
+      case walfmt::ErrorCode::kInvalidArgument:
+        return kExitUsage;
+      case walfmt::ErrorCode::kCorruption:
+        return kExitFindings;
+      default:
+        return kExitIo;
     }
   }
   if (o.json) {
@@ -45,14 +48,23 @@ int RunRestoreRepo(const RepoRestoreCliOptions& o) {
       nlohmann::json nodes = nlohmann::json::array();
       for (const auto& n : s.nodes) {
         if (!n.has_wal) continue;
-        nodes.push_back({{"node", n.node}, {"wal_from", n.wal_from.ToString()}, {"wal_to", n.wal_to.ToString()}, {"segments", n.segments}});
+        nodes.push_back({{"node", n.node},
+                         {"wal_from", n.wal_from.ToString()},
+                         {"wal_to", n.wal_to.ToString()},
+                         {"segments", n.segments}});
       }
-      steps.push_back({{"artifact", s.artifact}, {"cut", s.cut ? nlohmann::json(*s.cut) : nlohmann::json(nullptr)}, {"wal", nodes}});
+      steps.push_back({{"artifact", s.artifact},
+                       {"cut", s.cut ? nlohmann::json(*s.cut) : nlohmann::json(nullptr)},
+                       {"wal", nodes}});
     }
     nlohmann::json fps = nlohmann::json::array();
     for (auto f : r->fingerprints) fps.push_back(fmt::format("{:016x}", f));
-    nlohmann::json j = {{"schema", "walcut.restore.repo/1"}, {"repo", o.repo}, {"target", r->target}, {"dry_run", o.dry_run},
-                        {"out", o.dry_run ? nlohmann::json(nullptr) : nlohmann::json(o.out)}, {"steps", steps},
+    nlohmann::json j = {{"schema", "walcut.restore.repo/1"},
+                        {"repo", o.repo},
+                        {"target", r->target},
+                        {"dry_run", o.dry_run},
+                        {"out", o.dry_run ? nlohmann::json(nullptr) : nlohmann::json(o.out)},
+                        {"steps", steps},
                         {"fingerprints", fps}};
     fmt::print("{}\n", walfmt::DumpJson(j, 2));
     return kExitOk;
@@ -74,7 +86,8 @@ int RunRestoreRepo(const RepoRestoreCliOptions& o) {
     }
   }
   if (!o.dry_run) {
-    for (size_t i = 0; i < r->fingerprints.size(); ++i) fmt::print("  node {}: fingerprint {:016x}\n", i, r->fingerprints[i]);
+    for (size_t i = 0; i < r->fingerprints.size(); ++i)
+      fmt::print("  node {}: fingerprint {:016x}\n", i, r->fingerprints[i]);
     fmt::print("wrote {}/node-*.snap\n", o.out);
   }
   return kExitOk;

@@ -38,11 +38,16 @@ bool ParseSize(const std::string& s, uint64_t& out) {
   if (ec != std::errc() || p == s.data()) return false;
   const std::string unit(p, s.data() + s.size());
   uint64_t mul = 1;
-  if (unit.empty() || unit == "B") mul = 1;
-  else if (unit == "K" || unit == "k" || unit == "KiB") mul = 1024;
-  else if (unit == "M" || unit == "m" || unit == "MiB") mul = 1024 * 1024;
-  else if (unit == "G" || unit == "g" || unit == "GiB") mul = 1024ull * 1024 * 1024;
-  else return false;
+  if (unit.empty() || unit == "B")
+    mul = 1;
+  else if (unit == "K" || unit == "k" || unit == "KiB")
+    mul = 1024;
+  else if (unit == "M" || unit == "m" || unit == "MiB")
+    mul = 1024 * 1024;
+  else if (unit == "G" || unit == "g" || unit == "GiB")
+    mul = 1024ull * 1024 * 1024;
+  else
+    return false;
   if (v > UINT64_MAX / mul) return false;
   out = v * mul;
   return true;
@@ -56,7 +61,10 @@ nlohmann::json SnapshotsJson(const node::RunResult& r) {
   for (const auto& sn : r.snapshots) {
     nlohmann::json pos = nlohmann::json::array();
     for (const auto& l : sn.wal_position) pos.push_back(l.ToString());
-    a.push_back({{"name", sn.name}, {"at_tx", sn.at_tx}, {"time_us", sn.time_us}, {"time", clock.Format(sn.time_us)},
+    a.push_back({{"name", sn.name},
+                 {"at_tx", sn.at_tx},
+                 {"time_us", sn.time_us},
+                 {"time", clock.Format(sn.time_us)},
                  {"wal_positions", pos}});
     if (!sn.segments_deleted.empty()) a.back()["segments_deleted"] = sn.segments_deleted;
   }
@@ -67,48 +75,50 @@ nlohmann::json SummaryJson(const node::RunResult& r) {
   const auto& s = r.summary;
   const auto& o = r.options;
   nlohmann::json j = {{"schema", kRunSchema},
-          {"dir", o.dir},
-          {"seed", o.seed},
-          {"epoch_unix_us", o.epoch_unix_us.value_or(0)},
-          {"epoch", Clock(r).Format(0)},
-          {"nodes", o.nodes},
-          {"backups", o.backups},
-          {"partitions", o.partitions},
-          {"workload", node::WorkloadName(o.workload.workload)},
-          {"transactions",
-           {{"load", s.load_txs},
-            {"committed", s.committed},
-            {"one_phase", s.committed_1pc},
-            {"two_phase", s.committed_2pc},
-            {"rolled_back", s.rolled_back},
-            {"rolled_back_conflict", s.rolled_back_conflict},
-            {"rolled_back_insufficient_funds", s.rolled_back_funds},
-            {"rolled_back_vote_no", s.rolled_back_vote_no},
-            {"rolled_back_other", s.rolled_back_other},
-            {"lost_at_near", s.lost_at_near},
-            {"recovered_commits", s.recovered_commits},
-            {"recovered_rollbacks", s.recovered_rollbacks}}},
-          {"faults",
-           {{"crashes", s.crashes}, {"restarts", s.restarts}, {"initiator_failovers", s.initiator_failovers},
-            {"cuts_taken_over", s.cuts_taken_over}}},
-          {"cuts",
-           {{"started", s.cuts_started},
-            {"consistent", s.cuts_consistent},
-            {"inconsistent", s.cuts_inconsistent},
-            {"before", s.before},
-            {"after", s.after},
-            {"after_commit_before_cut_start", s.after_commit_before_start},
-            {"before_commit_after_cut_start", s.before_commit_after_start},
-            {"cut_abort_records", s.cut_aborts}}},
-          {"wal", {{"records", s.records}, {"bytes", s.wal_bytes}}},
-          {"simulation",
-           {{"events", s.events},
-            {"messages", s.messages},
-            {"virtual_time_us", s.sim_time_us},
-            {"wall_seconds", s.wall_seconds},
-            {"cpu_seconds", s.cpu_seconds}}},
-          {"initial_bank_total", s.initial_bank_total},
-          {"full_snapshots", SnapshotsJson(r)}};
+                      {"dir", o.dir},
+                      {"seed", o.seed},
+                      {"epoch_unix_us", o.epoch_unix_us.value_or(0)},
+                      {"epoch", Clock(r).Format(0)},
+                      {"nodes", o.nodes},
+                      {"backups", o.backups},
+                      {"partitions", o.partitions},
+                      {"workload", node::WorkloadName(o.workload.workload)},
+                      {"transactions",
+                       {{"load", s.load_txs},
+                        {"committed", s.committed},
+                        {"one_phase", s.committed_1pc},
+                        {"two_phase", s.committed_2pc},
+                        {"rolled_back", s.rolled_back},
+                        {"rolled_back_conflict", s.rolled_back_conflict},
+                        {"rolled_back_insufficient_funds", s.rolled_back_funds},
+                        {"rolled_back_vote_no", s.rolled_back_vote_no},
+                        {"rolled_back_other", s.rolled_back_other},
+                        {"lost_at_near", s.lost_at_near},
+                        {"recovered_commits", s.recovered_commits},
+                        {"recovered_rollbacks", s.recovered_rollbacks}}},
+                      {"faults",
+                       {{"crashes", s.crashes},
+                        {"restarts", s.restarts},
+                        {"initiator_failovers", s.initiator_failovers},
+                        {"cuts_taken_over", s.cuts_taken_over}}},
+                      {"cuts",
+                       {{"started", s.cuts_started},
+                        {"consistent", s.cuts_consistent},
+                        {"inconsistent", s.cuts_inconsistent},
+                        {"before", s.before},
+                        {"after", s.after},
+                        {"after_commit_before_cut_start", s.after_commit_before_start},
+                        {"before_commit_after_cut_start", s.before_commit_after_start},
+                        {"cut_abort_records", s.cut_aborts}}},
+                      {"wal", {{"records", s.records}, {"bytes", s.wal_bytes}}},
+                      {"simulation",
+                       {{"events", s.events},
+                        {"messages", s.messages},
+                        {"virtual_time_us", s.sim_time_us},
+                        {"wall_seconds", s.wall_seconds},
+                        {"cpu_seconds", s.cpu_seconds}}},
+                      {"initial_bank_total", s.initial_bank_total},
+                      {"full_snapshots", SnapshotsJson(r)}};
   // Only with retention on, so that the default output stays as it was.
   if (o.wal_retention != node::WalRetention::kKeep) {
     j["wal_retention"] = {{"policy", node::WalRetentionName(o.wal_retention)},
@@ -126,20 +136,23 @@ void PrintSummary(const node::RunResult& r) {
   fmt::print("cluster {}: {} nodes, {} backups, {} partitions, workload {}, seed {}\n", o.dir, o.nodes, o.backups,
              o.partitions, node::WorkloadName(o.workload.workload), o.seed);
   fmt::print("clock: cluster time 0 is {}; record times are cluster time since then\n", Clock(r).Format(0));
-  fmt::print("transactions: {} committed ({} 1PC, {} 2PC), {} rolled back ({} conflict, {} insufficient funds, "
-             "{} refused prepare, {} other); {} initial-load transactions\n",
-             s.committed, s.committed_1pc, s.committed_2pc, s.rolled_back, s.rolled_back_conflict,
-             s.rolled_back_funds, s.rolled_back_vote_no, s.rolled_back_other, s.load_txs);
+  fmt::print(
+      "transactions: {} committed ({} 1PC, {} 2PC), {} rolled back ({} conflict, {} insufficient funds, "
+      "{} refused prepare, {} other); {} initial-load transactions\n",
+      s.committed, s.committed_1pc, s.committed_2pc, s.rolled_back, s.rolled_back_conflict, s.rolled_back_funds,
+      s.rolled_back_vote_no, s.rolled_back_other, s.load_txs);
   fmt::print("cuts: {} started, {} consistent, {} inconsistent; before {} / after {} (summed over nodes)\n",
              s.cuts_started, s.cuts_consistent, s.cuts_inconsistent, s.before, s.after);
-  fmt::print("rule 5: {} `after` transactions committed before CUT_START, {} `before` transactions committed "
-             "after CUT_START\n",
-             s.after_commit_before_start, s.before_commit_after_start);
+  fmt::print(
+      "rule 5: {} `after` transactions committed before CUT_START, {} `before` transactions committed "
+      "after CUT_START\n",
+      s.after_commit_before_start, s.before_commit_after_start);
   if (s.crashes > 0) {
-    fmt::print("faults: {} crashes, {} restarts, {} initiator failovers ({} during a cut); {} transactions lost "
-               "their near node; recovery committed {} and rolled back {} copies; {} CUT_ABORT records\n",
-               s.crashes, s.restarts, s.initiator_failovers, s.cuts_taken_over, s.lost_at_near, s.recovered_commits,
-               s.recovered_rollbacks, s.cut_aborts);
+    fmt::print(
+        "faults: {} crashes, {} restarts, {} initiator failovers ({} during a cut); {} transactions lost "
+        "their near node; recovery committed {} and rolled back {} copies; {} CUT_ABORT records\n",
+        s.crashes, s.restarts, s.initiator_failovers, s.cuts_taken_over, s.lost_at_near, s.recovered_commits,
+        s.recovered_rollbacks, s.cut_aborts);
   }
   for (const auto& sn : r.snapshots) {
     fmt::print("full snapshot {}: after {} transactions, at {} ({:.3f} s), files in {}/snapshots/{}/\n", sn.name,
@@ -147,21 +160,22 @@ void PrintSummary(const node::RunResult& r) {
   }
   if (o.wal_retention != node::WalRetention::kKeep) {
     std::vector<std::string> first;
-    for (size_t i = 0; i < r.first_segment.size(); ++i) first.push_back(fmt::format("node {}: {}", i, r.first_segment[i]));
+    for (size_t i = 0; i < r.first_segment.size(); ++i)
+      first.push_back(fmt::format("node {}: {}", i, r.first_segment[i]));
     fmt::print("wal retention {}: {} segments ({}) deleted after the full snapshots; first segment now: {}{}\n",
                node::WalRetentionName(o.wal_retention), s.segments_deleted, HumanBytes(s.segment_bytes_deleted),
                fmt::join(first, ", "),
-               s.restarts > 0 ? fmt::format("; {} of {} restarts recovered from a snapshot", s.snapshot_recoveries,
-                                            s.restarts)
-                              : "");
+               s.restarts > 0
+                   ? fmt::format("; {} of {} restarts recovered from a snapshot", s.snapshot_recoveries, s.restarts)
+                   : "");
   }
   if (s.initial_bank_total != 0) fmt::print("bank total: {}\n", s.initial_bank_total);
   const double txs = static_cast<double>(s.committed + s.rolled_back);
-  fmt::print("wal: {} records, {}; simulated {:.3f} s in {:.3f} s wall, {:.3f} s CPU ({:.0f} tx/s wall, {:.0f} tx/s "
-             "CPU; {} events, {} messages)\n",
-             s.records, HumanBytes(s.wal_bytes), static_cast<double>(s.sim_time_us) / 1e6, s.wall_seconds,
-             s.cpu_seconds, s.wall_seconds > 0 ? txs / s.wall_seconds : 0, s.cpu_seconds > 0 ? txs / s.cpu_seconds : 0,
-             s.events, s.messages);
+  fmt::print(
+      "wal: {} records, {}; simulated {:.3f} s in {:.3f} s wall, {:.3f} s CPU ({:.0f} tx/s wall, {:.0f} tx/s "
+      "CPU; {} events, {} messages)\n",
+      s.records, HumanBytes(s.wal_bytes), static_cast<double>(s.sim_time_us) / 1e6, s.wall_seconds, s.cpu_seconds,
+      s.wall_seconds > 0 ? txs / s.wall_seconds : 0, s.cpu_seconds > 0 ? txs / s.cpu_seconds : 0, s.events, s.messages);
 }
 
 int Run(const RunOpts& in) {
@@ -174,9 +188,10 @@ int Run(const RunOpts& in) {
   }
   if (!in.epoch.empty()) {
     if (auto d = walfmt::ParseTime(in.epoch); d.ok() && !d->wall_clock) {
-      PrintError(fmt::format("--epoch {}: a wall-clock time is needed, ISO 8601 (2026-11-30T12:00:00Z) or "
-                             "@UNIX_SECONDS, not a duration",
-                             in.epoch));
+      PrintError(
+          fmt::format("--epoch {}: a wall-clock time is needed, ISO 8601 (2026-11-30T12:00:00Z) or "
+                      "@UNIX_SECONDS, not a duration",
+                      in.epoch));
       return kExitUsage;
     }
     auto t = walfmt::ParseWallTime(in.epoch);
@@ -189,9 +204,10 @@ int Run(const RunOpts& in) {
   for (const auto& c : in.crashes) {
     node::CrashSpec spec;
     if (!node::ParseCrashSpec(c, spec)) {
-      PrintError(fmt::format("--crash {}: expected NODE@TIME[+RESTART_DELAY], TIME and RESTART_DELAY numbers with a "
-                             "unit us, ms, s, m or h (cluster time), e.g. 2@40ms+5ms",
-                             c));
+      PrintError(
+          fmt::format("--crash {}: expected NODE@TIME[+RESTART_DELAY], TIME and RESTART_DELAY numbers with a "
+                      "unit us, ms, s, m or h (cluster time), e.g. 2@40ms+5ms",
+                      c));
       return kExitUsage;
     }
     o.crashes.push_back(spec);
@@ -259,7 +275,8 @@ void RegisterRun(CLI::App& root, Registry& reg) {
                   "its segments wholly before the one holding its SNAPSHOT record; a restarted node recovers from "
                   "its latest snapshot file plus the WAL after that record)")
       ->capture_default_str();
-  sub->add_option("--crashes", c.random_crashes, "Random crashes drawn from the seed, on any node (the initiator included)");
+  sub->add_option("--crashes", c.random_crashes,
+                  "Random crashes drawn from the seed, on any node (the initiator included)");
   AddFormatOption(sub, opts->format);
   reg.Add(sub, [opts, cuts, every] {
     // --cut-every alone means "as many cuts as fit".

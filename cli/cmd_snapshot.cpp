@@ -28,8 +28,10 @@ inline constexpr const char* kSnapshotShowSchema = "walcut.snapshot.show/1";
 int ExitForLoad(const walfmt::Status& st) {
   switch (st.code()) {
     case walfmt::ErrorCode::kNotFound:
-    case walfmt::ErrorCode::kInvalidArgument: return kExitUsage;
-    default: return kExitIo;
+    case walfmt::ErrorCode::kInvalidArgument:
+      return kExitUsage;
+    default:
+      return kExitIo;
   }
 }
 
@@ -82,8 +84,8 @@ int RunCheck(const CheckOptions& o) {
                            "walcut-repository.json"));
     return kExitUsage;
   }
-  auto src = o.cluster_dir.empty() ? recovery::FindClusterInfoFor(o.dir)
-                                   : recovery::ClusterInfoFromDir(o.cluster_dir, o.dir);
+  auto src =
+      o.cluster_dir.empty() ? recovery::FindClusterInfoFor(o.dir) : recovery::ClusterInfoFromDir(o.cluster_dir, o.dir);
   if (!src.ok()) {
     PrintError(src.status().message());
     return ExitForLoad(src.status());
@@ -135,24 +137,25 @@ int RunCheck(const CheckOptions& o) {
     for (const auto& n : set->nodes) {
       nodes.push_back({{"node", n.node_id}, {"entries", n.entries.size()}, {"fingerprint", Hex(n.fingerprint)}});
     }
-    nlohmann::json doc{{"schema", kSnapshotCheckSchema},
-                       {"dir", o.dir},
-                       {"cluster",
-                        {{"path", src->path},
-                         {"from_manifest", src->from_manifest},
-                         {"cluster_id", Hex(info.cluster_id)},
-                         {"workload", recovery::WorkloadName(info.workload)},
-                         {"nodes", info.nodes},
-                         {"backups", info.backups},
-                         {"partitions", info.partitions}}},
-                       {"snapshot", src->full_snapshot ? nlohmann::json(src->full_snapshot->name) : nlohmann::json(nullptr)},
-                       {"checks", checks},
-                       {"nodes", nodes},
-                       {"keys_checked", report.keys_checked},
-                       {"findings", findings},
-                       {"total_findings", total},
-                       {"ok", rc == kExitOk},
-                       {"exit_code", rc}};
+    nlohmann::json doc{
+        {"schema", kSnapshotCheckSchema},
+        {"dir", o.dir},
+        {"cluster",
+         {{"path", src->path},
+          {"from_manifest", src->from_manifest},
+          {"cluster_id", Hex(info.cluster_id)},
+          {"workload", recovery::WorkloadName(info.workload)},
+          {"nodes", info.nodes},
+          {"backups", info.backups},
+          {"partitions", info.partitions}}},
+        {"snapshot", src->full_snapshot ? nlohmann::json(src->full_snapshot->name) : nlohmann::json(nullptr)},
+        {"checks", checks},
+        {"nodes", nodes},
+        {"keys_checked", report.keys_checked},
+        {"findings", findings},
+        {"total_findings", total},
+        {"ok", rc == kExitOk},
+        {"exit_code", rc}};
     if (iopt.bank) {
       doc["bank"] = {{"accounts", info.accounts},
                      {"expected_total", info.initial_bank_total},
@@ -225,7 +228,8 @@ int RunShow(const ShowOptions& o) {
                         {"time", clock.Format(n.time_us)}};
       if (o.keys) {
         nlohmann::json kv = nlohmann::json::array();
-        for (const auto& [k, v] : n.entries) kv.push_back({{"key", walfmt::Printable(k, 0)}, {"value", walfmt::Printable(v, 0)}});
+        for (const auto& [k, v] : n.entries)
+          kv.push_back({{"key", walfmt::Printable(k, 0)}, {"value", walfmt::Printable(v, 0)}});
         jn["keys"] = kv;
       }
       nodes.push_back(jn);
@@ -282,16 +286,25 @@ void RegisterSnapshot(CLI::App& root, Registry& reg) {
   check->add_option("DIR", c->dir, "Snapshot directory, or a repository of snapshot artifacts")->required();
   check->add_option("NAME", c->name, "Repository: check this artifact and its chain only");
   check->add_flag("--restore", c->restore, "Repository: trial restore through each chain with the workload invariants");
-  check->add_option("-o,--output", c->output, "Repository: write the report to FILE (atomically); stdout gets the verdict");
+  check->add_option("-o,--output", c->output,
+                    "Repository: write the report to FILE (atomically); stdout gets the verdict");
   check->add_option("-j,--jobs", c->jobs, "Repository: threads (default: one per core)");
-  check->add_option("--check", c->check, "bank, cycle, or auto: what the cluster's workload has (default; mixed runs both)")
+  check
+      ->add_option("--check", c->check,
+                   "bank, cycle, or auto: what the cluster's workload has (default; mixed runs both)")
       ->check(CLI::IsMember({"bank", "cycle", "auto"}))
       ->type_name("bank|cycle|auto");
   check->add_option("--cluster", c->cluster_dir, "Cluster directory whose cluster.json describes the snapshot");
-  check->add_option("--max-findings", c->max_findings, "List at most this many findings (default 1000); all are counted");
-  check->add_option_function<std::string>(
-           "--format", [c](const std::string& v) { c->format_name = v; c->format = v == "json" ? Format::kJson : Format::kText; },
-           "Output format: text (default), json, or junit (a repository only)")
+  check->add_option("--max-findings", c->max_findings,
+                    "List at most this many findings (default 1000); all are counted");
+  check
+      ->add_option_function<std::string>(
+          "--format",
+          [c](const std::string& v) {
+            c->format_name = v;
+            c->format = v == "json" ? Format::kJson : Format::kText;
+          },
+          "Output format: text (default), json, or junit (a repository only)")
       ->check(CLI::IsMember({"text", "json", "junit"}))
       ->type_name("text|json|junit");
   reg.Add(check, [c] { return RunCheck(*c); });
@@ -304,7 +317,8 @@ void RegisterSnapshot(CLI::App& root, Registry& reg) {
       "(header and body checksums, fingerprint) before anything is shown. Exit 0, 2 on usage errors, 3 when\n"
       "a snapshot file cannot be read or fails its checks.");
   show->add_option("DIR", s->dir, "Snapshot directory")->required();
-  show->add_option_function<uint32_t>("--node", [s](const uint32_t& n) { s->node = n; }, "Only this node");
+  show->add_option_function<uint32_t>(
+      "--node", [s](const uint32_t& n) { s->node = n; }, "Only this node");
   show->add_flag("-k,--keys", s->keys, "List the entries");
   show->add_option("--max-bytes", s->max_bytes, "Shorten keys and values to N bytes (default 32; 0 prints them whole)");
   AddFormatOption(show, s->format);

@@ -55,7 +55,8 @@ std::string Text(const repo::RepoCheckReport& r, int rc) {
     }
     if (n == 0) continue;
     std::string extra;
-    if (std::string(level) == "files") extra = fmt::format(" ({} files, {} read)", r.files_checked, HumanBytes(r.bytes_checked));
+    if (std::string(level) == "files")
+      extra = fmt::format(" ({} files, {} read)", r.files_checked, HumanBytes(r.bytes_checked));
     if (std::string(level) == "restore") extra = fmt::format(" ({} restored)", r.restores);
     s += fmt::format("{}: {} checks{}, {} failed{}\n", level, n, extra, failed,
                      skipped ? fmt::format(", {} skipped", skipped) : "");
@@ -80,7 +81,9 @@ json Json(const repo::RepoCheckReport& r, int rc) {
     items.push_back({{"level", it.level},
                      {"group", it.group},
                      {"name", it.name},
-                     {"outcome", it.failed ? "fail" : it.skipped ? "skipped" : "pass"},
+                     {"outcome", it.failed    ? "fail"
+                                 : it.skipped ? "skipped"
+                                              : "pass"},
                      {"note", it.note},
                      {"findings", fs}});
   }
@@ -110,8 +113,8 @@ std::string Junit(const repo::RepoCheckReport& r, int rc) {
     for (const auto& it : r.items) {
       if (it.level != level) continue;
       ++n;
-      cases += fmt::format("    <testcase classname=\"{}\" name=\"{}\"", XmlEscape(fmt::format("walcut.repo.{}.{}", level, it.group)),
-                           XmlEscape(it.name));
+      cases += fmt::format("    <testcase classname=\"{}\" name=\"{}\"",
+                           XmlEscape(fmt::format("walcut.repo.{}.{}", level, it.group)), XmlEscape(it.name));
       if (it.failed) {
         ++failed;
         std::string text;
@@ -128,23 +131,30 @@ std::string Junit(const repo::RepoCheckReport& r, int rc) {
     if (n == 0) continue;
     total += n;
     total_failed += failed;
-    body += fmt::format("  <testsuite name=\"walcut.repo.{}\" tests=\"{}\" failures=\"{}\" errors=\"0\" skipped=\"{}\">\n{}  </testsuite>\n",
-                        level, n, failed, skipped, cases);
+    body += fmt::format(
+        "  <testsuite name=\"walcut.repo.{}\" tests=\"{}\" failures=\"{}\" errors=\"0\" skipped=\"{}\">\n{}  "
+        "</testsuite>\n",
+        level, n, failed, skipped, cases);
   }
   if (!r.errors.empty()) {
     std::string cases;
     for (const auto& e : r.errors) {
-      cases += fmt::format("    <testcase classname=\"walcut.errors\" name=\"tool\">\n      <error message=\"{}\"/>\n    </testcase>\n",
-                           XmlEscape(e));
+      cases += fmt::format(
+          "    <testcase classname=\"walcut.errors\" name=\"tool\">\n      <error message=\"{}\"/>\n    </testcase>\n",
+          XmlEscape(e));
     }
-    body += fmt::format("  <testsuite name=\"walcut.errors\" tests=\"{}\" failures=\"0\" errors=\"{}\" skipped=\"0\">\n{}  </testsuite>\n",
-                        r.errors.size(), r.errors.size(), cases);
+    body += fmt::format(
+        "  <testsuite name=\"walcut.errors\" tests=\"{}\" failures=\"0\" errors=\"{}\" skipped=\"0\">\n{}  "
+        "</testsuite>\n",
+        r.errors.size(), r.errors.size(), cases);
   }
   (void)rc;
   // junit-10.xsd: testsuites carries no skipped count (each testsuite does).
-  return fmt::format("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites name=\"{}\" tests=\"{}\" failures=\"{}\" errors=\"{}\">\n{}</testsuites>\n",
-                     XmlEscape(fmt::format("walcut snapshot check {}", r.dir)), total + r.errors.size(), total_failed,
-                     r.errors.size(), body);
+  return fmt::format(
+      "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites name=\"{}\" tests=\"{}\" failures=\"{}\" "
+      "errors=\"{}\">\n{}</testsuites>\n",
+      XmlEscape(fmt::format("walcut snapshot check {}", r.dir)), total + r.errors.size(), total_failed, r.errors.size(),
+      body);
 }
 
 }  // namespace
@@ -162,12 +172,16 @@ int RunRepoCheck(const RepoCheckCliOptions& o) {
     PrintError(r.status().message());
     switch (r.status().code()) {
       case walfmt::ErrorCode::kNotFound:
-      case walfmt::ErrorCode::kInvalidArgument: return kExitUsage;
-      default: return kExitIo;
+      case walfmt::ErrorCode::kInvalidArgument:
+        return kExitUsage;
+      default:
+        return kExitIo;
     }
   }
   const int rc = repo::RepoCheckExitCode(*r);
-  std::string doc = o.format == "json" ? walfmt::DumpJson(Json(*r, rc), 2) + "\n" : o.format == "junit" ? Junit(*r, rc) : Text(*r, rc);
+  std::string doc = o.format == "json"    ? walfmt::DumpJson(Json(*r, rc), 2) + "\n"
+                    : o.format == "junit" ? Junit(*r, rc)
+                                          : Text(*r, rc);
   if (!o.output.empty()) {
     if (auto st = walfmt::WriteFileAtomic(o.output, doc); !st.ok()) {
       PrintError(st.message());

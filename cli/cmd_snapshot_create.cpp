@@ -72,9 +72,12 @@ int RunCreate(const CreateOptions& o) {
     // A refusal (inconsistent cut, missing segments, another cluster) is a finding.
     PrintError(fmt::format("snapshot create refused: {}", r.status().message()));
     switch (r.status().code()) {
-      case walfmt::ErrorCode::kInvalidArgument: return kExitFindings;
-      case walfmt::ErrorCode::kNotFound: return kExitUsage;
-      default: return kExitIo;
+      case walfmt::ErrorCode::kInvalidArgument:
+        return kExitFindings;
+      case walfmt::ErrorCode::kNotFound:
+        return kExitUsage;
+      default:
+        return kExitIo;
     }
   }
   const repo::Manifest& m = r->m;
@@ -93,8 +96,8 @@ int RunCreate(const CreateOptions& o) {
     return kExitOk;
   }
   std::string what = m.type == "incremental" ? fmt::format("incremental artifact of cut {} on {}", *m.cut, m.parent)
-                     : m.source == "restore"  ? fmt::format("synthetic full artifact of cut {}", *m.cut)
-                                              : fmt::format("full artifact of snapshot {}", m.snapshot);
+                     : m.source == "restore" ? fmt::format("synthetic full artifact of cut {}", *m.cut)
+                                             : fmt::format("full artifact of snapshot {}", m.snapshot);
   fmt::print("created {}/{}: {}, {} files, {}\n", o.repo, m.name, what, m.files.size(), HumanBytes(m.Bytes()));
   for (const auto& n : m.nodes) {
     if (n.has_wal) {
@@ -130,11 +133,13 @@ void RegisterSnapshotCreate(CLI::App& root, Registry& reg) {
   cmd->add_flag("--full", o->full, "A full artifact");
   cmd->add_flag("--incremental", o->incremental, "An incremental artifact");
   cmd->add_option("--from", o->from, "Full: the runtime full snapshot to store (a name under CLUSTER/snapshots/)");
-  cmd->add_option_function<uint64_t>("--cut", [o](const uint64_t& k) { o->cut = k; }, "The cut");
+  cmd->add_option_function<uint64_t>(
+      "--cut", [o](const uint64_t& k) { o->cut = k; }, "The cut");
   cmd->add_flag("--latest", o->latest, "Incremental: the latest consistent cut after the parent");
   cmd->add_option("--parent", o->parent, "Incremental: the artifact to build on (default: the newest of the cluster)");
   cmd->add_option("--name", o->name, "Artifact name (default f-<snapshot>, f-cut-<K>, i-cut-<K>)");
-  cmd->add_option("--zstd-level", o->level, "zstd level for the WAL segments (default 1: as small as 3 on WAL, about twice as fast)");
+  cmd->add_option("--zstd-level", o->level,
+                  "zstd level for the WAL segments (default 1: as small as 3 on WAL, about twice as fast)");
   cmd->add_option("-j,--jobs", o->jobs, "Threads (default: one per core)");
   AddFormatOption(cmd, o->format);
   reg.Add(cmd, [o] { return RunCreate(*o); });

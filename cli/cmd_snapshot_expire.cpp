@@ -24,8 +24,12 @@ int RunExpire(const ExpireOptions& o) {
     return ExitForStatus(r.status());
   }
   if (o.format == Format::kJson) {
-    nlohmann::json j = {{"schema", "walcut.repository.expire/1"}, {"repo", o.repo},   {"dry_run", o.dry_run},
-                        {"keep_full", o.keep_full},              {"kept", r->kept}, {"removed", r->removed},
+    nlohmann::json j = {{"schema", "walcut.repository.expire/1"},
+                        {"repo", o.repo},
+                        {"dry_run", o.dry_run},
+                        {"keep_full", o.keep_full},
+                        {"kept", r->kept},
+                        {"removed", r->removed},
                         {"leftovers_removed", r->leftovers_removed}};
     fmt::print("{}\n", walfmt::DumpJson(j, 2));
     return kExitOk;

@@ -113,7 +113,12 @@ int RunList(const ListOptions& o) {
                 {"artifacts", arts},
                 {"restore_targets", tj},
                 {"leftovers", l->leftovers},
-                {"summary", {{"full", fulls}, {"incremental", incs}, {"unreadable", broken}, {"bytes", bytes}, {"clusters", clusters.size()}}}};
+                {"summary",
+                 {{"full", fulls},
+                  {"incremental", incs},
+                  {"unreadable", broken},
+                  {"bytes", bytes},
+                  {"clusters", clusters.size()}}}};
     fmt::print("{}\n", walfmt::DumpJson(doc, 2));
     return kExitOk;
   }
@@ -129,7 +134,8 @@ int RunList(const ListOptions& o) {
     const std::string what = a.m.cut ? fmt::format("cut {}", *a.m.cut) : "snapshot " + a.m.snapshot;
     fmt::print("{}: {}{}, parent {}, {}, cluster {:016x}, time {}, {} in {} files\n", a.name, a.m.type,
                a.m.source == "restore" ? " (synthetic)" : "", a.m.parent.empty() ? "-" : a.m.parent, what,
-               a.m.cluster_id, walfmt::ClusterClock{a.epoch_unix_us}.Format(a.m.time_us), HumanBytes(a.m.Bytes()), a.m.files.size());
+               a.m.cluster_id, walfmt::ClusterClock{a.epoch_unix_us}.Format(a.m.time_us), HumanBytes(a.m.Bytes()),
+               a.m.files.size());
     for (const auto& n : a.m.nodes) {
       if (n.has_wal) {
         fmt::print("  node {}: WAL {} .. {} (segments {}), cut {} .. {}\n", n.node, n.wal_from.ToString(),
@@ -154,7 +160,8 @@ void RegisterSnapshotList(CLI::App& root, Registry& reg) {
   auto o = std::make_shared<ListOptions>();
   CLI::App* cmd = snapshot->add_subcommand(
       "list",
-      "Every artifact of a repository: type, parent, cut, time (UTC through the cluster's epoch), size, WAL range per node; and the\n"
+      "Every artifact of a repository: type, parent, cut, time (UTC through the cluster's epoch), size, WAL range per "
+      "node; and the\n"
       "restore targets (artifacts whose chain back to a full is complete). Exit 0, 2 when REPO is not a\n"
       "repository, 3 on I/O errors.");
   cmd->add_option("REPO", o->repo, "Repository directory")->required();

@@ -20,7 +20,7 @@ constexpr size_t kSlots = walfmt::kMaxKnownRecordType + 2;  // last slot: skippe
 struct Counts {
   std::array<uint64_t, kSlots> count{};
   std::array<uint64_t, kSlots> bytes{};
-  uint64_t committed = 0;    // transactions counted once cluster-wide (see Count())
+  uint64_t committed = 0;  // transactions counted once cluster-wide (see Count())
   uint64_t rolled_back = 0;
   uint64_t one_phase = 0;
   uint64_t commit_records = 0;
@@ -129,11 +129,12 @@ nlohmann::json CountsJson(const Counts& c) {
   nlohmann::json j{{"records", n},
                    {"record_bytes", b},
                    {"types", types},
-                   {"transactions", {{"committed", c.committed},
-                                     {"rolled_back", c.rolled_back},
-                                     {"one_phase", c.one_phase},
-                                     {"commit_records", c.commit_records},
-                                     {"rollback_records", c.rollback_records}}},
+                   {"transactions",
+                    {{"committed", c.committed},
+                     {"rolled_back", c.rolled_back},
+                     {"one_phase", c.one_phase},
+                     {"commit_records", c.commit_records},
+                     {"rollback_records", c.rollback_records}}},
                    {"cuts", {{"starts", c.cut_starts}, {"finishes", c.cut_finishes}, {"aborts", c.cut_aborts}}},
                    {"snapshots", c.snapshots}};
   if (c.cut_min != UINT64_MAX) {
@@ -250,8 +251,8 @@ int RunStats(const StatsOptions& o) {
   fmt::print("\ntransactions: {} committed ({} one-phase, {} two-phase), {} rolled back\n", total.committed,
              total.one_phase, total.committed - total.one_phase, total.rolled_back);
   if (total.cut_min != UINT64_MAX) {
-    fmt::print("cuts: ids {}..{}; {} CUT_START, {} CUT_FINISH, {} CUT_ABORT records\n", total.cut_min,
-               total.cut_max, total.cut_starts, total.cut_finishes, total.cut_aborts);
+    fmt::print("cuts: ids {}..{}; {} CUT_START, {} CUT_FINISH, {} CUT_ABORT records\n", total.cut_min, total.cut_max,
+               total.cut_starts, total.cut_finishes, total.cut_aborts);
   } else {
     fmt::print("cuts: none\n");
   }
@@ -267,7 +268,10 @@ void RegisterStats(CLI::App& root, Registry& reg) {
       "stats",
       "Per record type: count, bytes and share; per node: segments, records, commits, rollbacks, cuts.\n"
       "Every checksum is checked; damage is reported on stderr and makes the exit code 1.");
-  cmd->add_option("paths", o->paths, "Cluster dir, node dir, wal dir or segment files; - reads one segment (plain or zstd) from standard input")->required();
+  cmd->add_option(
+         "paths", o->paths,
+         "Cluster dir, node dir, wal dir or segment files; - reads one segment (plain or zstd) from standard input")
+      ->required();
   AddFormatOption(cmd, o->format);
   AddProgressOptions(cmd);
   cmd->add_option("-j,--jobs", o->jobs, "Threads (default: one per core)");

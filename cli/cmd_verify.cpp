@@ -123,9 +123,9 @@ int RunVerify(const VerifyOptions& o) {
     if (n.node_id) {
       auto [it, fresh] = seen_ids.emplace(*n.node_id, i);
       if (!fresh) {
-        node_problems[i].push_back(NodeProblem(walfmt::ProblemKind::kSegmentMismatch, n,
-                                               fmt::format("node id {} also used by {}", *n.node_id,
-                                                           in->nodes[it->second].label)));
+        node_problems[i].push_back(
+            NodeProblem(walfmt::ProblemKind::kSegmentMismatch, n,
+                        fmt::format("node id {} also used by {}", *n.node_id, in->nodes[it->second].label)));
       }
     }
   }
@@ -157,8 +157,7 @@ int RunVerify(const VerifyOptions& o) {
     nlohmann::json nodes = nlohmann::json::array();
     for (size_t i = 0; i < in->nodes.size(); ++i) {
       const NodeWal& n = in->nodes[i];
-      nlohmann::json jn{{"node", n.node_id ? nlohmann::json(*n.node_id) : nlohmann::json(nullptr)},
-                        {"path", n.label}};
+      nlohmann::json jn{{"node", n.node_id ? nlohmann::json(*n.node_id) : nlohmann::json(nullptr)}, {"path", n.label}};
       nlohmann::json js = nlohmann::json::array();
       uint64_t nrec = 0;
       for (const auto& oc : outcomes[i]) {
@@ -192,9 +191,15 @@ int RunVerify(const VerifyOptions& o) {
     nlohmann::json cp = nlohmann::json::array();
     for (const auto& p : cluster_problems) cp.push_back(ProblemJson(p));
     doc["problems"] = cp;
-    doc["summary"] = {{"nodes", in->nodes.size()},   {"segments", total_segments}, {"bytes", bytes},
-                      {"records", records},           {"findings", tally.findings}, {"notices", tally.notices},
-                      {"io_errors", tally.io},        {"torn_tails", torn},         {"bad_segments", bad_segments},
+    doc["summary"] = {{"nodes", in->nodes.size()},
+                      {"segments", total_segments},
+                      {"bytes", bytes},
+                      {"records", records},
+                      {"findings", tally.findings},
+                      {"notices", tally.notices},
+                      {"io_errors", tally.io},
+                      {"torn_tails", torn},
+                      {"bad_segments", bad_segments},
                       {"exit_code", rc}};
     fmt::print("{}\n", walfmt::DumpJson(doc, 2));
     return rc;
@@ -210,8 +215,7 @@ int RunVerify(const VerifyOptions& o) {
     }
     fmt::print("node {} ({}): {} segment{}, {}, {} records\n",
                n.node_id ? fmt::format("{}", *n.node_id) : std::string("?"), n.label, outcomes[i].size(),
-               outcomes[i].size() == 1 ? "" : "s",
-               HumanBytes(nbytes), nrec);
+               outcomes[i].size() == 1 ? "" : "s", HumanBytes(nbytes), nrec);
     for (const auto& p : node_problems[i]) fmt::print("  {}: {}\n", p.fatal ? "FINDING" : "note", p.ToString());
     for (const auto& oc : outcomes[i]) {
       const std::string_view st = SegmentStatus(oc);
@@ -234,7 +238,8 @@ int RunVerify(const VerifyOptions& o) {
                           bad_segments, bad_segments == 1 ? "" : "s");
   }
   fmt::print("verified {} node{}, {} segment{}, {}, {} records: {}\n", in->nodes.size(),
-             in->nodes.size() == 1 ? "" : "s", total_segments, total_segments == 1 ? "" : "s", HumanBytes(bytes), records, verdict);
+             in->nodes.size() == 1 ? "" : "s", total_segments, total_segments == 1 ? "" : "s", HumanBytes(bytes),
+             records, verdict);
   return rc;
 }
 
@@ -247,7 +252,10 @@ void RegisterVerify(CLI::App& root, Registry& reg) {
       "Check the integrity of every segment: headers, checksums, continuity between segments, torn tails.\n"
       "Exit 0 when clean (a torn tail at the very end of a node's WAL is reported but is not a failure),\n"
       "1 on findings, 2 on usage errors, 3 on I/O errors.");
-  cmd->add_option("paths", o->paths, "Cluster dir, node dir, wal dir or segment files; - reads one segment (plain or zstd) from standard input")->required();
+  cmd->add_option(
+         "paths", o->paths,
+         "Cluster dir, node dir, wal dir or segment files; - reads one segment (plain or zstd) from standard input")
+      ->required();
   AddFormatOption(cmd, o->format);
   AddProgressOptions(cmd);
   cmd->add_option("-j,--jobs", o->jobs, "Threads (default: one per core)");

@@ -112,7 +112,8 @@ json CutJson(const cut::GlobalCut& g, bool detail, const walfmt::ClusterClock& c
     n["restarted"] = nc->restarted;
     json ab = json::array();
     for (const auto& a : nc->aborts) {
-      ab.push_back({{"at", a.at.ToString()}, {"reason", std::string(walfmt::CutAbortReasonName(a.reason))},
+      ab.push_back({{"at", a.at.ToString()},
+                    {"reason", std::string(walfmt::CutAbortReasonName(a.reason))},
                     {"detail", a.detail}});
     }
     n["aborts"] = ab;
@@ -134,7 +135,6 @@ json CutJson(const cut::GlobalCut& g, bool detail, const walfmt::ClusterClock& c
   j["findings"] = fs;
   return j;
 }
-
 
 std::vector<std::string> WindowLines(const cut::RestoreWindow& w) {
   std::vector<std::string> out;

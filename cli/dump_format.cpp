@@ -201,7 +201,9 @@ nlohmann::json RecordJson(const walfmt::Record& rec, const walfmt::ClusterClock&
         } else if constexpr (std::is_same_v<T, walfmt::CutStart>) {
           return {{"cut", r.cut_id}, {"time_us", r.time_us}};
         } else if constexpr (std::is_same_v<T, walfmt::CutFinish>) {
-          return {{"cut", r.cut_id}, {"time_us", r.time_us}, {"before", TxListJson(r.before)},
+          return {{"cut", r.cut_id},
+                  {"time_us", r.time_us},
+                  {"before", TxListJson(r.before)},
                   {"after", TxListJson(r.after)}};
         } else if constexpr (std::is_same_v<T, walfmt::CutAbort>) {
           return {{"cut", r.cut_id},
@@ -235,8 +237,8 @@ LineFormatter::Outcome LineFormatter::Format(const NodeCtx& n, const walfmt::Rec
     // path below, which reports it.
     if (v.type == walfmt::RecordType::kTxData && walfmt::ParseTxData(v.payload, tx_, views_)) {
       if (f_.by_tx && !(tx_ == f_.tx)) return Outcome::kSkip;
-      if (f_.by_key && std::none_of(views_.begin(), views_.end(),
-                                    [&](const walfmt::WriteView& w) { return w.key == f_.key; })) {
+      if (f_.by_key &&
+          std::none_of(views_.begin(), views_.end(), [&](const walfmt::WriteView& w) { return w.key == f_.key; })) {
         return Outcome::kSkip;
       }
       char* p = Begin(out, kLineFixedBound + walfmt::WritesDescriptionBound(views_, f_.max_bytes));

@@ -9,8 +9,8 @@
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
-#include <string>
 #include <map>
+#include <string>
 
 #include <fmt/format.h>
 
@@ -91,8 +91,7 @@ Status AddWalDir(const std::string& wal_dir, const std::string& label, std::opti
 // finding for the commands, not a reason to ignore the rest: it is listed
 // with no segments. A WAL directory that exists but cannot be listed
 // (permission, I/O error) fails the command (kIo), as it does for `cuts`.
-Status AddClusterNode(const std::string& wal_dir, const std::string& node_dir, std::optional<uint32_t> id,
-                      Inputs& in) {
+Status AddClusterNode(const std::string& wal_dir, const std::string& node_dir, std::optional<uint32_t> id, Inputs& in) {
   Status st = AddWalDir(wal_dir, node_dir, id, in);
   if (st.ok()) return st;
   if (st.code() != walfmt::ErrorCode::kNotFound) return st;
@@ -183,10 +182,9 @@ Result<Inputs> ResolveInputs(const std::vector<std::string>& paths) {
           "(<16 hex digits>.wal[.zst])",
           path));
     }
-    const std::string parent = BaseName(path) == "wal" ? path.substr(0, path.rfind('/') == std::string::npos
-                                                                              ? 0
-                                                                              : path.rfind('/'))
-                                                       : std::string();
+    const std::string parent = BaseName(path) == "wal"
+                                   ? path.substr(0, path.rfind('/') == std::string::npos ? 0 : path.rfind('/'))
+                                   : std::string();
     if (!parent.empty()) {
       if (auto id = NodeIdFromName(BaseName(parent))) {
         in.nodes[before].node_id = id;
@@ -215,8 +213,10 @@ std::string NodeOutOfRange(int node, const std::string& node_dir) {
   std::error_code ec;
   if (cluster.empty() || !std::filesystem::exists(cluster / "cluster.json", ec)) return "";
   auto info = walfmt::LoadClusterInfo(cluster.string());
-  if (!info.ok() || info->nodes == 0 || static_cast<uint32_t>(node) < info->nodes) return "";  // a bad cluster.json is not --node's fault
-  return fmt::format("--node {}: no such node; the cluster {} has nodes 0..{}", node, cluster.string(), info->nodes - 1);
+  if (!info.ok() || info->nodes == 0 || static_cast<uint32_t>(node) < info->nodes)
+    return "";  // a bad cluster.json is not --node's fault
+  return fmt::format("--node {}: no such node; the cluster {} has nodes 0..{}", node, cluster.string(),
+                     info->nodes - 1);
 }
 
 }  // namespace walcut::cli

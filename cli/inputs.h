@@ -17,15 +17,15 @@
 namespace walcut::cli {
 
 struct NodeWal {
-  std::string label;                 // the directory, or "segment files" for loose files
-  std::optional<uint32_t> node_id;   // from node-<i> or the segment headers
-  std::string wal_dir;               // the WAL directory; "" for segment files (and standard input)
+  std::string label;                // the directory, or "segment files" for loose files
+  std::optional<uint32_t> node_id;  // from node-<i> or the segment headers
+  std::string wal_dir;              // the WAL directory; "" for segment files (and standard input)
   walfmt::NodeSegments wal;
 };
 
 struct Inputs {
-  std::vector<NodeWal> nodes;               // sorted by node id
-  std::vector<walfmt::Problem> problems;    // found while listing (duplicates)
+  std::vector<NodeWal> nodes;             // sorted by node id
+  std::vector<walfmt::Problem> problems;  // found while listing (duplicates)
 };
 
 // Fails with kNotFound when a path does not exist or holds no WAL at all.

@@ -6,10 +6,10 @@
 #include <cstring>
 #include <exception>
 #include <filesystem>
-#include <variant>
 #include <string>
 #include <string_view>
 #include <system_error>
+#include <variant>
 #include <vector>
 
 #include <fmt/format.h>
@@ -42,7 +42,6 @@ int FinishOutput(int rc) {
   return rc;
 }
 
-
 // List options take one value per occurrence, or a comma list where the
 // option has a delimiter: CLI11 would otherwise let `--type commit A B` or
 // `--summaries S0 S1 NODE_DIR` take the paths after them as values.
@@ -63,7 +62,8 @@ size_t EditDistance(std::string_view a, std::string_view b) {
     for (size_t j = 1; j <= b.size(); ++j) {
       const size_t cost = a[i - 1] == b[j - 1] ? 0 : 1;
       d[i][j] = std::min({d[i - 1][j] + 1, d[i][j - 1] + 1, d[i - 1][j - 1] + cost});
-      if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1]) d[i][j] = std::min(d[i][j], d[i - 2][j - 2] + 1);
+      if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1])
+        d[i][j] = std::min(d[i][j], d[i - 2][j - 2] + 1);
     }
   }
   return d[a.size()][b.size()];
@@ -96,7 +96,8 @@ std::string DidYouMean(std::string_view word, const std::vector<std::string>& kn
 
 std::vector<std::string> SubcommandNames(const CLI::App& app) {
   std::vector<std::string> names;
-  for (const CLI::App* sub : app.get_subcommands([](const CLI::App*) { return true; })) names.push_back(sub->get_name());
+  for (const CLI::App* sub : app.get_subcommands([](const CLI::App*) { return true; }))
+    names.push_back(sub->get_name());
   return names;
 }
 
@@ -135,14 +136,16 @@ int ReportParseError(CLI::App& app, const CLI::ParseError& e) {
   const std::string help = where.empty() ? "walcut help" : "walcut help " + where;
   std::string message;
   const std::vector<std::string> rest = at->remaining();
-  const auto first_word = std::find_if(rest.begin(), rest.end(), [](const std::string& w) { return !w.starts_with("-"); });
-  const auto first_option = std::find_if(rest.begin(), rest.end(), [](const std::string& w) { return w.starts_with("-"); });
+  const auto first_word =
+      std::find_if(rest.begin(), rest.end(), [](const std::string& w) { return !w.starts_with("-"); });
+  const auto first_option =
+      std::find_if(rest.begin(), rest.end(), [](const std::string& w) { return w.starts_with("-"); });
   const bool wants_command = !SubcommandNames(*at).empty() && at->get_subcommands().empty();
   const std::vector<CLI::Option*> options = at->get_options();
   const bool positionals =
       std::any_of(options.begin(), options.end(), [](const CLI::Option* o) { return o->get_positional(); });
-  const bool unknown_word = dynamic_cast<const CLI::RequiredError*>(&e) != nullptr ||
-                            dynamic_cast<const CLI::ExtrasError*>(&e) != nullptr;
+  const bool unknown_word =
+      dynamic_cast<const CLI::RequiredError*>(&e) != nullptr || dynamic_cast<const CLI::ExtrasError*>(&e) != nullptr;
   // A command that takes a directory besides its commands (restore, check)
   // took the misspelt command as the directory: one that does not exist.
   std::string misspelt;
@@ -150,7 +153,8 @@ int ReportParseError(CLI::App& app, const CLI::ParseError& e) {
     for (const CLI::Option* o : options) {
       if (!o->get_positional()) continue;
       for (const auto& v : o->results()) {
-        if (misspelt.empty() && !DidYouMean(v, SubcommandNames(*at)).empty() && !std::filesystem::exists(v)) misspelt = v;
+        if (misspelt.empty() && !DidYouMean(v, SubcommandNames(*at)).empty() && !std::filesystem::exists(v))
+          misspelt = v;
       }
     }
   } else if (wants_command && unknown_word && first_word != rest.end()) {
@@ -212,25 +216,28 @@ int main(int argc, char** argv) {
   try {
     CLI::App app{"walcut: inspect, cut, restore and validate the write-ahead logs of a distributed KV store"};
     app.set_version_flag("-V,--version", "walcut 0.1.0 (WAL format version 1)");
-    app.footer("walcut help [COMMAND...] prints the help of a command (as COMMAND --help does); walcut version\n"
-               "(or -V) prints the version.");
+    app.footer(
+        "walcut help [COMMAND...] prints the help of a command (as COMMAND --help does); walcut version\n"
+        "(or -V) prints the version.");
     app.require_subcommand(1);
     app.fallthrough(false);
     Registry reg;
     auto table = CommandTable();
-    std::sort(table.begin(), table.end(), [](const CommandEntry& a, const CommandEntry& b) { return a.order < b.order; });
+    std::sort(table.begin(), table.end(),
+              [](const CommandEntry& a, const CommandEntry& b) { return a.order < b.order; });
     for (const auto& e : table) e.fn(app, reg);
     for (const auto& [sub, action] : reg.commands()) {
-      sub->add_flag_callback("-q,--quiet", [] { SetQuiet(true); },
-                             "No notes and no progress on stderr; errors, findings, standard output and the exit "
-                             "code stay the same");
+      sub->add_flag_callback(
+          "-q,--quiet", [] { SetQuiet(true); },
+          "No notes and no progress on stderr; errors, findings, standard output and the exit "
+          "code stay the same");
     }
     OneValuePerOccurrence(app);
     auto args = HelpAndVersion(app, std::vector<std::string>(argv + 1, argv + argc));
     if (const int* rc = std::get_if<int>(&args)) return *rc;
     auto& words = std::get<std::vector<std::string>>(args);
     std::reverse(words.begin(), words.end());  // CLI11 takes them last first
-    app.name(argv[0]);  // as app.parse(argc, argv) names it, for the usage lines
+    app.name(argv[0]);                         // as app.parse(argc, argv) names it, for the usage lines
     try {
       app.parse(words);
     } catch (const CLI::ParseError& e) {

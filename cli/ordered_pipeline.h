@@ -70,7 +70,7 @@ struct Item {
   walfmt::SegmentHeader header;
   std::deque<std::unique_ptr<Chunk>> chunks;
   size_t queued_bytes = 0;
-  bool done = false;  // no more chunks; `scan` is set when speculative
+  bool done = false;         // no more chunks; `scan` is set when speculative
   std::exception_ptr error;  // the worker failed (header_known and done are set)
   walfmt::SegmentScan scan;
   std::atomic<bool> cancelled{false};
@@ -80,7 +80,11 @@ class Pipeline {
  public:
   Pipeline(std::vector<std::unique_ptr<Item>>& items, const std::vector<NodeCtx>& nodes, const Filter& f,
            walfmt::RecoveryMode mode, unsigned jobs)
-      : items_(items), nodes_(nodes), f_(f), mode_(mode), jobs_(jobs),
+      : items_(items),
+        nodes_(nodes),
+        f_(f),
+        mode_(mode),
+        jobs_(jobs),
         item_budget_(std::max<size_t>(kSegmentBudgetBytes / jobs, kChunkBytes)) {
     for (unsigned j = 0; j < jobs_; ++j) threads_.emplace_back([this] { Work(); });
   }
@@ -250,12 +254,15 @@ class Pipeline {
       if (it.cancelled.load(std::memory_order_relaxed)) return false;
       if (v.lsn < f_.from) return true;
       switch (fmt.Format(n, v, c->text, bad)) {
-        case LineFormatter::Outcome::kStop: return false;
-        case LineFormatter::Outcome::kSkip: return true;
+        case LineFormatter::Outcome::kStop:
+          return false;
+        case LineFormatter::Outcome::kSkip:
+          return true;
         case LineFormatter::Outcome::kBadPayload:
           c->problems.emplace_back(c->text.size(), bad);
           return true;
-        case LineFormatter::Outcome::kLine: break;
+        case LineFormatter::Outcome::kLine:
+          break;
       }
       if (c->text.size() >= kChunkBytes) c = Hand(it, std::move(c));
       return true;
@@ -294,7 +301,8 @@ class Pipeline {
 // Whether reading a segment with the header `h` after `prev` reports nothing
 // that reading it without `prev` would not: the checks ScanSegment makes with
 // the predecessor's identity and CheckContinuity.
-inline bool FollowsQuietly(const walfmt::SegmentScan* prev, const walfmt::SegmentFile& file, const walfmt::SegmentHeader& h) {
+inline bool FollowsQuietly(const walfmt::SegmentScan* prev, const walfmt::SegmentFile& file,
+                           const walfmt::SegmentHeader& h) {
   if (prev == nullptr) return true;
   if (prev->header_ok && (h.node_id != prev->header.node_id || h.cluster_id != prev->header.cluster_id)) return false;
   walfmt::SegmentScan cur;

@@ -1,10 +1,10 @@
 #include "cli/output.h"
 
-#include <vector>
-#include <filesystem>
-#include <algorithm>
 #include <sys/ioctl.h>
 #include <unistd.h>
+#include <algorithm>
+#include <filesystem>
+#include <vector>
 
 #include <cstdlib>
 #include <string_view>
@@ -79,12 +79,16 @@ std::string HumanBytes(uint64_t n) {
 
 int ExitForStatus(const walfmt::Status& st) {
   switch (st.code()) {
-    case walfmt::ErrorCode::kOk: return 0;
-    case walfmt::ErrorCode::kCorruption: return 1;
+    case walfmt::ErrorCode::kOk:
+      return 0;
+    case walfmt::ErrorCode::kCorruption:
+      return 1;
     case walfmt::ErrorCode::kInvalidArgument:
-    case walfmt::ErrorCode::kNotFound: return 2;
+    case walfmt::ErrorCode::kNotFound:
+      return 2;
     case walfmt::ErrorCode::kIo:
-    case walfmt::ErrorCode::kInternal: return 3;
+    case walfmt::ErrorCode::kInternal:
+      return 3;
   }
   return 3;
 }
@@ -143,10 +147,12 @@ std::chrono::milliseconds RedrawInterval() {
 void SetProgressWhen(ProgressWhen w) { progress_when = w; }
 
 void AddProgressOptions(CLI::App* cmd) {
-  cmd->add_flag_callback("--progress", [] { SetProgressWhen(ProgressWhen::kAlways); },
-                         "Show progress on stderr even when it is not a terminal");
-  cmd->add_flag_callback("--no-progress", [] { SetProgressWhen(ProgressWhen::kNever); },
-                         "No progress on stderr (default: shown when stderr is a terminal)");
+  cmd->add_flag_callback(
+      "--progress", [] { SetProgressWhen(ProgressWhen::kAlways); },
+      "Show progress on stderr even when it is not a terminal");
+  cmd->add_flag_callback(
+      "--no-progress", [] { SetProgressWhen(ProgressWhen::kNever); },
+      "No progress on stderr (default: shown when stderr is a terminal)");
 }
 
 void ClearProgressLine() {
@@ -161,8 +167,8 @@ std::string ProgressLine(const std::string& stage, uint64_t done, uint64_t total
   const uint64_t shown = std::min(done, total);
   std::string eta;
   if (rate > 0) eta = fmt::format(", ETA {}", Clock(static_cast<double>(total - shown) / rate));
-  return fmt::format("{} {}% ({}/{}{}{})", stage, shown * 100 / total, HumanBytes(shown), HumanBytes(total),
-                     rate_text, eta);
+  return fmt::format("{} {}% ({}/{}{}{})", stage, shown * 100 / total, HumanBytes(shown), HumanBytes(total), rate_text,
+                     eta);
 }
 
 bool Progress::Wanted() {
@@ -171,10 +177,7 @@ bool Progress::Wanted() {
 }
 
 Progress::Progress(std::string stage, uint64_t total_bytes)
-    : enabled_(Wanted()),
-      stage_(std::move(stage)),
-      total_(total_bytes),
-      start_(std::chrono::steady_clock::now()) {}
+    : enabled_(Wanted()), stage_(std::move(stage)), total_(total_bytes), start_(std::chrono::steady_clock::now()) {}
 
 Progress::~Progress() { Finish(); }
 

@@ -17,10 +17,10 @@ bool IsRepositoryDir(const std::string& dir);
 
 struct RepoCheckCliOptions {
   std::string repo;
-  std::string name;       // "" : every artifact
+  std::string name;  // "" : every artifact
   bool restore = false;
   std::string format = "text";  // text, json, junit
-  std::string output;     // "" : stdout
+  std::string output;           // "" : stdout
   unsigned jobs = 0;
 };
 int RunRepoCheck(const RepoCheckCliOptions& o);

@@ -40,13 +40,26 @@ std::string WalEnd(const NodeSummary& s) {
 // The flag of CutChecks a finding fails (none for a finding about the WAL).
 void SetCheck(CutChecks& c, Check check) {
   switch (check) {
-    case Check::kAtomicity: c.atomicity = false; break;
-    case Check::kMonotonicity: c.monotonicity = false; break;
-    case Check::kShape: c.shape = false; break;
-    case Check::kRollback: c.rollback = false; break;
-    case Check::kMarker: c.markers = false; break;
-    case Check::kCompleteness: c.completeness = false; break;
-    case Check::kWal: break;
+    case Check::kAtomicity:
+      c.atomicity = false;
+      break;
+    case Check::kMonotonicity:
+      c.monotonicity = false;
+      break;
+    case Check::kShape:
+      c.shape = false;
+      break;
+    case Check::kRollback:
+      c.rollback = false;
+      break;
+    case Check::kMarker:
+      c.markers = false;
+      break;
+    case Check::kCompleteness:
+      c.completeness = false;
+      break;
+    case Check::kWal:
+      break;
   }
 }
 
@@ -54,20 +67,27 @@ void SetCheck(CutChecks& c, Check check) {
 
 const char* CheckName(Check c) {
   switch (c) {
-    case Check::kWal: return "wal";
-    case Check::kShape: return "shape";
-    case Check::kMarker: return "marker";
-    case Check::kRollback: return "rollback";
-    case Check::kAtomicity: return "atomicity";
-    case Check::kMonotonicity: return "monotonicity";
-    case Check::kCompleteness: return "completeness";
+    case Check::kWal:
+      return "wal";
+    case Check::kShape:
+      return "shape";
+    case Check::kMarker:
+      return "marker";
+    case Check::kRollback:
+      return "rollback";
+    case Check::kAtomicity:
+      return "atomicity";
+    case Check::kMonotonicity:
+      return "monotonicity";
+    case Check::kCompleteness:
+      return "completeness";
   }
   return "unknown";
 }
 
 std::optional<Check> ParseCheck(std::string_view name) {
-  for (Check c : {Check::kWal, Check::kShape, Check::kMarker, Check::kRollback, Check::kAtomicity,
-                  Check::kMonotonicity, Check::kCompleteness}) {
+  for (Check c : {Check::kWal, Check::kShape, Check::kMarker, Check::kRollback, Check::kAtomicity, Check::kMonotonicity,
+                  Check::kCompleteness}) {
     if (name == CheckName(c)) return c;
   }
   return std::nullopt;
@@ -75,10 +95,14 @@ std::optional<Check> ParseCheck(std::string_view name) {
 
 const char* CutStatusName(CutStatus s) {
   switch (s) {
-    case CutStatus::kConsistent: return "consistent";
-    case CutStatus::kInconsistent: return "inconsistent";
-    case CutStatus::kIncomplete: return "incomplete";
-    case CutStatus::kUnavailable: return "unavailable";
+    case CutStatus::kConsistent:
+      return "consistent";
+    case CutStatus::kInconsistent:
+      return "inconsistent";
+    case CutStatus::kIncomplete:
+      return "incomplete";
+    case CutStatus::kUnavailable:
+      return "unavailable";
   }
   return "unknown";
 }
@@ -347,8 +371,8 @@ class Reconstruction {
       // (ScanOptions::settle_cut) names the same one.
       const auto later = std::upper_bound(s.cuts.begin(), s.cuts.end(), k,
                                           [](uint64_t id, const NodeCut& c) { return id < c.cut_id; });
-      f.message = fmt::format("node {} has no record of cut {} (no CUT_START), yet took part in cut {}", i, k,
-                              later->cut_id);
+      f.message =
+          fmt::format("node {} has no record of cut {} (no CUT_START), yet took part in cut {}", i, k, later->cut_id);
     } else {
       failure = false;
       f.has_position = true;

@@ -35,17 +35,17 @@ struct CutChecks {
 struct GlobalCut {
   uint64_t cut_id = 0;
   CutStatus status = CutStatus::kConsistent;
-  std::string reason;                      // one line when not consistent
+  std::string reason;  // one line when not consistent
   CutChecks checks;
-  std::vector<Finding> findings;           // everything found about this cut
-  std::vector<const NodeCut*> nodes;       // by node id; nullptr when the node has no record of the cut
-  std::vector<uint64_t> node_transactions; // by node: committed transactions in the cut there
-  uint64_t transactions = 0;               // distinct transactions of the cluster in the cut
-  uint64_t before = 0;                     // |before| summed over nodes
+  std::vector<Finding> findings;            // everything found about this cut
+  std::vector<const NodeCut*> nodes;        // by node id; nullptr when the node has no record of the cut
+  std::vector<uint64_t> node_transactions;  // by node: committed transactions in the cut there
+  uint64_t transactions = 0;                // distinct transactions of the cluster in the cut
+  uint64_t before = 0;                      // |before| summed over nodes
   uint64_t after = 0;
-  uint64_t before_after_start = 0;         // rule 5: before(k) members committed after CUT_START(k)
-  uint64_t after_before_start = 0;         // rule 5: after(k) members committed before CUT_START(k)
-  uint64_t start_time_us = 0;              // earliest CUT_START, latest CUT_FINISH (0 when none)
+  uint64_t before_after_start = 0;  // rule 5: before(k) members committed after CUT_START(k)
+  uint64_t after_before_start = 0;  // rule 5: after(k) members committed before CUT_START(k)
+  uint64_t start_time_us = 0;       // earliest CUT_START, latest CUT_FINISH (0 when none)
   uint64_t finish_time_us = 0;
   std::optional<uint64_t> consistent_before;  // nearest consistent cut with a smaller / larger id
   std::optional<uint64_t> consistent_after;
@@ -74,10 +74,10 @@ struct GlobalCut {
 struct SnapshotUse {
   std::string name;
   uint64_t time_us = 0;
-  std::vector<Lsn> at;          // by node; empty when not every node's WAL still holds the record
+  std::vector<Lsn> at;  // by node; empty when not every node's WAL still holds the record
   bool usable = false;
-  std::string why;              // when not usable
-  std::vector<uint64_t> serves; // consistent cut ids, ascending
+  std::string why;               // when not usable
+  std::vector<uint64_t> serves;  // consistent cut ids, ascending
 };
 
 // The range of cuts a restore can reach, and what limits it at each end.
@@ -90,11 +90,11 @@ struct RestoreWindow {
 };
 
 struct ClusterCuts {
-  std::vector<NodeSummary> nodes;   // by node id
-  std::vector<GlobalCut> cuts;      // by cut id
-  std::vector<Finding> findings;    // about the WAL or a transaction, not one cut
+  std::vector<NodeSummary> nodes;  // by node id
+  std::vector<GlobalCut> cuts;     // by cut id
+  std::vector<Finding> findings;   // about the WAL or a transaction, not one cut
   RestoreWindow window;
-  bool pruned = false;              // some node's WAL starts after genesis
+  bool pruned = false;                 // some node's WAL starts after genesis
   std::vector<SnapshotUse> snapshots;  // in WAL order
   // The wall-clock time of cluster time 0 when the summaries know it
   // (walfmt/duration.h: ClusterClock prints record times with it).

@@ -91,7 +91,7 @@ walfmt::Status NameDisagreements(ClusterCuts& cuts, const walfmt::ClusterLayout&
       if (!only_b.empty()) {
         named += fmt::format("; in the cut on node {} only: {}", d.b, Named(only_b, **a, max_named));
       }
-      if (named.empty()) continue;  // the rescan agrees: the WAL changed since the first scan
+      if (named.empty()) continue;                   // the rescan agrees: the WAL changed since the first scan
       const bool is_reason = g.reason == f.message;  // the cut's reason is its first finding's message
       f.message += named;
       f.has_tx = true;
@@ -108,8 +108,8 @@ walfmt::Result<ClusterCuts> ReadCuts(const std::vector<std::string>& paths, cons
   if (!sums.ok()) return sums.status();
   auto cuts = Reconstruct(std::move(sums.value()), ro);
   if (!cuts.ok()) return cuts;
-  const bool disagree = std::any_of(cuts->cuts.begin(), cuts->cuts.end(),
-                                    [](const GlobalCut& g) { return !g.disagreements.empty(); });
+  const bool disagree =
+      std::any_of(cuts->cuts.begin(), cuts->cuts.end(), [](const GlobalCut& g) { return !g.disagreements.empty(); });
   std::error_code ec;
   if (disagree && paths.size() == 1 && std::filesystem::is_directory(paths[0], ec)) {
     auto layout = walfmt::FindClusterLayout(paths[0]);

@@ -1,9 +1,9 @@
 #include "cut/load.h"
 
 #include <algorithm>
+#include <atomic>
 #include <charconv>
 #include <cstdint>
-#include <atomic>
 #include <deque>
 #include <filesystem>
 #include <mutex>
@@ -15,8 +15,8 @@
 #include "cut/scan.h"
 #include "walfmt/duration.h"
 #include "walfmt/file_io.h"
-#include "walfmt/workers.h"
 #include "walfmt/text_escape.h"
+#include "walfmt/workers.h"
 
 namespace walcut::cut {
 namespace fs = std::filesystem;
@@ -28,8 +28,6 @@ namespace {
 walfmt::Result<std::string> ReadText(const std::string& path) {
   return walfmt::ReadWholeFile(path, walfmt::kMaxJsonFileBytes);
 }
-
-
 
 json TrackedJson(const TrackedTx& t) {
   json j = {{"tx", t.tx.ToString()}};
@@ -169,8 +167,8 @@ Finding FindingFrom(Reader& r, const json& j, const std::string& p) {
     f.check = *c;
   } else if (r.ok()) {
     // Shown with JSON escapes: a line break in it cannot break the one-line error.
-    r.Fail(p + ".check", fmt::format("{} is not a known check",
-                                     json(check).dump(-1, ' ', false, json::error_handler_t::replace)));
+    r.Fail(p + ".check",
+           fmt::format("{} is not a known check", json(check).dump(-1, ' ', false, json::error_handler_t::replace)));
   }
   f.node = r.U32(j, "node", p);
   f.cut = r.U64(j, "cut", p, false);
@@ -212,7 +210,10 @@ std::string SummaryToJson(const NodeSummary& s) {
   j["wal_dir"] = s.wal_dir;
   json segs = json::array();
   for (const auto& g : s.segments) {
-    segs.push_back({{"index", g.index}, {"file", g.file}, {"compressed", g.compressed}, {"bytes", g.bytes},
+    segs.push_back({{"index", g.index},
+                    {"file", g.file},
+                    {"compressed", g.compressed},
+                    {"bytes", g.bytes},
                     {"records", g.records}});
   }
   j["segments"] = segs;
@@ -277,7 +278,8 @@ std::string SummaryToJson(const NodeSummary& s) {
   }
   j["snapshots"] = snaps;
   json starts = json::array();
-  for (const auto& x : s.starts) starts.push_back({{"incarnation", x.incarnation}, {"at", x.at.ToString()}, {"time_us", x.time_us}});
+  for (const auto& x : s.starts)
+    starts.push_back({{"incarnation", x.incarnation}, {"at", x.at.ToString()}, {"time_us", x.time_us}});
   j["starts"] = starts;
   json fc = json::array();
   for (const auto& [f, c] : s.first_cut) fc.push_back({{"first_cut", f}, {"count", c.count}, {"owned", c.owned}});
@@ -478,7 +480,8 @@ walfmt::Result<NodeSummary> SummaryFromJson(const std::string& text, const std::
     }
   }
   if (const json* a = r.Array(j, "findings", "")) {
-    for (size_t i = 0; i < a->size(); ++i) s.findings.push_back(FindingFrom(r, (*a)[i], fmt::format("findings[{}]", i)));
+    for (size_t i = 0; i < a->size(); ++i)
+      s.findings.push_back(FindingFrom(r, (*a)[i], fmt::format("findings[{}]", i)));
   }
   s.findings_dropped = r.U64(j, "findings_dropped", "", false);
   if (!r.ok()) return walfmt::Status::Corruption(r.error());

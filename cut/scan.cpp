@@ -2,8 +2,8 @@
 
 #include <algorithm>
 #include <array>
-#include <span>
 #include <filesystem>
+#include <span>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -68,7 +68,7 @@ struct Done {
   Lsn first_seen;
   uint64_t time_us = 0;
   uint64_t marker = 0;
-  uint64_t f = 0;            // first cut, as currently known
+  uint64_t f = 0;  // first cut, as currently known
   bool recovered = false;
   bool rolled_back = false;
   Participants participants;
@@ -136,13 +136,15 @@ class Scanner {
   }
 
   [[gnu::noinline]] bool VisitCommit(const RecordView& v) {
-    if (FastCommit(v)) [[likely]] return true;
+    if (FastCommit(v)) [[likely]]
+      return true;
     if (FastOutcome(v)) return true;
     return VisitDecoded(v);
   }
 
   [[gnu::noinline]] bool VisitRollback(const RecordView& v) {
-    if (FastOutcome(v)) [[likely]] return true;
+    if (FastOutcome(v)) [[likely]]
+      return true;
     return VisitDecoded(v);
   }
 
@@ -217,8 +219,7 @@ class Scanner {
       s_.cuts[open_].end = s_.damaged ? CutEnd::kDamaged : CutEnd::kOpen;
       CloseOpen();
     }
-    std::sort(s_.cuts.begin(), s_.cuts.end(),
-              [](const NodeCut& a, const NodeCut& b) { return a.cut_id < b.cut_id; });
+    std::sort(s_.cuts.begin(), s_.cuts.end(), [](const NodeCut& a, const NodeCut& b) { return a.cut_id < b.cut_id; });
     if (opt_.witness_peer) {
       s_.witness.assign(witness_.begin(), witness_.end());
       std::sort(s_.witness.begin(), s_.witness.end());
@@ -236,7 +237,8 @@ class Scanner {
   // node has started a cut after the settled one; then the conditions are
   // checked now and then, less often each time they do not hold yet.
   bool KeepReading() {
-    if (!past_settle_) [[likely]] return true;
+    if (!past_settle_) [[likely]]
+      return true;
     if (--until_settle_check_ != 0) return true;
     if (SettledNow()) {
       settled_ = true;
@@ -321,12 +323,12 @@ class Scanner {
     for (const auto& [first, t] : late) {
       auto it = std::lower_bound(timeline_.begin(), timeline_.end(), first,
                                  [](const auto& e, const Lsn& l) { return e.first < l; });
-      Add(Make(Check::kAtomicity, 0, first, &t,
-               fmt::format("node {}: transaction {} began at {} and never finished here: no TX_COMMIT or "
-                           "TX_ROLLBACK in the {} us of cluster time the WAL goes on for after it (more than {} us), "
-                           "and the node did not restart",
-                           opt_.node, t.ToString(), first.ToString(), last_time_us_ - it->second,
-                           opt_.outcome_overdue_us)));
+      Add(Make(
+          Check::kAtomicity, 0, first, &t,
+          fmt::format("node {}: transaction {} began at {} and never finished here: no TX_COMMIT or "
+                      "TX_ROLLBACK in the {} us of cluster time the WAL goes on for after it (more than {} us), "
+                      "and the node did not restart",
+                      opt_.node, t.ToString(), first.ToString(), last_time_us_ - it->second, opt_.outcome_overdue_us)));
     }
   }
 
@@ -354,7 +356,8 @@ class Scanner {
   }
 
   void InFlight(const TxId& t, Lsn at) {
-    if (window_.Start(t, at) && window_.size() > peak_in_flight_) [[unlikely]] NewPeak();
+    if (window_.Start(t, at) && window_.size() > peak_in_flight_) [[unlikely]]
+      NewPeak();
     last_in_flight_ = t;
     have_last_ = true;
   }
@@ -377,9 +380,9 @@ class Scanner {
   // searched only when a cut finishes or something looks wrong.
   // `whole`, when not null, holds the participants (up to
   // kInlineParticipants) in its first slots and is copied as a block.
-  [[gnu::always_inline]] void Remember(const TxId& t, const Lsn& at, const Lsn& first, uint64_t time_us, uint64_t marker,
-                                      uint64_t f, bool recovered, bool rolled_back, std::span<const uint32_t> parts,
-                                      const InlineParts* whole = nullptr) {
+  [[gnu::always_inline]] void Remember(const TxId& t, const Lsn& at, const Lsn& first, uint64_t time_us,
+                                       uint64_t marker, uint64_t f, bool recovered, bool rolled_back,
+                                       std::span<const uint32_t> parts, const InlineParts* whole = nullptr) {
     if (ring_next_ >= ring_cap_) [[unlikely]] {
       if (ring_.empty()) ResizeRing();
       ring_used_ = std::max(ring_used_, ring_next_);
@@ -441,7 +444,8 @@ class Scanner {
       // hands each set's digest to its members.
       acc_set_[set].x ^= h;
       ++acc_set_[set].n;
-      if (opt_.witness_peer) [[unlikely]] Witness(t, parts, f, +1);
+      if (opt_.witness_peer) [[unlikely]]
+        Witness(t, parts, f, +1);
       return;
     }
     // The node's own entry is counted too (no branch on it) and never flushed.
@@ -457,7 +461,8 @@ class Scanner {
       acc_peer_[p].x ^= h;
       ++acc_peer_[p].n;
     }
-    if (opt_.witness_peer) [[unlikely]] Witness(t, parts, f, +1);
+    if (opt_.witness_peer) [[unlikely]]
+      Witness(t, parts, f, +1);
   }
 
   [[gnu::noinline]] void Flush() {
@@ -534,10 +539,9 @@ class Scanner {
     if (auto it = pending_.find(t); it != pending_.end()) it->second.f = f;
   }
 
-
   [[gnu::always_inline]] void OnCommit(const TxId& tx, uint64_t marker, uint64_t time_us, uint16_t flags,
-                                      std::span<const uint32_t> parts, Lsn at, const InlineParts* whole = nullptr,
-                                      uint32_t set = kNoSet) {
+                                       std::span<const uint32_t> parts, Lsn at, const InlineParts* whole = nullptr,
+                                       uint32_t set = kNoSet) {
     ++commits_;
     const bool recovered = (flags & walfmt::kTxFlagRecovered) != 0;
     recovered_commits_ += recovered;
@@ -549,12 +553,14 @@ class Scanner {
     }
     ++commits_so_far_;
     last_time_us_ = std::max(last_time_us_, time_us);
-    if (--until_sample_ == 0) [[unlikely]] Sample(at);
+    if (--until_sample_ == 0) [[unlikely]]
+      Sample(at);
     const uint64_t k = CurrentCut();
     const uint64_t f = k + 1;
     Count(tx, parts, f, set);
     // Usually no cut is open and the marker is the node's current cut.
-    if (open_ >= 0 || marker != k) [[unlikely]] CommitNearCut(tx, marker, time_us, recovered, parts, at, first);
+    if (open_ >= 0 || marker != k) [[unlikely]]
+      CommitNearCut(tx, marker, time_us, recovered, parts, at, first);
     Remember(tx, at, first, time_us, marker, f, recovered, false, parts, whole);
   }
 
@@ -705,8 +711,16 @@ class Scanner {
         nc.finished = true;
         nc.finish = at;
         nc.finish_time_us = cf.time_us;
-        for (const auto& t : cf.before) { TrackedTx x; x.tx = t; nc.before.push_back(x); }
-        for (const auto& t : cf.after) { TrackedTx x; x.tx = t; nc.after.push_back(x); }
+        for (const auto& t : cf.before) {
+          TrackedTx x;
+          x.tx = t;
+          nc.before.push_back(x);
+        }
+        for (const auto& t : cf.after) {
+          TrackedTx x;
+          x.tx = t;
+          nc.after.push_back(x);
+        }
         nc.end = CutEnd::kNotStarted;
         nc.evidence_pruned = pruned;
         s_.cuts.push_back(std::move(nc));
@@ -819,8 +833,8 @@ class Scanner {
         why = fmt::format("has no TX_COMMIT or TX_ROLLBACK on node {} before CUT_FINISH({}) at {}", opt_.node, k,
                           finish_at.ToString());
       }
-      Add(Make(Check::kShape, k, finish_at, &t, fmt::format("node {}: tracked transaction {} in {}({}) {}", opt_.node,
-                                                      t.ToString(), set, k, why)));
+      Add(Make(Check::kShape, k, finish_at, &t,
+               fmt::format("node {}: tracked transaction {} in {}({}) {}", opt_.node, t.ToString(), set, k, why)));
       return out;
     }
     out.commit = d->at;
@@ -919,7 +933,7 @@ class Scanner {
 
   const ScanOptions& opt_;
   NodeSummary& s_;
-  const uint32_t node_ = opt_.node;  // read on every commit: not through opt_
+  const uint32_t node_ = opt_.node;              // read on every commit: not through opt_
   static constexpr uint32_t kDensePeers = 4096;  // peers with an accumulator in acc_peer_
   // TxWindow: 1024 slots per coordinator (32 KB), for at most 8 coordinators
   // per node scan (256 KB); others use its hash table.
@@ -929,16 +943,16 @@ class Scanner {
   uint64_t commits_ = 0;
   uint64_t recovered_commits_ = 0;
   uint64_t peak_in_flight_ = 0;
-  TxWindow window_;                  // in flight (first TX_DATA / TX_PREPARE) and where recent ones finished
-  TxId last_in_flight_;              // the transaction InFlight last put in the table (while have_last_)
+  TxWindow window_;      // in flight (first TX_DATA / TX_PREPARE) and where recent ones finished
+  TxId last_in_flight_;  // the transaction InFlight last put in the table (while have_last_)
   bool have_last_ = false;
-  std::vector<RingEntry> ring_;      // the last commits and rollbacks
+  std::vector<RingEntry> ring_;                                  // the last commits and rollbacks
   std::unordered_map<size_t, std::vector<uint32_t>> ring_more_;  // by ring slot: participants beyond the inline ones
   size_t ring_next_ = 0;
-  size_t ring_used_ = 0;             // slots filled before ring_next_ last wrapped (see RingUsed)
-  size_t ring_cap_ = 0;              // ring_.size(), kept here: no division by sizeof(RingEntry) per commit
+  size_t ring_used_ = 0;  // slots filled before ring_next_ last wrapped (see RingUsed)
+  size_t ring_cap_ = 0;   // ring_.size(), kept here: no division by sizeof(RingEntry) per commit
   bool have_start_ = false;
-  uint64_t last_start_ = 0;          // id of the last CUT_START
+  uint64_t last_start_ = 0;  // id of the last CUT_START
   uint64_t commits_so_far_ = 0;
   // settle_cut: the node started a cut after it; records until the next
   // check, the current interval, and whether the scan stopped settled.
@@ -951,12 +965,12 @@ class Scanner {
   // first segment present (a WAL that starts after genesis, until a full
   // snapshot or a finished cut shows that everything in flight is in view).
   bool clean_ = true;
-  bool open_unclean_ = false;        // the open cut started while !clean_
-  int open_ = -1;                    // index in s_.cuts of the cut running here
-  TxSet candidates_;                 // in flight when the open cut started
-  TxMap<Done> pending_;              // candidates finished since
-  TxMap<Done> pre_start_;            // the ring of recent commits as CUT_START of the open cut found it
-  TxMap<Done> expect_before_;        // committed since CUT_START of the open cut with marker < its id
+  bool open_unclean_ = false;                     // the open cut started while !clean_
+  int open_ = -1;                                 // index in s_.cuts of the cut running here
+  TxSet candidates_;                              // in flight when the open cut started
+  TxMap<Done> pending_;                           // candidates finished since
+  TxMap<Done> pre_start_;                         // the ring of recent commits as CUT_START of the open cut found it
+  TxMap<Done> expect_before_;                     // committed since CUT_START of the open cut with marker < its id
   std::map<uint64_t, TxMap<Done>> expect_after_;  // cut id -> committed before its CUT_START with marker == id
   TxMap<uint64_t> witness_;
   // Cluster time as the WAL goes: the latest time of a commit or rollback,
@@ -965,16 +979,16 @@ class Scanner {
   uint64_t last_time_us_ = 0;
   std::vector<std::pair<Lsn, uint64_t>> timeline_;
   uint64_t timeline_every_ = 64;
-  uint64_t until_sample_ = 64;      // commits until the next sample
+  uint64_t until_sample_ = 64;  // commits until the next sample
   static constexpr size_t kTimelineMax = 4096;
   bool have_node_start_ = false;
-  Lsn last_node_start_;              // the node's last NODE_START
-  std::vector<uint32_t> parts_;      // participants of the record being read
-  uint64_t acc_f_ = 0;               // the first-cut bucket being filled (Count, Flush)
+  Lsn last_node_start_;          // the node's last NODE_START
+  std::vector<uint32_t> parts_;  // participants of the record being read
+  uint64_t acc_f_ = 0;           // the first-cut bucket being filled (Count, Flush)
   uint64_t acc_count_ = 0;
   uint64_t acc_owned_ = 0;
-  std::vector<TxDigest> acc_peer_;   // by peer id below kDensePeers
-  uint32_t acc_peers_ = 0;           // acc_peer_.size()
+  std::vector<TxDigest> acc_peer_;                          // by peer id below kDensePeers
+  uint32_t acc_peers_ = 0;                                  // acc_peer_.size()
   std::array<TxDigest, size_t{1} << kSetPeers> acc_set_{};  // by set of participants below kSetPeers (Count)
 };
 
@@ -982,12 +996,18 @@ class Scanner {
 
 const char* CutEndName(CutEnd e) {
   switch (e) {
-    case CutEnd::kFinished: return "finished";
-    case CutEnd::kAborted: return "aborted";
-    case CutEnd::kOpen: return "open";
-    case CutEnd::kSuperseded: return "superseded";
-    case CutEnd::kDamaged: return "damaged";
-    case CutEnd::kNotStarted: return "not-started";
+    case CutEnd::kFinished:
+      return "finished";
+    case CutEnd::kAborted:
+      return "aborted";
+    case CutEnd::kOpen:
+      return "open";
+    case CutEnd::kSuperseded:
+      return "superseded";
+    case CutEnd::kDamaged:
+      return "damaged";
+    case CutEnd::kNotStarted:
+      return "not-started";
   }
   return "unknown";
 }
@@ -1111,9 +1131,7 @@ walfmt::Result<std::unique_ptr<NodeScan>> NodeScan::Open(const std::string& wal_
   for (const auto& p : listing) st->sink(p);
   Scanner* scanner = &st->scanner;
   if (opt.settle_cut != 0) {
-    st->visit = [scanner](const walfmt::RecordView& v) {
-      return scanner->Visit(v) && scanner->KeepReading();
-    };
+    st->visit = [scanner](const walfmt::RecordView& v) { return scanner->Visit(v) && scanner->KeepReading(); };
   } else {
     st->visit = [scanner](const walfmt::RecordView& v) { return scanner->Visit(v); };
   }

@@ -21,10 +21,10 @@
 namespace walcut::cut {
 
 struct ScanOptions {
-  uint32_t node = 0;                      // the node the WAL belongs to
-  bool expect_cluster = false;            // check segment headers against cluster_id
+  uint32_t node = 0;            // the node the WAL belongs to
+  bool expect_cluster = false;  // check segment headers against cluster_id
   uint64_t cluster_id = 0;
-  size_t max_findings = 200;              // findings kept per node; the rest are counted
+  size_t max_findings = 200;  // findings kept per node; the rest are counted
   // Commits remembered in full for the cut that may start next (rule 5 lets
   // a transaction that committed just before CUT_START be tracked): at least
   // this many, and 4 x the peak in flight.
@@ -44,7 +44,7 @@ struct ScanOptions {
   // time is an atomicity finding naming it (0: not checked). The runtime
   // resolves a stuck transaction after 200 ms.
   uint64_t outcome_overdue_us = 500000;
-  std::optional<uint32_t> witness_peer;   // collect (tx, first cut) of transactions shared with this peer
+  std::optional<uint32_t> witness_peer;  // collect (tx, first cut) of transactions shared with this peer
   // Stop as soon as everything the scan says about cut `settle_cut` (and
   // every earlier cut) is decided on this node (0: read the whole WAL). That
   // is once the node has started a later cut (a CUT_ABORT of cut K, or a

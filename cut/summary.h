@@ -50,37 +50,37 @@ std::optional<Check> ParseCheck(std::string_view name);
 struct Finding {
   Check check = Check::kWal;
   uint32_t node = 0;
-  uint64_t cut = 0;           // 0: not about one cut
+  uint64_t cut = 0;  // 0: not about one cut
   bool has_position = false;
   Lsn position;
   bool has_tx = false;
   TxId tx;
   std::string expected;
   std::string found;
-  std::string message;        // one line, names node, cut, record or transaction
+  std::string message;  // one line, names node, cut, record or transaction
 };
 
 // A tracked transaction (a member of before(k) or after(k)) as resolved on
 // this node.
 struct TrackedTx {
   TxId tx;
-  bool committed = false;     // its TX_COMMIT was found on this node
-  Lsn commit;                 // where
+  bool committed = false;  // its TX_COMMIT was found on this node
+  Lsn commit;              // where
   uint64_t marker = 0;
-  bool recovered = false;     // finished by the recovery protocol
-  bool rolled_back = false;   // a TX_ROLLBACK here instead
-  uint64_t time_us = 0;       // cluster clock of that TX_COMMIT / TX_ROLLBACK
-  Lsn first_seen;             // its first TX_DATA / TX_PREPARE here (where a restore must start reading it)
+  bool recovered = false;    // finished by the recovery protocol
+  bool rolled_back = false;  // a TX_ROLLBACK here instead
+  uint64_t time_us = 0;      // cluster clock of that TX_COMMIT / TX_ROLLBACK
+  Lsn first_seen;            // its first TX_DATA / TX_PREPARE here (where a restore must start reading it)
 };
 
 // How a cut ended on this node.
 enum class CutEnd : uint8_t {
-  kFinished = 1,     // CUT_FINISH written
-  kAborted = 2,      // CUT_ABORT written (with or without CUT_FINISH)
-  kOpen = 3,         // the WAL ends (cleanly or torn) before CUT_FINISH
-  kSuperseded = 4,   // a later CUT_START came before any CUT_FINISH
-  kDamaged = 5,      // the readable WAL stops at damage before CUT_FINISH
-  kNotStarted = 6,   // CUT_FINISH or CUT_ABORT without CUT_START
+  kFinished = 1,    // CUT_FINISH written
+  kAborted = 2,     // CUT_ABORT written (with or without CUT_FINISH)
+  kOpen = 3,        // the WAL ends (cleanly or torn) before CUT_FINISH
+  kSuperseded = 4,  // a later CUT_START came before any CUT_FINISH
+  kDamaged = 5,     // the readable WAL stops at damage before CUT_FINISH
+  kNotStarted = 6,  // CUT_FINISH or CUT_ABORT without CUT_START
 };
 const char* CutEndName(CutEnd e);
 
@@ -102,7 +102,7 @@ struct NodeCut {
   bool started = false;
   Lsn start;
   uint64_t start_time_us = 0;
-  uint64_t commits_before_start = 0;   // TX_COMMIT records before CUT_START (LocalState)
+  uint64_t commits_before_start = 0;  // TX_COMMIT records before CUT_START (LocalState)
   bool finished = false;
   Lsn finish;
   uint64_t finish_time_us = 0;
@@ -110,7 +110,7 @@ struct NodeCut {
   std::vector<TrackedTx> before;
   std::vector<TrackedTx> after;
   std::vector<CutAbortMark> aborts;
-  bool restarted = false;              // a NODE_START between CUT_START and the end of the cut
+  bool restarted = false;  // a NODE_START between CUT_START and the end of the cut
   CutEnd end = CutEnd::kOpen;
   // Some of this cut's evidence on this node lay in segments that were
   // removed: its CUT_START, or the first record of a tracked transaction
@@ -159,9 +159,9 @@ struct StartMark {
 
 struct SegmentInfo {
   uint64_t index = 0;
-  std::string file;     // file name (no directory)
+  std::string file;  // file name (no directory)
   bool compressed = false;
-  uint64_t bytes = 0;   // bytes of WAL data (decompressed size for .wal.zst)
+  uint64_t bytes = 0;  // bytes of WAL data (decompressed size for .wal.zst)
   uint64_t records = 0;
 };
 
@@ -190,12 +190,12 @@ struct NodeSummary {
   uint64_t rollbacks = 0;
   uint64_t recovered_commits = 0;
   uint64_t peak_in_flight = 0;
-  bool torn_tail = false;      // the WAL ends in a torn record (a crash artefact, not damage)
+  bool torn_tail = false;  // the WAL ends in a torn record (a crash artefact, not damage)
   Lsn torn_at;
   uint64_t torn_bytes = 0;
-  bool damaged = false;        // reading stopped at damage; nothing after `damage_at` was read
+  bool damaged = false;  // reading stopped at damage; nothing after `damage_at` was read
   Lsn damage_at;
-  std::string damage;          // one line
+  std::string damage;  // one line
   // Reported while listing the WAL directory, not damage: a file named like
   // a segment but not as the writer names one, an index present both plain
   // and archived. One line each, naming the file.
@@ -205,15 +205,15 @@ struct NodeSummary {
   // the end (or to damage). Not part of the summary file.
   uint64_t settled_cut = 0;
 
-  std::vector<NodeCut> cuts;   // by cut id
+  std::vector<NodeCut> cuts;  // by cut id
   std::vector<SnapshotMark> snapshots;
   std::vector<StartMark> starts;
 
-  std::map<uint64_t, FirstCutCount> first_cut;             // f -> counts
-  std::map<uint32_t, std::map<uint64_t, TxDigest>> shared; // peer -> f -> digest of shared transactions
+  std::map<uint64_t, FirstCutCount> first_cut;              // f -> counts
+  std::map<uint32_t, std::map<uint64_t, TxDigest>> shared;  // peer -> f -> digest of shared transactions
 
-  std::vector<Finding> findings;   // local findings (shape, marker, rollback, wal)
-  uint64_t findings_dropped = 0;   // beyond the cap
+  std::vector<Finding> findings;  // local findings (shape, marker, rollback, wal)
+  uint64_t findings_dropped = 0;  // beyond the cap
 
   // Only when ScanOptions::witness_peer is set: (transaction, f) for every
   // transaction committed here that the peer also took part in.

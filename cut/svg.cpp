@@ -36,30 +36,42 @@ enum class TxClass : uint8_t { kBefore = 0, kAfter = 1, kUnresolved = 2, kDisagr
 
 const char* ClassName(TxClass c) {
   switch (c) {
-    case TxClass::kBefore: return "before";
-    case TxClass::kAfter: return "after";
-    case TxClass::kUnresolved: return "unresolved";
-    case TxClass::kDisagree: return "disagree";
+    case TxClass::kBefore:
+      return "before";
+    case TxClass::kAfter:
+      return "after";
+    case TxClass::kUnresolved:
+      return "unresolved";
+    case TxClass::kDisagree:
+      return "disagree";
   }
   return "unresolved";
 }
 
 const char* ClassColor(TxClass c) {
   switch (c) {
-    case TxClass::kBefore: return kColorBefore;
-    case TxClass::kAfter: return kColorAfter;
-    case TxClass::kUnresolved: return kColorUnresolved;
-    case TxClass::kDisagree: return kColorDisagree;
+    case TxClass::kBefore:
+      return kColorBefore;
+    case TxClass::kAfter:
+      return kColorAfter;
+    case TxClass::kUnresolved:
+      return kColorUnresolved;
+    case TxClass::kDisagree:
+      return kColorDisagree;
   }
   return kColorUnresolved;
 }
 
 const char* ClassText(TxClass c) {
   switch (c) {
-    case TxClass::kBefore: return "before (in the cut)";
-    case TxClass::kAfter: return "after (not in the cut)";
-    case TxClass::kUnresolved: return "tracked, unresolved or rolled back";
-    case TxClass::kDisagree: return "before on one node, after on another";
+    case TxClass::kBefore:
+      return "before (in the cut)";
+    case TxClass::kAfter:
+      return "after (not in the cut)";
+    case TxClass::kUnresolved:
+      return "tracked, unresolved or rolled back";
+    case TxClass::kDisagree:
+      return "before on one node, after on another";
   }
   return "";
 }
@@ -67,10 +79,10 @@ const char* ClassText(TxClass c) {
 // One place where a tracked transaction is known on one node.
 struct Point {
   uint32_t node = 0;
-  bool timed = false;       // committed or rolled back here: time_us is its record's time
+  bool timed = false;  // committed or rolled back here: time_us is its record's time
   uint64_t time_us = 0;
-  bool before = false;      // in before(K) here (else after(K))
-  bool rule5 = false;       // committed on the other side of CUT_START than its set says
+  bool before = false;  // in before(K) here (else after(K))
+  bool rule5 = false;   // committed on the other side of CUT_START than its set says
   bool rolled_back = false;
   bool recovered = false;
 };
@@ -89,8 +101,8 @@ struct TxDraw {
 // Row of the picture: a node, or the "... N nodes omitted" line.
 struct Row {
   bool omitted = false;
-  uint32_t node = 0;         // when !omitted
-  uint32_t omitted_from = 0; // when omitted: nodes omitted_from..omitted_to
+  uint32_t node = 0;          // when !omitted
+  uint32_t omitted_from = 0;  // when omitted: nodes omitted_from..omitted_to
   uint32_t omitted_to = 0;
 };
 
@@ -212,9 +224,9 @@ void CollectTracked(Model& m) {
   m.cut_ref_us = cut_ref_us;
   for (auto& [id, d] : m.txs) {
     d.cls = d.any_before && d.any_after ? TxClass::kDisagree
-            : d.unresolved             ? TxClass::kUnresolved
-            : d.any_before             ? TxClass::kBefore
-                                       : TxClass::kAfter;
+            : d.unresolved              ? TxClass::kUnresolved
+            : d.any_before              ? TxClass::kBefore
+                                        : TxClass::kAfter;
     // Timed points in time order (node id breaks ties), then the untimed ones.
     std::sort(d.points.begin(), d.points.end(), [](const Point& a, const Point& b) {
       if (a.timed != b.timed) return a.timed;
@@ -235,8 +247,8 @@ void SelectTransactions(Model& m, const SvgOptions& opt) {
     for (auto& [id, d] : m.txs) {
       const int prio = d.cls == TxClass::kDisagree ? 0 : d.rule5 ? 1 : d.cls == TxClass::kUnresolved ? 2 : 3;
       const uint64_t dist = d.first_time_us == std::numeric_limits<uint64_t>::max() ? d.first_time_us
-                            : d.first_time_us > m.cut_ref_us ? d.first_time_us - m.cut_ref_us
-                                                             : m.cut_ref_us - d.first_time_us;
+                            : d.first_time_us > m.cut_ref_us                        ? d.first_time_us - m.cut_ref_us
+                                                                                    : m.cut_ref_us - d.first_time_us;
       ranked.push_back({Key{prio, dist, id}, &d});
     }
     std::sort(ranked.begin(), ranked.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
@@ -315,9 +327,10 @@ Model BuildModel(const ClusterCuts& cc, const GlobalCut& g, uint64_t cut_id, con
 std::vector<std::string> Footnotes(const Model& m) {
   std::vector<std::string> notes;
   if (m.drawn_txs < m.total_txs) {
-    notes.push_back(fmt::format("{} of {} tracked transactions drawn, {} omitted (drawn first: before on one node and "
-                                "after on another, then rule-5 cases, then unresolved, then those closest to the cut)",
-                                m.drawn_txs, m.total_txs, m.total_txs - m.drawn_txs));
+    notes.push_back(
+        fmt::format("{} of {} tracked transactions drawn, {} omitted (drawn first: before on one node and "
+                    "after on another, then rule-5 cases, then unresolved, then those closest to the cut)",
+                    m.drawn_txs, m.total_txs, m.total_txs - m.drawn_txs));
   }
   if (m.omitted_nodes > 0) {
     notes.push_back(fmt::format("{} of {} nodes omitted (nodes {} to {}); commit points on them are not drawn",
@@ -336,8 +349,8 @@ std::vector<std::string> Footnotes(const Model& m) {
       for (const CutAbortMark& a : nc->aborts) {
         if (++no > kMaxAbortNotes) continue;
         notes.push_back(fmt::format("CUT_ABORT #{}: node {} at {} ({}): {}{}{}", no, r.node, When(*m.cc, a.time_us),
-                                    a.at.ToString(), walfmt::CutAbortReasonName(a.reason),
-                                    a.detail.empty() ? "" : ": ", a.detail));
+                                    a.at.ToString(), walfmt::CutAbortReasonName(a.reason), a.detail.empty() ? "" : ": ",
+                                    a.detail));
       }
     }
     if (no > kMaxAbortNotes) notes.push_back(fmt::format("... and {} more CUT_ABORT records", no - kMaxAbortNotes));
@@ -350,13 +363,15 @@ std::vector<std::string> Footnotes(const Model& m) {
     if (++unfinished_n <= 10) unfinished += fmt::format("{}{}", unfinished.empty() ? "" : ", ", i);
   }
   if (unfinished_n > 0) {
-    notes.push_back(fmt::format("no CUT_FINISH({}) on {} {}{}: the transactions tracked there (its before and after "
-                                "sets) are unknown and not drawn",
-                                m.cut_id, unfinished_n == 1 ? "node" : "nodes", unfinished,
-                                unfinished_n > 10 ? fmt::format(" and {} more", unfinished_n - 10) : ""));
+    notes.push_back(
+        fmt::format("no CUT_FINISH({}) on {} {}{}: the transactions tracked there (its before and after "
+                    "sets) are unknown and not drawn",
+                    m.cut_id, unfinished_n == 1 ? "node" : "nodes", unfinished,
+                    unfinished_n > 10 ? fmt::format(" and {} more", unfinished_n - 10) : ""));
   }
-  notes.push_back("a transaction is drawn on the nodes where it is tracked (in before(K) or after(K)), at the time of "
-                  "its commit record there");
+  notes.push_back(
+      "a transaction is drawn on the nodes where it is tracked (in before(K) or after(K)), at the time of "
+      "its commit record there");
   return notes;
 }
 
@@ -434,7 +449,8 @@ void DrawHeader(Svg& s, const Model& m, const Layout& l) {
                              g->after_before_start),
                  max_chars),
          "class=\"summary\"");
-  s.Text(10, 82, fmt::format("from {} to {}", When(*m.cc, l.t0), When(*m.cc, l.t1)), "class=\"window\" fill=\"#555555\"");
+  s.Text(10, 82, fmt::format("from {} to {}", When(*m.cc, l.t0), When(*m.cc, l.t1)),
+         "class=\"window\" fill=\"#555555\"");
 }
 
 // Node lines and their labels; the omitted row.
@@ -529,9 +545,9 @@ void DrawTransaction(Svg& s, const Model& m, const Layout& l, const walfmt::TxId
                                     F(x), F(y), color));
       continue;
     }
-    s.Empty("circle", fmt::format("class=\"point{}\" cx=\"{}\" cy=\"{}\" r=\"3\" fill=\"{}\"{}",
-                                  p.rule5 ? " rule5" : "", F(x), F(y), color,
-                                  p.rule5 ? " stroke=\"#000000\" stroke-width=\"1.5\"" : ""));
+    s.Empty("circle",
+            fmt::format("class=\"point{}\" cx=\"{}\" cy=\"{}\" r=\"3\" fill=\"{}\"{}", p.rule5 ? " rule5" : "", F(x),
+                        F(y), color, p.rule5 ? " stroke=\"#000000\" stroke-width=\"1.5\"" : ""));
   }
   s.Close("g");
 }
@@ -582,10 +598,10 @@ void DrawMarks(Svg& s, const Model& m, const Layout& l) {
       const CutAbortMark& a = nc->aborts[k];
       const double x = l.X(a.time_us);
       ++abort_no;
-      s.Empty("path", fmt::format("class=\"cut-abort\" d=\"M{},{} L{},{} M{},{} L{},{}\" stroke=\"{}\" "
-                                  "stroke-width=\"2.5\" fill=\"none\"",
-                                  F(x - 6), F(y - 6), F(x + 6), F(y + 6), F(x - 6), F(y + 6), F(x + 6), F(y - 6),
-                                  kColorAbort));
+      s.Empty("path",
+              fmt::format("class=\"cut-abort\" d=\"M{},{} L{},{} M{},{} L{},{}\" stroke=\"{}\" "
+                          "stroke-width=\"2.5\" fill=\"none\"",
+                          F(x - 6), F(y - 6), F(x + 6), F(y + 6), F(x - 6), F(y + 6), F(x + 6), F(y - 6), kColorAbort));
       // Short on the line (alternately above and below, so that two aborts
       // close together stay legible); the detail goes to a footnote.
       const std::string label = fmt::format("CUT_ABORT #{}: {}", abort_no, walfmt::CutAbortReasonName(a.reason));
@@ -641,8 +657,8 @@ std::string DrawLegendSymbol(Svg& s, int item, double x, double y) {
     return "rule 5: committed across CUT_START";
   }
   if (item == 5) {
-    s.Empty("line", fmt::format("x1=\"{0}\" y1=\"{1}\" x2=\"{0}\" y2=\"{2}\" stroke=\"{3}\" stroke-width=\"3\"",
-                                F(sx), F(y - 8), F(y + 8), kColorCut));
+    s.Empty("line", fmt::format("x1=\"{0}\" y1=\"{1}\" x2=\"{0}\" y2=\"{2}\" stroke=\"{3}\" stroke-width=\"3\"", F(sx),
+                                F(y - 8), F(y + 8), kColorCut));
     return "CUT_START";
   }
   if (item == 6) {
@@ -653,13 +669,12 @@ std::string DrawLegendSymbol(Svg& s, int item, double x, double y) {
   }
   if (item == 7) {
     s.Empty("path", fmt::format("d=\"M{},{} L{},{} M{},{} L{},{}\" stroke=\"{}\" stroke-width=\"2.5\"", F(sx - 6),
-                                F(y - 6), F(sx + 6), F(y + 6), F(sx - 6), F(y + 6), F(sx + 6), F(y - 6),
-                                kColorAbort));
+                                F(y - 6), F(sx + 6), F(y + 6), F(sx - 6), F(y + 6), F(sx + 6), F(y - 6), kColorAbort));
     return "CUT_ABORT";
   }
   if (item == 8) {
-    s.Empty("polygon", fmt::format("points=\"{},{} {},{} {},{} {},{}\" fill=\"#000000\"", F(sx), F(y - 7),
-                                   F(sx + 7), F(y), F(sx), F(y + 7), F(sx - 7), F(y)));
+    s.Empty("polygon", fmt::format("points=\"{},{} {},{} {},{} {},{}\" fill=\"#000000\"", F(sx), F(y - 7), F(sx + 7),
+                                   F(y), F(sx), F(y + 7), F(sx - 7), F(y)));
     return "node restart";
   }
   s.Empty("line", fmt::format("x1=\"{}\" y1=\"{}\" x2=\"{}\" y2=\"{}\" stroke=\"{}\" stroke-width=\"2\" "
@@ -699,12 +714,23 @@ std::string XmlEscape(std::string_view text) {
   out.reserve(clean.size());
   for (const char c : clean) {
     switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&quot;"; break;
-      case '\'': out += "&apos;"; break;
-      default: out += c;
+      case '&':
+        out += "&amp;";
+        break;
+      case '<':
+        out += "&lt;";
+        break;
+      case '>':
+        out += "&gt;";
+        break;
+      case '"':
+        out += "&quot;";
+        break;
+      case '\'':
+        out += "&apos;";
+        break;
+      default:
+        out += c;
     }
   }
   return out;

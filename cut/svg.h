@@ -35,11 +35,11 @@
 namespace walcut::cut {
 
 struct SvgOptions {
-  uint32_t width_px = 1200;           // whole picture; clamped to [480, 8000]
-  uint32_t max_nodes = 16;            // more nodes than this are summarized
-  uint32_t head_nodes = 8;            // ... drawing the first head_nodes
-  uint32_t tail_nodes = 4;            // ... and the last tail_nodes
-  uint32_t max_transactions = 60;     // tracked transactions drawn at most
+  uint32_t width_px = 1200;        // whole picture; clamped to [480, 8000]
+  uint32_t max_nodes = 16;         // more nodes than this are summarized
+  uint32_t head_nodes = 8;         // ... drawing the first head_nodes
+  uint32_t tail_nodes = 4;         // ... and the last tail_nodes
+  uint32_t max_transactions = 60;  // tracked transactions drawn at most
 };
 
 // The diagram of cut `cut_id`; an empty string when the cluster has no such

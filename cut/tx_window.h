@@ -2,9 +2,9 @@
 // for the cut scan: one direct-mapped window per coordinator node.
 #pragma once
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
-#include <array>
 #include <memory>
 #include <optional>
 #include <vector>
@@ -90,7 +90,8 @@ class TxWindow {
       s->at = at;
       WALCUT_ASSERT(size_ > 0, "TxWindow: a slot in flight while the window counts none");
       --size_;
-      if (ring_writes_ < mirror_until_) [[unlikely]] Push(t, at, rolled_back);
+      if (ring_writes_ < mirror_until_) [[unlikely]]
+        Push(t, at, rolled_back);
       return true;
     }
     if (overflow_.size() == 0 || !overflow_.Erase(t, first)) return false;
@@ -120,7 +121,8 @@ class TxWindow {
 
   // Where t last finished, if it is still remembered.
   std::optional<Finish> LastFinish(const walfmt::TxId& t) const {
-    if (const Slot* s = FindSlot(t); s != nullptr && s->seq == t.seq && (s->state == kCommitted || s->state == kRolledBack)) {
+    if (const Slot* s = FindSlot(t);
+        s != nullptr && s->seq == t.seq && (s->state == kCommitted || s->state == kRolledBack)) {
       return Finish{s->at, s->state == kRolledBack};
     }
     for (size_t i = 0; i < fallback_used_; ++i) {  // newest first
@@ -172,7 +174,8 @@ class TxWindow {
 
   // The slot of t, its window made on first use; nullptr beyond kDirectNodes.
   Slot* SlotOf(const walfmt::TxId& t) {
-    if (t.node >= kDirectNodes) [[unlikely]] return nullptr;
+    if (t.node >= kDirectNodes) [[unlikely]]
+      return nullptr;
     Slot* w = windows_[t.node].get();
     if (w == nullptr) [[unlikely]] {
       if (no_window_[t.node]) return nullptr;

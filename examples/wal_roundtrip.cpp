@@ -56,8 +56,8 @@ int main(int argc, char** argv) {
   opt.wal_dir = wal_dir;
   opt.node_id = 0;
   opt.cluster_id = 0x5EED;
-  opt.segment_bytes = 256;         // small segments: the WAL spans several
-  opt.archive_compressed = true;   // rolled segments become .wal.zst
+  opt.segment_bytes = 256;        // small segments: the WAL spans several
+  opt.archive_compressed = true;  // rolled segments become .wal.zst
   auto writer = walfmt::WalWriter::Create(opt, 1000);
   if (!writer.ok()) return Fail(writer.status(), "create");
   for (const walfmt::Record& r : records) {
@@ -75,14 +75,18 @@ int main(int argc, char** argv) {
   ro.mode = walfmt::RecoveryMode::kStrict;
   size_t n = 0;
   bool equal = true;
-  const walfmt::NodeRead read = walfmt::ReadNodeWal(*segments, ro, [&](const walfmt::RecordView& v) {
-    auto r = walfmt::DecodePayload(v.type, v.payload);
-    if (!r.ok() || n >= records.size() || !(*r == records[n])) equal = false;
-    if (r.ok()) std::printf("%s %s %s\n", v.lsn.ToString().c_str(), std::string(walfmt::RecordTypeName(v.type)).c_str(),
-                            walfmt::Describe(*r).c_str());
-    ++n;
-    return true;
-  }, sink);
+  const walfmt::NodeRead read = walfmt::ReadNodeWal(
+      *segments, ro,
+      [&](const walfmt::RecordView& v) {
+        auto r = walfmt::DecodePayload(v.type, v.payload);
+        if (!r.ok() || n >= records.size() || !(*r == records[n])) equal = false;
+        if (r.ok())
+          std::printf("%s %s %s\n", v.lsn.ToString().c_str(), std::string(walfmt::RecordTypeName(v.type)).c_str(),
+                      walfmt::Describe(*r).c_str());
+        ++n;
+        return true;
+      },
+      sink);
   for (const walfmt::Problem& p : problems) std::fprintf(stderr, "wal_roundtrip: %s\n", p.ToString().c_str());
   if (read.failed) return 3;
   std::printf("%zu records in %zu segments, end %s\n", n, segments->size(), read.end.ToString().c_str());

@@ -16,7 +16,7 @@ namespace walcut_fuzz {
 
 }  // namespace walcut_fuzz
 
-#define Check(cond, detail)                          \
-  do {                                               \
+#define Check(cond, detail)                            \
+  do {                                                 \
     if (!(cond)) ::walcut_fuzz::Fail(#cond, (detail)); \
   } while (0)

@@ -30,7 +30,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     std::string again;
     Check(walfmt::EncodePayload(*rec, again).ok(), "type " + std::to_string(static_cast<unsigned>(type)));
     Check(again.size() == payload.size(), "type " + std::to_string(static_cast<unsigned>(type)));
-    Check(std::equal(payload.begin(), payload.end(), reinterpret_cast<const uint8_t*>(again.data())), "type " + std::to_string(static_cast<unsigned>(type)));
+    Check(std::equal(payload.begin(), payload.end(), reinterpret_cast<const uint8_t*>(again.data())),
+          "type " + std::to_string(static_cast<unsigned>(type)));
   }
 
   // TX_DATA: ParseTxData accepts exactly what DecodePayload accepts.
@@ -64,13 +65,16 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     std::vector<uint32_t> parts(v.participant_count());
     for (size_t i = 0; i < parts.size(); ++i) parts[i] = v.participant(i);
     if (const auto* p = std::get_if<walfmt::TxPrepare>(&*rec)) {
-      Check(v.tx == p->tx && v.time_us == p->time_us && parts == p->participants, "type " + std::to_string(static_cast<unsigned>(type)));
+      Check(v.tx == p->tx && v.time_us == p->time_us && parts == p->participants,
+            "type " + std::to_string(static_cast<unsigned>(type)));
     } else if (const auto* c = std::get_if<walfmt::TxCommit>(&*rec)) {
       Check(v.tx == c->tx && v.marker == c->marker && v.time_us == c->time_us && v.flags == c->flags &&
-                 parts == c->participants, "type " + std::to_string(static_cast<unsigned>(type)));
+                parts == c->participants,
+            "type " + std::to_string(static_cast<unsigned>(type)));
     } else {
       const auto& r = std::get<walfmt::TxRollback>(*rec);
-      Check(v.tx == r.tx && v.time_us == r.time_us && v.flags == r.flags && parts == r.participants, "type " + std::to_string(static_cast<unsigned>(type)));
+      Check(v.tx == r.tx && v.time_us == r.time_us && v.flags == r.flags && parts == r.participants,
+            "type " + std::to_string(static_cast<unsigned>(type)));
     }
   }
 
@@ -82,7 +86,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (rec.ok() && (outcome || type == walfmt::RecordType::kTxData)) {
     std::visit(
         [&](const auto& r) {
-          if constexpr (requires { r.tx; }) Check(peeked && peek == r.tx, "type " + std::to_string(static_cast<unsigned>(type)));
+          if constexpr (requires { r.tx; })
+            Check(peeked && peek == r.tx, "type " + std::to_string(static_cast<unsigned>(type)));
         },
         *rec);
   }

@@ -62,12 +62,14 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     for (size_t i = 0; i < doc["nodes"].size(); ++i) {
       const auto& n = doc["nodes"][i];
       if (n.is_object() && n.contains("node") && n["node"].is_number_unsigned()) {
-        Check(n["node"].get<uint64_t>() == i, "node " + n["node"].dump() + " accepted as nodes[" + std::to_string(i) + "]");
+        Check(n["node"].get<uint64_t>() == i,
+              "node " + n["node"].dump() + " accepted as nodes[" + std::to_string(i) + "]");
       }
     }
   }
   for (const auto& f : m->files) {
-    Check(!f.path.empty() && f.path[0] != '/' && f.path.find("..") == std::string::npos, "a file path outside: " + f.path);
+    Check(!f.path.empty() && f.path[0] != '/' && f.path.find("..") == std::string::npos,
+          "a file path outside: " + f.path);
     Check(f.xxh3_128.size() == 32, "a file checksum that is not 32 digits");
   }
   const std::string once = EncodeManifest(*m);

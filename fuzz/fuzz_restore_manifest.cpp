@@ -103,7 +103,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     Check(ci.status().code() == walfmt::ErrorCode::kCorruption, "error is not kCorruption: " + msg);
     return 0;
   }
-  Check(object && m.contains("cluster") && m["cluster"].is_object(), "cluster info from a manifest without \"cluster\"");
+  Check(object && m.contains("cluster") && m["cluster"].is_object(),
+        "cluster info from a manifest without \"cluster\"");
   auto direct = walfmt::ParseClusterInfo(m["cluster"].dump(), "direct");
   Check(direct.ok(), "ParseClusterInfo refuses what FindClusterInfoFor accepted");
   Check(walfmt::ClusterJsonText(ci->info, {}) == walfmt::ClusterJsonText(*direct, {}),

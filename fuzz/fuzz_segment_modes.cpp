@@ -149,9 +149,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     spec.index = index;
     const Trace t = Run(z.first(z.size() - 1 - size % 7), spec);
     Check(!t.problems.empty(), "a truncated zstd frame read without a problem");
-    if (spec.mode == RecoveryMode::kStrict) Check(t.scan.failed, "a truncated zstd frame read in strict mode without failing");
+    if (spec.mode == RecoveryMode::kStrict)
+      Check(t.scan.failed, "a truncated zstd frame read in strict mode without failing");
     Check(t.scan.end != SegmentEnd::kClean, "a truncated zstd frame read to a clean end");
   }
   return 0;
 }
-

@@ -24,10 +24,10 @@
 // fuzz.sh: -max_len=16384
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
-#include <algorithm>
 #include <filesystem>
 #include <random>
 #include <string>
@@ -107,7 +107,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (!whole.ok()) {
     CheckError(whole.status(), "decode");
     CheckError(stream.status(), "stream");
-    Check(stream.status().message().rfind(path, 0) == 0, "stream error does not name the file: " + stream.status().message());
+    Check(stream.status().message().rfind(path, 0) == 0,
+          "stream error does not name the file: " + stream.status().message());
     return 0;
   }
   SnapshotFile& s = *whole;

@@ -39,7 +39,8 @@ std::vector<Record> SampleRecords() {
       Write wr;
       wr.op = (seq + w) % 5 == 0 ? WriteOp::kDelete : WriteOp::kPut;
       wr.key = "acct/" + std::to_string(1000 + seq * 7 + w);
-      if (wr.op == WriteOp::kPut) wr.value = "{\"balance\":" + std::to_string(seq * 100 + w) + ",\"note\":\"x\\y\x01\"}";
+      if (wr.op == WriteOp::kPut)
+        wr.value = "{\"balance\":" + std::to_string(seq * 100 + w) + ",\"note\":\"x\\y\x01\"}";
       d.writes.push_back(std::move(wr));
     }
     v.push_back(d);
@@ -48,8 +49,8 @@ std::vector<Record> SampleRecords() {
     if (seq % 5 == 0) {
       v.push_back(TxRollback{tx, t++, 0, {0, 1, 2}});
     } else {
-      v.push_back(TxCommit{tx, seq > 3 ? 1u : 0u, t++, static_cast<uint16_t>(seq % 3 == 0 ? kTxFlagOnePhase : 0),
-                           {0, 1, 2}});
+      v.push_back(
+          TxCommit{tx, seq > 3 ? 1u : 0u, t++, static_cast<uint16_t>(seq % 3 == 0 ? kTxFlagOnePhase : 0), {0, 1, 2}});
     }
   }
   v.push_back(CutFinish{1, t++, {TxId{1, 1}, TxId{2, 2}}, {TxId{1, 4}}});

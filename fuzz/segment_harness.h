@@ -38,7 +38,6 @@ using namespace walfmt;
 // the harness's source reports the end of data.
 constexpr uint64_t kMaxDecompressed = 8u << 20;
 
-
 // Forwards to another source but ends the data at `cap` bytes.
 class CappedSource final : public ByteSource {
  public:
@@ -172,7 +171,8 @@ Trace Run(std::span<const uint8_t> bytes, const RunSpec& spec) {
                 rh.type == static_cast<uint16_t>(v.type) && rh.flags == v.flags,
             "record view disagrees with the bytes at " + v.lsn.ToString());
       Check(ComputeRecordHeaderCrc(h) == rh.header_crc, "visited a record whose header checksum is wrong");
-      if (spec.check_crc) Check(ComputePayloadCrc(v.payload) == rh.payload_crc, "visited a record whose payload checksum is wrong");
+      if (spec.check_crc)
+        Check(ComputePayloadCrc(v.payload) == rh.payload_crc, "visited a record whose payload checksum is wrong");
     }
     auto parsed = Lsn::Parse(v.lsn.ToString());
     Check(parsed && *parsed == v.lsn, "LSN does not round-trip: " + v.lsn.ToString());
@@ -219,9 +219,9 @@ void CheckPlain(std::span<const uint8_t> bytes, const RunSpec& spec, const Trace
   Check(s.valid_end <= bytes.size(), "valid_end past the input");
   Check(s.bytes_dropped <= bytes.size(), "more bytes dropped than there are");
   if (s.end != SegmentEnd::kStopped) {
-    Check(s.records == t.records.size() + s.skipped_unknown,
-          mode + ": records " + Hex(s.records) + " != visited " + Hex(t.records.size()) + " + skipped " +
-              Hex(s.skipped_unknown));
+    Check(s.records == t.records.size() + s.skipped_unknown, mode + ": records " + Hex(s.records) + " != visited " +
+                                                                 Hex(t.records.size()) + " + skipped " +
+                                                                 Hex(s.skipped_unknown));
   }
   if (!s.header_ok) {
     Check(t.records.empty() && s.records == 0, "records read from a segment whose header is bad");
@@ -235,14 +235,16 @@ void CheckPlain(std::span<const uint8_t> bytes, const RunSpec& spec, const Trace
     // Once damage was skipped (salvage), valid_end stays where it began.
     const SeenRecord& last = t.records.back();
     if (s.skipped_unknown == 0) {
-      Check(s.valid_end == last.offset + kRecordHeaderSize + last.payload.size(), mode + ": valid_end is not after the last record");
+      Check(s.valid_end == last.offset + kRecordHeaderSize + last.payload.size(),
+            mode + ": valid_end is not after the last record");
       Check(s.last_record_crc == last.header_crc, "last_record_crc is not the last record's");
     }
   }
   if (s.end == SegmentEnd::kClean) {
     Check(!AnyRecordDamage(t), mode + ": clean end with damage reported");
     Check(s.bytes_dropped == 0, "clean end with dropped bytes");
-    if (spec.prev == nullptr) Check(s.file_bytes == bytes.size() && s.valid_end == bytes.size(), "clean end before the end of the input");
+    if (spec.prev == nullptr)
+      Check(s.file_bytes == bytes.size() && s.valid_end == bytes.size(), "clean end before the end of the input");
   }
   if (s.end == SegmentEnd::kTornTail) {
     Check(spec.is_last, "torn tail in a segment that is not the last");
@@ -288,7 +290,8 @@ void CheckSame(const Trace& a, const Trace& b, const std::string& what) {
   Check(s.last_record_crc == z.last_record_crc, what + ": last_record_crc");
   Check(s.records == z.records && s.record_bytes == z.record_bytes && s.skipped_unknown == z.skipped_unknown,
         what + ": record counts");
-  Check(s.bytes_dropped == z.bytes_dropped, what + ": bytes_dropped " + Hex(s.bytes_dropped) + " vs " + Hex(z.bytes_dropped));
+  Check(s.bytes_dropped == z.bytes_dropped,
+        what + ": bytes_dropped " + Hex(s.bytes_dropped) + " vs " + Hex(z.bytes_dropped));
   Check(s.torn_offset == z.torn_offset && s.zero_filled_tail == z.zero_filled_tail, what + ": torn tail");
   Check(s.end == z.end, what + ": end " + Hex(static_cast<int>(s.end)) + " vs " + Hex(static_cast<int>(z.end)));
   Check(s.failed == z.failed, what + ": failed");
@@ -303,8 +306,8 @@ bool RecordsArePrefix(const Trace& a, const Trace& b) {
   return true;
 }
 
-constexpr RecoveryMode kModes[] = {RecoveryMode::kStrict, RecoveryMode::kTolerateTornTail,
-                                   RecoveryMode::kPointInTime, RecoveryMode::kSalvage};
+constexpr RecoveryMode kModes[] = {RecoveryMode::kStrict, RecoveryMode::kTolerateTornTail, RecoveryMode::kPointInTime,
+                                   RecoveryMode::kSalvage};
 
 bool IsZstdFrame(std::span<const uint8_t> b) {
   // Regular frames (28 B5 2F FD) and skippable frames (5? 2A 4D 18).
@@ -312,7 +315,6 @@ bool IsZstdFrame(std::span<const uint8_t> b) {
   const uint32_t m = LoadU32(b.data());
   return m == 0xFD2FB528u || (m & 0xFFFFFFF0u) == 0x184D2A50u;
 }
-
 
 }  // namespace walcut_fuzz
 
@@ -351,4 +353,3 @@ extern "C" size_t LLVMFuzzerCustomMutator(uint8_t* data, size_t size, size_t max
   }
   return size;
 }
-

@@ -4,8 +4,8 @@
 #include "node/cluster.h"
 
 #include <algorithm>
-#include <chrono>
 #include <charconv>
+#include <chrono>
 #include <filesystem>
 #include <string>
 #include <string_view>
@@ -21,20 +21,26 @@ using walfmt::Status;
 
 Status NormalizeOptions(ClusterOptions& opt) {
   if (opt.dir.empty()) return Status::InvalidArgument("no cluster directory given");
-  if (opt.nodes < 1 || opt.nodes > 64) return Status::InvalidArgument(fmt::format("--nodes {}: must be 1..64", opt.nodes));
+  if (opt.nodes < 1 || opt.nodes > 64)
+    return Status::InvalidArgument(fmt::format("--nodes {}: must be 1..64", opt.nodes));
   if (opt.backups >= opt.nodes) {
     return Status::InvalidArgument(fmt::format("--backups {}: must be less than --nodes {}", opt.backups, opt.nodes));
   }
   if (opt.partitions == 0) opt.partitions = 4 * opt.nodes;
   if (opt.partitions > 65536) return Status::InvalidArgument("--partitions: at most 65536");
-  if (opt.concurrency < 1 || opt.concurrency > 100000) return Status::InvalidArgument("--concurrency: must be 1..100000");
+  if (opt.concurrency < 1 || opt.concurrency > 100000)
+    return Status::InvalidArgument("--concurrency: must be 1..100000");
   WorkloadParams& w = opt.workload;
   const bool bank = w.workload == Workload::kBank || w.workload == Workload::kMixed;
   const bool cycle = w.workload == Workload::kCycle || w.workload == Workload::kMixed;
-  if (!bank) w.accounts = 0;
-  else if (w.accounts == 0) w.accounts = 1000;
-  if (!cycle) w.ring = 0;
-  else if (w.ring == 0) w.ring = 1000;
+  if (!bank)
+    w.accounts = 0;
+  else if (w.accounts == 0)
+    w.accounts = 1000;
+  if (!cycle)
+    w.ring = 0;
+  else if (w.ring == 0)
+    w.ring = 1000;
   if (bank && w.accounts < 2) return Status::InvalidArgument("bank workload needs at least 2 accounts");
   if (cycle && w.ring < 4) return Status::InvalidArgument("cycle workload needs at least 4 ring keys");
   if (w.accounts > 1000000 || w.ring > 1000000) return Status::InvalidArgument("at most 1000000 keys per workload");
@@ -80,16 +86,21 @@ bool ParseDuration(std::string_view s, uint64_t& us) {
 
 std::string_view WalRetentionName(WalRetention r) {
   switch (r) {
-    case WalRetention::kKeep: return "keep";
-    case WalRetention::kAfterSnapshot: return "after-snapshot";
+    case WalRetention::kKeep:
+      return "keep";
+    case WalRetention::kAfterSnapshot:
+      return "after-snapshot";
   }
   return "?";
 }
 
 bool ParseWalRetention(std::string_view text, WalRetention& out) {
-  if (text == "keep") out = WalRetention::kKeep;
-  else if (text == "after-snapshot") out = WalRetention::kAfterSnapshot;
-  else return false;
+  if (text == "keep")
+    out = WalRetention::kKeep;
+  else if (text == "after-snapshot")
+    out = WalRetention::kAfterSnapshot;
+  else
+    return false;
   return true;
 }
 

@@ -46,8 +46,7 @@ void Cluster::PostLocal(uint32_t node, uint32_t incarnation, uint64_t delay, std
   e.fn = std::move(fn);
 }
 
-void Cluster::PostStep(uint32_t node, uint32_t incarnation, uint64_t delay, StepKind kind, const TxId& id,
-                       uint64_t k) {
+void Cluster::PostStep(uint32_t node, uint32_t incarnation, uint64_t delay, StepKind kind, const TxId& id, uint64_t k) {
   Scheduler::Event& e = sched_.Add(sched_.now() + delay);
   e.node = node;
   e.incarnation = incarnation;
@@ -77,9 +76,10 @@ void Cluster::RecordCommit(const TxPlan& plan, uint64_t marker, bool recovered) 
     }
   }
   if (plan.rebuilt && !original) {
-    return Fail(Status::Internal(fmt::format("{} committed from a rebuilt plan, but no crashed node had its plan "
-                                             "(seed {})",
-                                             plan.id.ToString(), opt_.seed)));
+    return Fail(
+        Status::Internal(fmt::format("{} committed from a rebuilt plan, but no crashed node had its plan "
+                                     "(seed {})",
+                                     plan.id.ToString(), opt_.seed)));
   }
   const TxPlan& p = plan.rebuilt ? *original : plan;
   CommittedTx c;
@@ -109,10 +109,18 @@ void Cluster::TxEnded(bool load, bool committed, AbortReason why, bool one_phase
     (void)one_phase;
   } else {
     switch (why) {
-      case AbortReason::kConflict: ++sum_.rolled_back_conflict; break;
-      case AbortReason::kInsufficientFunds: ++sum_.rolled_back_funds; break;
-      case AbortReason::kVoteNo: ++sum_.rolled_back_vote_no; break;
-      default: ++sum_.rolled_back_other; break;
+      case AbortReason::kConflict:
+        ++sum_.rolled_back_conflict;
+        break;
+      case AbortReason::kInsufficientFunds:
+        ++sum_.rolled_back_funds;
+        break;
+      case AbortReason::kVoteNo:
+        ++sum_.rolled_back_vote_no;
+        break;
+      default:
+        ++sum_.rolled_back_other;
+        break;
     }
   }
   MaybeStartCut();
@@ -333,7 +341,8 @@ Status Cluster::WriteClusterJson(bool complete) const {
   for (uint32_t n = 0; n < opt_.nodes; ++n) info.node_wal_dirs.push_back(walfmt::NodeWalDirName(n));
   if (opt_.wal_retention != WalRetention::kKeep) {
     info.wal_retention = WalRetentionName(opt_.wal_retention);
-    for (uint32_t n = 0; n < opt_.nodes; ++n) info.first_segment.push_back(n < first_segment_.size() ? first_segment_[n] : 0);
+    for (uint32_t n = 0; n < opt_.nodes; ++n)
+      info.first_segment.push_back(n < first_segment_.size() ? first_segment_[n] : 0);
   }
   for (const auto& sn : snapshots_) {
     walfmt::FullSnapshotInfo snap;
@@ -453,9 +462,9 @@ Status Cluster::CheckQuiet() const {
   if (inflight_ != 0 || started_ != opt_.txs || cut_running_ || sum_.restarts != sum_.crashes) {
     std::string pending;
     for (const auto& n : nodes_) pending += fmt::format("; node {}:{}", n->id(), n->Pending());
-    return Status::Internal(fmt::format(
-        "simulation stalled: {} transactions in flight, {} of {} started, cut running: {} (seed {}){}", inflight_,
-        started_, opt_.txs, cut_running_, opt_.seed, pending));
+    return Status::Internal(
+        fmt::format("simulation stalled: {} transactions in flight, {} of {} started, cut running: {} (seed {}){}",
+                    inflight_, started_, opt_.txs, cut_running_, opt_.seed, pending));
   }
   return Status::Ok();
 }

@@ -131,9 +131,9 @@ class Cluster {
   bool cut_running_ = false;
   uint64_t next_cut_ = 1;
   std::vector<SnapshotTaken> snapshots_;
-  bool quiescing_ = false;       // a full snapshot is waiting for the cluster to be idle
-  std::vector<uint64_t> snapshot_due_;  // workload transactions started at which a full snapshot is due, ascending
-  size_t next_snapshot_ = 0;            // index into snapshot_due_
+  bool quiescing_ = false;               // a full snapshot is waiting for the cluster to be idle
+  std::vector<uint64_t> snapshot_due_;   // workload transactions started at which a full snapshot is due, ascending
+  size_t next_snapshot_ = 0;             // index into snapshot_due_
   std::vector<uint64_t> first_segment_;  // by node, after the run
   uint32_t snapshot_waits_ = 0;
   uint64_t cluster_id_ = 0;

@@ -128,8 +128,10 @@ Status Node::ReplayWal(const std::string& wal_dir, Replayed& out) {
                 prepared[r.tx] = r.participants;
               } else if constexpr (std::is_same_v<T, walfmt::TxCommit>) {
                 for (const Write& w : data[r.tx]) {
-                  if (w.op == walfmt::WriteOp::kDelete) kv_.erase(w.key);
-                  else kv_[w.key] = w.value;
+                  if (w.op == walfmt::WriteOp::kDelete)
+                    kv_.erase(w.key);
+                  else
+                    kv_[w.key] = w.value;
                 }
                 outcomes_[r.tx] = Outcome{true, r.marker};
                 data.erase(r.tx);
@@ -195,11 +197,12 @@ void Node::RelockPrepared(Replayed& r) {
 // Cut ids below the snapshot's are not needed before the initiator tells the
 // current cut (OnHelloResp): every cut up to then had completed, and rule 4,
 // the only use of the node's own cut id while it recovers, waits for that.
-Status Node::LoadSnapshot(const walfmt::Snapshot& rec, const walfmt::Lsn& at,
-                          std::map<TxId, std::vector<Write>>& data, std::map<TxId, std::vector<uint32_t>>& prepared) {
+Status Node::LoadSnapshot(const walfmt::Snapshot& rec, const walfmt::Lsn& at, std::map<TxId, std::vector<Write>>& data,
+                          std::map<TxId, std::vector<uint32_t>>& prepared) {
   if (!data.empty() || !prepared.empty()) {
-    return Status::Corruption(fmt::format("node {}: cannot recover: {} undecided transactions before SNAPSHOT({}) at {}",
-                                          id_, data.size() + prepared.size(), rec.name, at.ToString()));
+    return Status::Corruption(
+        fmt::format("node {}: cannot recover: {} undecided transactions before SNAPSHOT({}) at {}", id_,
+                    data.size() + prepared.size(), rec.name, at.ToString()));
   }
   const std::string path = fmt::format("{}/snapshots/{}/node-{}.snap", c_.opt().dir, rec.name, id_);
   kv_.clear();
@@ -354,9 +357,8 @@ void Node::ParticipantLostNode(uint32_t x) {
         }
         break;
       case Role::kBackup:
-        if (lt.st == TxState::kPrepared &&
-            (x == plan.forwarder[id_] || (!plan.one_phase && x == plan.id.node) ||
-             (plan.one_phase && x == plan.decider))) {
+        if (lt.st == TxState::kPrepared && (x == plan.forwarder[id_] || (!plan.one_phase && x == plan.id.node) ||
+                                            (plan.one_phase && x == plan.decider))) {
           StartRecovery(id);
         }
         break;

@@ -141,7 +141,8 @@ void Node::TakeOver() {
   init_k_ = k;
   init_inconsistent_ = true;
   init_lost_node_ = true;
-  init_why_ = fmt::format("initiator node {} crashed while cut {} ran; node {} took over", c_.FailedInitiator(), k, id_);
+  init_why_ =
+      fmt::format("initiator node {} crashed while cut {} ran; node {} took over", c_.FailedInitiator(), k, id_);
   expected_.assign(c_.topo().nodes(), false);
   remaining_ = 0;
   for (uint32_t n = 0; n < c_.topo().nodes(); ++n) {

@@ -17,10 +17,10 @@
 namespace walcut::node::sim {
 
 using walfmt::Status;
+using walfmt::Topology;
 using walfmt::TxId;
 using walfmt::TxIdHash;
 using walfmt::Write;
-using walfmt::Topology;
 
 constexpr uint32_t kNoNode = 0xFFFFFFFFu;
 constexpr uint32_t kFirstInitiator = 0;  // node 0 starts the cuts until it crashes
@@ -52,18 +52,18 @@ enum class MsgType : uint8_t {
 // Recovery answers (docs/cut-rule.md section 1, "resolves its undecided transactions
 // with the other participants").
 enum class PState : uint8_t {
-  kNone = 0,     // not a participant
-  kPrepared,     // prepared here, outcome unknown here
-  kBusy,         // deciding right now (a 1PC decider between its steps): ask again
-  kCommitted,    // committed here (or the outcome is known to be commit), with marker
-  kRolledBack,   // rolled back here
-  kUnknown,      // a participant that never prepared: it now refuses to, so the tx must roll back
+  kNone = 0,    // not a participant
+  kPrepared,    // prepared here, outcome unknown here
+  kBusy,        // deciding right now (a 1PC decider between its steps): ask again
+  kCommitted,   // committed here (or the outcome is known to be commit), with marker
+  kRolledBack,  // rolled back here
+  kUnknown,     // a participant that never prepared: it now refuses to, so the tx must roll back
 };
 enum class NState : uint8_t {
-  kNoSay = 0,    // not the near node, a 1PC transaction, or a restarted near that forgot
-  kUndecided,    // the near node is still collecting votes
-  kCommit,       // the near node decided commit, with marker
-  kRollback,     // the near node decided rollback
+  kNoSay = 0,  // not the near node, a 1PC transaction, or a restarted near that forgot
+  kUndecided,  // the near node is still collecting votes
+  kCommit,     // the near node decided commit, with marker
+  kRollback,   // the near node decided rollback
 };
 
 // What the near node decided to write, per node. Immutable once sent: the

@@ -17,8 +17,8 @@ std::string Node::Pending() const {
   std::string out;
   for (const auto& [id, t] : near_) {
     out += fmt::format(" near {}(plan={} 1pc={} pending={} voting={} decided={} sent={} acks={})", id.ToString(),
-                       t.plan != nullptr, t.plan && t.plan->one_phase, t.pending, t.voting, t.decided,
-                       t.finish_sent, t.ack_from.size());
+                       t.plan != nullptr, t.plan && t.plan->one_phase, t.pending, t.voting, t.decided, t.finish_sent,
+                       t.ack_from.size());
   }
   for (const auto& [id, lt] : local_) {
     out += fmt::format(" local {}(role={} st={} pending_from={} doubt={})", id.ToString(), static_cast<int>(lt.role),
@@ -138,11 +138,20 @@ void Node::PostStep(StepKind kind, const TxId& id, uint64_t k) {
 }
 void Node::RunStep(StepKind kind, const TxId& id, uint64_t k) {
   switch (kind) {
-    case StepKind::kDecide: Decide(id); break;
-    case StepKind::kSendFinish: SendFinish(id); break;
-    case StepKind::kCommitStep: CommitStep(id); break;
-    case StepKind::kCutStartStep: CutStartStep(k); break;
-    case StepKind::kNone: break;
+    case StepKind::kDecide:
+      Decide(id);
+      break;
+    case StepKind::kSendFinish:
+      SendFinish(id);
+      break;
+    case StepKind::kCommitStep:
+      CommitStep(id);
+      break;
+    case StepKind::kCutStartStep:
+      CutStartStep(k);
+      break;
+    case StepKind::kNone:
+      break;
   }
 }
 void Node::PostAfter(uint64_t delay_us, std::function<void()> fn) {
@@ -163,12 +172,22 @@ void Node::Deliver(Msg& m) {
     // queries and refuses work. It must not adopt cut ids from messages now:
     // it could start a cut that the crash already made inconsistent.
     switch (m.type) {
-      case MsgType::kHelloResp: OnHelloResp(m); break;
-      case MsgType::kQuery: OnQuery(m); break;
-      case MsgType::kQueryResp: OnQueryResp(m); break;
+      case MsgType::kHelloResp:
+        OnHelloResp(m);
+        break;
+      case MsgType::kQuery:
+        OnQuery(m);
+        break;
+      case MsgType::kQueryResp:
+        OnQueryResp(m);
+        break;
       case MsgType::kFinish:
-      case MsgType::kFinishFwd: FinishInDoubt(m); break;
-      default: Refuse(m); break;
+      case MsgType::kFinishFwd:
+        FinishInDoubt(m);
+        break;
+      default:
+        Refuse(m);
+        break;
     }
     return;
   }
@@ -176,25 +195,63 @@ void Node::Deliver(Msg& m) {
   // message is applied.
   if (m.cut_id > cut_id_) StartCut(m.cut_id);
   switch (m.type) {
-    case MsgType::kLockRead: OnLockRead(m); break;
-    case MsgType::kLockReadResp: OnLockReadResp(m); break;
-    case MsgType::kRelease: ReleaseLocks(m.tx); break;
-    case MsgType::kPrepare: OnPrepare(m); break;
-    case MsgType::kPrepareFwd: OnPrepareFwd(m); break;
-    case MsgType::kVote: OnVote(m); break;
-    case MsgType::kVoteFwd: OnVoteFwd(m); break;
-    case MsgType::kFinish: OnFinish(m); break;
-    case MsgType::kFinishFwd: OnFinishFwd(m); break;
-    case MsgType::kFinishAck: OnFinishAck(m); break;
-    case MsgType::kFinishAckFwd: OnFinishAckFwd(m); break;
-    case MsgType::kCommit1pc: OnCommit1pc(m); break;
-    case MsgType::kDecide1pc: OnDecide1pc(m); break;
-    case MsgType::kDecided1pc: OnDecided1pc(m); break;
-    case MsgType::kCommit1pcResp: OnCommit1pcResp(m); break;
-    case MsgType::kCutStart: OnCutStart(m); break;
-    case MsgType::kCutDone: OnCutDone(m); break;
-    case MsgType::kQuery: OnQuery(m); break;
-    case MsgType::kQueryResp: OnQueryResp(m); break;
+    case MsgType::kLockRead:
+      OnLockRead(m);
+      break;
+    case MsgType::kLockReadResp:
+      OnLockReadResp(m);
+      break;
+    case MsgType::kRelease:
+      ReleaseLocks(m.tx);
+      break;
+    case MsgType::kPrepare:
+      OnPrepare(m);
+      break;
+    case MsgType::kPrepareFwd:
+      OnPrepareFwd(m);
+      break;
+    case MsgType::kVote:
+      OnVote(m);
+      break;
+    case MsgType::kVoteFwd:
+      OnVoteFwd(m);
+      break;
+    case MsgType::kFinish:
+      OnFinish(m);
+      break;
+    case MsgType::kFinishFwd:
+      OnFinishFwd(m);
+      break;
+    case MsgType::kFinishAck:
+      OnFinishAck(m);
+      break;
+    case MsgType::kFinishAckFwd:
+      OnFinishAckFwd(m);
+      break;
+    case MsgType::kCommit1pc:
+      OnCommit1pc(m);
+      break;
+    case MsgType::kDecide1pc:
+      OnDecide1pc(m);
+      break;
+    case MsgType::kDecided1pc:
+      OnDecided1pc(m);
+      break;
+    case MsgType::kCommit1pcResp:
+      OnCommit1pcResp(m);
+      break;
+    case MsgType::kCutStart:
+      OnCutStart(m);
+      break;
+    case MsgType::kCutDone:
+      OnCutDone(m);
+      break;
+    case MsgType::kQuery:
+      OnQuery(m);
+      break;
+    case MsgType::kQueryResp:
+      OnQueryResp(m);
+      break;
     case MsgType::kHello: {
       // Only the acting initiator knows whether a cut runs; a node that is
       // about to take over stays silent and the restarted node asks again.
@@ -207,7 +264,8 @@ void Node::Deliver(Msg& m) {
       Send(std::move(r));
       break;
     }
-    case MsgType::kHelloResp: break;
+    case MsgType::kHelloResp:
+      break;
   }
 }
 
@@ -215,12 +273,23 @@ void Node::Deliver(Msg& m) {
 // waits for it: a conflict, a no vote, a failed 1PC.
 void Node::Refuse(const Msg& m) {
   switch (m.type) {
-    case MsgType::kLockRead: Reply(m, MsgType::kLockReadResp, false); break;
-    case MsgType::kPrepare: Reply(m, MsgType::kVote, false); break;
-    case MsgType::kPrepareFwd: Reply(m, MsgType::kVoteFwd, false); break;
-    case MsgType::kCommit1pc: Reply(m, MsgType::kCommit1pcResp, false); break;
-    case MsgType::kDecide1pc: Reply(m, MsgType::kDecided1pc, false); break;
-    default: break;
+    case MsgType::kLockRead:
+      Reply(m, MsgType::kLockReadResp, false);
+      break;
+    case MsgType::kPrepare:
+      Reply(m, MsgType::kVote, false);
+      break;
+    case MsgType::kPrepareFwd:
+      Reply(m, MsgType::kVoteFwd, false);
+      break;
+    case MsgType::kCommit1pc:
+      Reply(m, MsgType::kCommit1pcResp, false);
+      break;
+    case MsgType::kDecide1pc:
+      Reply(m, MsgType::kDecided1pc, false);
+      break;
+    default:
+      break;
   }
 }
 

@@ -98,7 +98,7 @@ class Node {
     bool voting = false;              // 2PC votes being collected
     bool decided = false;             // 2PC commit decided (marker set)
     bool finish_sent = false;
-    std::vector<uint32_t> ack_from;   // primaries whose FinishAck is awaited
+    std::vector<uint32_t> ack_from;  // primaries whose FinishAck is awaited
     ReadSet reads;
     std::shared_ptr<const TxPlan> plan;
     uint64_t marker = 0;
@@ -132,8 +132,8 @@ class Node {
     TxState st = TxState::kPrepared;
     std::vector<uint32_t> pending_from;  // backups whose vote or ack is awaited
     bool all_yes = true;
-    bool voted = false;                  // 2PC primary: vote sent to the near node
-    bool outcome_known = false;          // kCommitting with the decider's marker in hand
+    bool voted = false;          // 2PC primary: vote sent to the near node
+    bool outcome_known = false;  // kCommitting with the decider's marker in hand
     uint64_t marker = 0;
   };
   void OnLockRead(const Msg& m);
@@ -246,7 +246,7 @@ class Node {
   Cluster& c_;
   uint32_t id_;
   bool alive_ = true;
-  bool ready_ = true;          // false after a restart until the initiator told the current cut
+  bool ready_ = true;  // false after a restart until the initiator told the current cut
   uint32_t incarnation_ = 0;
   std::unique_ptr<walfmt::WalWriter> wal_;
   // Building a fresh Record for every TX_DATA, TX_PREPARE, TX_COMMIT and
@@ -257,7 +257,7 @@ class Node {
   walfmt::Record prepare_rec_{walfmt::TxPrepare{}};
   walfmt::Record commit_rec_{walfmt::TxCommit{}};
   walfmt::Record rollback_rec_{walfmt::TxRollback{}};
-  walfmt::Lsn synced_;         // durability point: everything before it survives a crash
+  walfmt::Lsn synced_;  // durability point: everything before it survives a crash
 
   StringMap<std::string> kv_;
   StringMap<TxId> locks_;
@@ -273,7 +273,7 @@ class Node {
   struct CutState {
     bool active = false;
     uint64_t k = 0;
-    bool capturing = false;  // between step A and step B
+    bool capturing = false;                           // between step A and step B
     std::vector<std::pair<TxId, uint64_t>> captured;  // committed here while capturing, with marker
     std::unordered_set<TxId, TxIdHash> tracked;       // tracked and not finished yet
     std::vector<TxId> before, after;

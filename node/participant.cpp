@@ -140,9 +140,9 @@ Node::LocalTx& Node::Join(const TxId& id, std::shared_ptr<const TxPlan> plan, Ro
 // recovery protocol erases the entry instead.
 void Node::EnterState(LocalTx& lt, TxState to) {
   const bool from_prepared = lt.st == TxState::kPrepared || lt.st == TxState::kPreparing1pc;
-  WALCUT_ASSERT((to == TxState::kCommitting && from_prepared) ||
-                    (to == TxState::kCommitted && lt.st == TxState::kCommitting),
-                "participant state: not prepared -> committing -> committed");
+  WALCUT_ASSERT(
+      (to == TxState::kCommitting && from_prepared) || (to == TxState::kCommitted && lt.st == TxState::kCommitting),
+      "participant state: not prepared -> committing -> committed");
   lt.st = to;
 }
 
@@ -240,8 +240,10 @@ void Node::CommitStep(const TxId& id) {
   LogCommit(id, lt.marker, static_cast<uint16_t>(plan.one_phase ? walfmt::kTxFlagOnePhase : 0), plan.participants);
   Sync();  // durable before acknowledging
   for (const Write& w : plan.writes[id_]) {
-    if (w.op == walfmt::WriteOp::kDelete) kv_.erase(w.key);
-    else kv_[w.key] = w.value;
+    if (w.op == walfmt::WriteOp::kDelete)
+      kv_.erase(w.key);
+    else
+      kv_[w.key] = w.value;
   }
   Remember(outcomes_, id, Outcome{true, lt.marker});
   c_.RecordCommit(plan, lt.marker, false);
@@ -342,10 +344,13 @@ void Node::Enter1pcCommit(const TxId& id) {
 // the decider was asked, or the decider refused.
 void Node::Abort1pc(const TxId& id, bool wrote_prepare) {
   auto it = local_.find(id);
-  WALCUT_ASSERT(it != local_.end() && it->second.role == Role::kPrimary1pc, "Abort1pc: not a 1PC primary's transaction");
+  WALCUT_ASSERT(it != local_.end() && it->second.role == Role::kPrimary1pc,
+                "Abort1pc: not a 1PC primary's transaction");
   const auto plan = it->second.plan;
-  if (wrote_prepare) WriteRollback(id, *plan, 0);
-  else Remember(outcomes_, id, Outcome{false, 0});
+  if (wrote_prepare)
+    WriteRollback(id, *plan, 0);
+  else
+    Remember(outcomes_, id, Outcome{false, 0});
   ForwardFinish(LiveOnly(plan->forward[id_]), id, false, 0);
   local_.erase(it);
   ReleaseLocks(id);

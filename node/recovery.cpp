@@ -49,10 +49,10 @@ void Node::RecoveryRound(const TxId& id) {
     for (const auto& [n, a] : r.answers) {
       answers += fmt::format(" {}:p{}/n{}/m{}", n, static_cast<int>(a.p), static_cast<int>(a.n), a.marker);
     }
-    c_.Fail(Status::Internal(fmt::format("node {}: recovery of {} did not converge (seed {}); participants {}, "
-                                         "last answers{}, ready {}",
-                                         id_, id.ToString(), c_.opt().seed, fmt::join(local_.at(id).plan->participants, ","),
-                                         answers, ready_)));
+    c_.Fail(Status::Internal(fmt::format(
+        "node {}: recovery of {} did not converge (seed {}); participants {}, "
+        "last answers{}, ready {}",
+        id_, id.ToString(), c_.opt().seed, fmt::join(local_.at(id).plan->participants, ","), answers, ready_)));
     return;
   }
   ++r.round;
@@ -202,14 +202,16 @@ void Node::Resolve(const TxId& id, bool commit, uint64_t marker) {
   const auto plan = it->second.plan;
   const Role role = it->second.role;
   if (commit) {
-    Log(walfmt::TxCommit{id, marker, c_.now(),
-                         static_cast<uint16_t>((plan->one_phase ? walfmt::kTxFlagOnePhase : 0) |
-                                               walfmt::kTxFlagRecovered),
-                         plan->participants});
+    Log(walfmt::TxCommit{
+        id, marker, c_.now(),
+        static_cast<uint16_t>((plan->one_phase ? walfmt::kTxFlagOnePhase : 0) | walfmt::kTxFlagRecovered),
+        plan->participants});
     Sync();
     for (const Write& w : plan->writes[id_]) {
-      if (w.op == walfmt::WriteOp::kDelete) kv_.erase(w.key);
-      else kv_[w.key] = w.value;
+      if (w.op == walfmt::WriteOp::kDelete)
+        kv_.erase(w.key);
+      else
+        kv_[w.key] = w.value;
     }
     outcomes_[id] = Outcome{true, marker};
     c_.RecordCommit(*plan, marker, true);

@@ -40,9 +40,7 @@ class Rng {
   // Uniform in [0, n); n == 0 yields 0. Lemire's multiply-shift without the
   // rejection step: the bias is below n / 2^64, irrelevant here, and the draw
   // costs exactly one Next() so the stream stays easy to reason about.
-  uint64_t Below(uint64_t n) {
-    return static_cast<uint64_t>((static_cast<unsigned __int128>(Next()) * n) >> 64);
-  }
+  uint64_t Below(uint64_t n) { return static_cast<uint64_t>((static_cast<unsigned __int128>(Next()) * n) >> 64); }
   // Uniform in [lo, hi] (inclusive); requires lo <= hi.
   uint64_t Range(uint64_t lo, uint64_t hi) { return lo + Below(hi - lo + 1); }
   // True with probability per_million / 1e6.

@@ -33,11 +33,11 @@ class Scheduler {
     uint32_t incarnation = 0;
     bool has_msg = false;
     StepKind step = StepKind::kNone;
-    Msg msg;                 // when has_msg
-    TxId step_tx;            // the step's transaction (kDecide, kSendFinish, kCommitStep)
-    uint64_t step_k = 0;     // the step's cut id (kCutStartStep)
+    Msg msg;                   // when has_msg
+    TxId step_tx;              // the step's transaction (kDecide, kSendFinish, kCommitStep)
+    uint64_t step_k = 0;       // the step's cut id (kCutStartStep)
     std::function<void()> fn;  // otherwise
-    bool in_use = false;     // between Add and Release
+    bool in_use = false;       // between Add and Release
   };
 
   uint64_t now() const { return now_; }

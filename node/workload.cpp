@@ -126,7 +126,6 @@ class Load final : public Program {
 
 }  // namespace
 
-
 std::vector<walfmt::Write> InitialWrites(const WorkloadParams& p) {
   std::vector<walfmt::Write> w;
   for (uint32_t i = 0; i < p.accounts; ++i) {

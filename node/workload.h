@@ -36,8 +36,8 @@ using ReadSet = std::map<std::string, std::optional<std::string>>;
 
 struct Step {
   enum Kind : uint8_t { kRead, kCommit, kAbort } kind = kRead;
-  std::vector<std::string> keys;      // kRead: lock and read these
-  std::vector<walfmt::Write> writes;  // kCommit
+  std::vector<std::string> keys;            // kRead: lock and read these
+  std::vector<walfmt::Write> writes;        // kCommit
   AbortReason reason = AbortReason::kNone;  // kAbort
 };
 

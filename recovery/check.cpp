@@ -12,9 +12,9 @@
 
 #include "cut/load.h"
 #include "recovery/check_internal.h"
+#include "walfmt/file_io.h"
 #include "walfmt/reader.h"
 #include "walfmt/source.h"
-#include "walfmt/file_io.h"
 #include "walfmt/text_escape.h"
 
 namespace walcut::recovery {
@@ -24,26 +24,36 @@ using walfmt::Status;
 
 const char* CheckLevelName(CheckLevel l) {
   switch (l) {
-    case CheckLevel::kFiles: return "files";
-    case CheckLevel::kCuts: return "cuts";
-    case CheckLevel::kRestore: return "restore";
+    case CheckLevel::kFiles:
+      return "files";
+    case CheckLevel::kCuts:
+      return "cuts";
+    case CheckLevel::kRestore:
+      return "restore";
   }
   return "?";
 }
 
 bool ParseCheckLevel(const std::string& s, CheckLevel& out) {
-  if (s == "files") out = CheckLevel::kFiles;
-  else if (s == "cuts") out = CheckLevel::kCuts;
-  else if (s == "restore") out = CheckLevel::kRestore;
-  else return false;
+  if (s == "files")
+    out = CheckLevel::kFiles;
+  else if (s == "cuts")
+    out = CheckLevel::kCuts;
+  else if (s == "restore")
+    out = CheckLevel::kRestore;
+  else
+    return false;
   return true;
 }
 
 const char* ItemOutcomeName(ItemOutcome o) {
   switch (o) {
-    case ItemOutcome::kPass: return "pass";
-    case ItemOutcome::kFail: return "fail";
-    case ItemOutcome::kSkipped: return "skipped";
+    case ItemOutcome::kPass:
+      return "pass";
+    case ItemOutcome::kFail:
+      return "fail";
+    case ItemOutcome::kSkipped:
+      return "skipped";
   }
   return "?";
 }
@@ -211,11 +221,9 @@ Result<CheckReport> RunCheck(const CheckOptions& opt) {
   const auto cc = ReconstructCuts(opt, *layout, rep);
   if (!cc) return rep;
   if (opt.cut && cc->Find(*opt.cut) == nullptr) {
-    return Status::NotFound(fmt::format("{}: no cut {} (the cluster has {} cuts{})", opt.dir, *opt.cut,
-                                        cc->cuts.size(),
-                                        cc->cuts.empty() ? std::string()
-                                                         : fmt::format(", {}..{}", cc->cuts.front().cut_id,
-                                                                       cc->cuts.back().cut_id)));
+    return Status::NotFound(fmt::format(
+        "{}: no cut {} (the cluster has {} cuts{})", opt.dir, *opt.cut, cc->cuts.size(),
+        cc->cuts.empty() ? std::string() : fmt::format(", {}..{}", cc->cuts.front().cut_id, cc->cuts.back().cut_id)));
   }
   check_detail::RunCuts(opt, *cc, rep);
   if (opt.level != CheckLevel::kRestore) return rep;

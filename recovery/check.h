@@ -39,15 +39,15 @@ bool ParseCheckLevel(const std::string& s, CheckLevel& out);
 
 // One finding with its minimal evidence. Fields that do not apply stay empty.
 struct CheckFinding {
-  std::string check;                  // "payload-checksum", "atomicity", "fingerprint", "segment-changed", ...
+  std::string check;  // "payload-checksum", "atomicity", "fingerprint", "segment-changed", ...
   std::optional<uint32_t> node;
   std::optional<uint64_t> cut;
-  std::string file;                   // the segment or snapshot file
+  std::string file;  // the segment or snapshot file
   std::optional<walfmt::Lsn> position;
-  std::string tx;                     // "near:seq"
+  std::string tx;  // "near:seq"
   std::string expected;
   std::string found;
-  std::string message;                // one line for people
+  std::string message;  // one line for people
   // For a cut that is not consistent: the nearest consistent cuts around it.
   std::optional<uint64_t> consistent_before;
   std::optional<uint64_t> consistent_after;
@@ -64,8 +64,8 @@ struct CheckItem {
   std::string group;
   std::string name;
   ItemOutcome outcome = ItemOutcome::kPass;
-  std::string note;                   // a torn tail tolerated, why it was skipped, what was checked
-  std::vector<CheckFinding> findings; // non-empty exactly when outcome == kFail
+  std::string note;                    // a torn tail tolerated, why it was skipped, what was checked
+  std::vector<CheckFinding> findings;  // non-empty exactly when outcome == kFail
 };
 
 // What the files level read, and what the state file let it skip.
@@ -73,10 +73,10 @@ struct FilesSummary {
   uint64_t nodes = 0;
   uint64_t segments = 0;
   uint64_t segments_read = 0;
-  uint64_t segments_skipped = 0;      // unchanged since the state file's run
-  uint64_t bytes_read = 0;            // file bytes (compressed size for .wal.zst)
+  uint64_t segments_skipped = 0;  // unchanged since the state file's run
+  uint64_t bytes_read = 0;        // file bytes (compressed size for .wal.zst)
   uint64_t bytes_skipped = 0;
-  uint64_t records = 0;               // records in the segments read
+  uint64_t records = 0;  // records in the segments read
   uint64_t torn_tails = 0;
   bool state_used = false;
   bool state_written = false;
@@ -84,10 +84,10 @@ struct FilesSummary {
 
 struct RestoreCheck {
   uint64_t cut = 0;
-  bool restored = false;              // false: refused or failed (see the items)
+  bool restored = false;  // false: refused or failed (see the items)
   std::string base;
-  std::vector<uint64_t> fingerprints; // by node, as restored
-  uint64_t entries = 0;               // keys over all nodes
+  std::vector<uint64_t> fingerprints;  // by node, as restored
+  uint64_t entries = 0;                // keys over all nodes
   bool invariants_ran = false;
 };
 
@@ -96,8 +96,8 @@ struct CheckReport {
   CheckLevel level = CheckLevel::kCuts;
   std::optional<uint64_t> selected_cut;  // --cut K; nullopt: every cut
   FilesSummary files;
-  std::vector<CheckItem> items;       // files items, then cuts, then restore; deterministic order
-  bool has_cuts = false;              // the cuts level ran
+  std::vector<CheckItem> items;  // files items, then cuts, then restore; deterministic order
+  bool has_cuts = false;         // the cuts level ran
   uint64_t cuts_total = 0, cuts_consistent = 0, cuts_inconsistent = 0, cuts_incomplete = 0;
   uint64_t cuts_unavailable = 0;  // evidence in removed segments (a WAL that starts after genesis)
   cut::RestoreWindow window;
@@ -117,7 +117,7 @@ struct CheckReport {
 // the cluster description cannot be read.
 struct InvariantOutcome {
   bool ran = false;
-  std::string summary;                // what was checked, or why not
+  std::string summary;  // what was checked, or why not
   std::vector<CheckFinding> findings;
 };
 using NodeStates = std::vector<const std::map<std::string, std::string>*>;
@@ -128,13 +128,13 @@ using InvariantChecker =
 InvariantChecker DefaultInvariantChecker();
 
 struct CheckOptions {
-  std::string dir;                    // cluster directory
+  std::string dir;  // cluster directory
   CheckLevel level = CheckLevel::kCuts;
-  std::optional<uint64_t> cut;        // nullopt: every cut
+  std::optional<uint64_t> cut;  // nullopt: every cut
   unsigned jobs = 0;
-  std::string state_path;             // "" : no incremental state
-  bool full = false;                  // read every segment even when the state says it is unchanged
-  std::string temp_dir;               // where the restore's temporary directory goes ("" : $TMPDIR or /tmp)
+  std::string state_path;  // "" : no incremental state
+  bool full = false;       // read every segment even when the state says it is unchanged
+  std::string temp_dir;    // where the restore's temporary directory goes ("" : $TMPDIR or /tmp)
   // Level restore over several cuts: each cut is restored from the previous
   // cut's restore once that one passed its checks (the WAL between the two
   // cuts is read, not the whole prefix); false restores each from genesis.
@@ -149,7 +149,7 @@ struct CheckOptions {
   // that the reports of all nodes merge into one (`walcut check merge`).
   std::optional<uint32_t> node;
   const Verdict* verdict = nullptr;
-  std::string base_dir;               // the node's full-snapshot base directory, when the verdict's base is one
+  std::string base_dir;  // the node's full-snapshot base directory, when the verdict's base is one
   // Progress (from worker threads, one call at a time): the stage ("files",
   // "cuts", "cut 5/16: restore"), WAL bytes done in it, and their total (0
   // when not known; an estimate for a restore). Bytes done restart at each
@@ -172,11 +172,11 @@ int CheckExitCode(const CheckReport& r);
 inline constexpr const char* kCheckStateSchema = "walcut.check-state/1";
 
 struct SegmentState {
-  std::string file;                   // file name, no directory
+  std::string file;  // file name, no directory
   uint64_t index = 0;
   uint64_t size = 0;
   int64_t mtime_ns = 0;
-  uint32_t crc32c = 0;                // of the whole file's bytes
+  uint32_t crc32c = 0;  // of the whole file's bytes
 };
 struct CheckState {
   std::map<uint32_t, std::map<uint64_t, SegmentState>> nodes;  // node -> segment index -> state

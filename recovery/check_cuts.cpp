@@ -160,8 +160,8 @@ void ClusterWalItems(const cut::ClusterCuts& cc, CheckReport& rep) {
       it.findings.insert(it.findings.begin(), std::move(c));
     }
     if (s.torn_tail) {
-      it.note = fmt::format("ends in a torn record at {} ({} bytes; a crash artefact)", s.torn_at.ToString(),
-                            s.torn_bytes);
+      it.note =
+          fmt::format("ends in a torn record at {} ({} bytes; a crash artefact)", s.torn_at.ToString(), s.torn_bytes);
     }
     it.outcome = it.findings.empty() ? ItemOutcome::kPass : ItemOutcome::kFail;
     rep.items.push_back(std::move(it));

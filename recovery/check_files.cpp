@@ -103,8 +103,8 @@ struct NodeFiles {
 
 // What a verified segment held, against what it holds now.
 struct StateCompare {
-  bool changed = false;                   // it shrank, or its old bytes changed
-  std::optional<uint32_t> crc_now;        // of the whole file, when it could be read
+  bool changed = false;             // it shrank, or its old bytes changed
+  std::optional<uint32_t> crc_now;  // of the whole file, when it could be read
 };
 
 CheckFinding ShrankFinding(const walfmt::SegmentFile& sf, uint32_t node, const SegmentState& old, const FileCrc& c) {
@@ -126,10 +126,9 @@ CheckFinding ChangedFinding(const walfmt::SegmentFile& sf, uint32_t node, const 
   f.file = sf.path;
   f.expected = fmt::format("crc32c {:08x}", old.crc32c);
   f.found = fmt::format("crc32c {:08x}", c.prefix);
-  f.message = fmt::format("segment {} of node {} changed since it was verified: crc32c {:08x} -> {:08x}{} ({})",
-                          sf.index, node, old.crc32c, c.prefix,
-                          c.bytes > old.size ? fmt::format(" over its first {} bytes", old.size) : std::string(),
-                          sf.path);
+  f.message = fmt::format(
+      "segment {} of node {} changed since it was verified: crc32c {:08x} -> {:08x}{} ({})", sf.index, node, old.crc32c,
+      c.prefix, c.bytes > old.size ? fmt::format(" over its first {} bytes", old.size) : std::string(), sf.path);
   return f;
 }
 
@@ -258,8 +257,10 @@ class FilesLevel {
   void ReportSegmentList(const NodeFiles& nf, const std::string& group) {
     CheckItem it = MakeItem(CheckLevel::kFiles, group, "segment list");
     for (const auto& p : nf.problems) {
-      if (p.fatal) it.findings.push_back(FromProblem(p, nf.node));
-      else it.note += (it.note.empty() ? "" : "; ") + p.ToString();
+      if (p.fatal)
+        it.findings.push_back(FromProblem(p, nf.node));
+      else
+        it.note += (it.note.empty() ? "" : "; ") + p.ToString();
       if (p.kind == walfmt::ProblemKind::kIo) rep_.errors.push_back(p.ToString());
     }
     it.outcome = it.findings.empty() ? ItemOutcome::kPass : ItemOutcome::kFail;
@@ -374,9 +375,9 @@ class FilesLevel {
   const CheckOptions& opt_;
   CheckReport& rep_;
   const bool use_state_;
-  CheckState state_;              // as the state file has it
-  CheckState next_;               // what this run writes back
-  std::set<uint64_t> clusters_;   // cluster ids in the segment headers read
+  CheckState state_;             // as the state file has it
+  CheckState next_;              // what this run writes back
+  std::set<uint64_t> clusters_;  // cluster ids in the segment headers read
 };
 
 }  // namespace

@@ -28,8 +28,9 @@ Status CheckNodeOptions(const CheckOptions& opt) {
         "summaries; one node checks level files, or level restore with --verdict");
   }
   if (opt.level == CheckLevel::kRestore && opt.verdict == nullptr) {
-    return Status::InvalidArgument("level restore of one node needs the cut's verdict (--verdict FILE, from `walcut "
-                                   "cuts SUMMARIES... --verdict-out FILE --cut K`)");
+    return Status::InvalidArgument(
+        "level restore of one node needs the cut's verdict (--verdict FILE, from `walcut "
+        "cuts SUMMARIES... --verdict-out FILE --cut K`)");
   }
   if (opt.verdict && opt.cut && *opt.cut != opt.verdict->cut) {
     return Status::InvalidArgument(fmt::format("the verdict is for cut {}, not cut {}", opt.verdict->cut, *opt.cut));

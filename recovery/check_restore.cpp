@@ -118,8 +118,8 @@ class RestoreOne {
     if (g == nullptr || g->status != cut::CutStatus::kConsistent) {
       // The cut's status item already carries the finding; a restore of it
       // would be refused (walcut restore --force restores it anyway).
-      items_.NotRestored(fmt::format("not restored: cut {} is {} (see its status)", k_,
-                                     g ? cut::CutStatusName(g->status) : "absent"));
+      items_.NotRestored(
+          fmt::format("not restored: cut {} is {} (see its status)", k_, g ? cut::CutStatusName(g->status) : "absent"));
       items_.AddTo(rep_);
       return;
     }
@@ -300,8 +300,8 @@ class RestoreOne {
   // A restore that passed every check becomes the next cut's base; the one
   // it replaces, or a restore with findings, is removed.
   void Chain(const std::string& tmp, const std::string& out) {
-    const bool checked = items_.rc.restored && items_.fps.outcome == ItemOutcome::kPass &&
-                         items_.inv.outcome != ItemOutcome::kFail;
+    const bool checked =
+        items_.rc.restored && items_.fps.outcome == ItemOutcome::kPass && items_.inv.outcome != ItemOutcome::kFail;
     if (checked && opt_.chain_restores) {
       if (!chain_.tmp.empty()) RemoveTemp(chain_.tmp, rep_);
       chain_ = RestoreChain{tmp, out, k_};

@@ -52,7 +52,8 @@ walfmt::Result<StateDiff> DiffStates(const StateSet& a, const StateSet& b, const
                                                        b.nodes.size()));
   }
   StateDiff d;
-  for (uint32_t i = 0; i < a.nodes.size(); ++i) d.nodes.push_back(DiffNode(i, a.nodes[i].entries, b.nodes[i].entries, options));
+  for (uint32_t i = 0; i < a.nodes.size(); ++i)
+    d.nodes.push_back(DiffNode(i, a.nodes[i].entries, b.nodes[i].entries, options));
   return d;
 }
 

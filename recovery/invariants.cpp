@@ -84,10 +84,10 @@ int CheckCopies(const walfmt::Topology& topo, const Copies& c, const std::string
   for (size_t i = 0; i < c.holders.size(); ++i) {
     if (c.values[i] != nullptr) continue;
     const std::string role = i == 0 ? "primary" : fmt::format("backup {}", i);
-    out.Add(Make(missing_check, c.holders[i], {key},
-                 fmt::format("present (node {} is the {} of partition {})", c.holders[i], role, partition), "missing",
-                 fmt::format("node {}: {} is missing; the node is its {} (partition {})", c.holders[i], key, role,
-                             partition)));
+    out.Add(Make(
+        missing_check, c.holders[i], {key},
+        fmt::format("present (node {} is the {} of partition {})", c.holders[i], role, partition), "missing",
+        fmt::format("node {}: {} is missing; the node is its {} (partition {})", c.holders[i], key, role, partition)));
   }
   if (c.values[0] != nullptr) {
     for (size_t i = 1; i < c.holders.size(); ++i) {
@@ -126,7 +126,8 @@ void CheckPlacement(const ClusterInfo& info, const walfmt::Topology& topo, const
       const uint32_t primary = topo.PrimaryOf(key);
       std::vector<uint32_t> holders{primary};
       for (uint32_t b : topo.BackupsOf(primary)) holders.push_back(b);
-      out.Add(Make(check::kPlacement, n, {key}, fmt::format("held by node{} {} only", holders.size() > 1 ? "s" : "", NodeList(holders)),
+      out.Add(Make(check::kPlacement, n, {key},
+                   fmt::format("held by node{} {} only", holders.size() > 1 ? "s" : "", NodeList(holders)),
                    fmt::format("held by node {}", n),
                    fmt::format("node {}: holds {}, which belongs to partition {} on node{} {} only", n, key,
                                topo.PartitionOf(key), holders.size() > 1 ? "s" : "", NodeList(holders))));
@@ -208,9 +209,9 @@ void CheckCycle(const ClusterInfo& info, const walfmt::Topology& topo, const std
     const std::string& value = *c.values[static_cast<size_t>(ref)];
     const auto v = ParseI64(value);
     if (!v || *v < 0 || *v >= static_cast<int64_t>(ring)) {
-      out.Add(Make(check::kCycleBadValue, node, {key}, fmt::format("an index 0..{}", ring - 1), Shown(value),
-                   fmt::format("node {}: {} = {}, not the index of a ring key (0..{})", node, key, Shown(value),
-                               ring - 1)));
+      out.Add(Make(
+          check::kCycleBadValue, node, {key}, fmt::format("an index 0..{}", ring - 1), Shown(value),
+          fmt::format("node {}: {} = {}, not the index of a ring key (0..{})", node, key, Shown(value), ring - 1)));
       continue;
     }
     next[i] = *v;
@@ -249,8 +250,9 @@ void CheckCycle(const ClusterInfo& info, const walfmt::Topology& topo, const std
     }
     if (visited[nx]) {
       const std::string twice = RingKey(nx);
-      out.Add(Make(check::kCycleVisitedTwice, std::nullopt, {twice, RingKey(static_cast<uint32_t>(pred[nx])), RingKey(cur)},
-                   "every key once", fmt::format("{} visited twice", twice),
+      out.Add(Make(check::kCycleVisitedTwice, std::nullopt,
+                   {twice, RingKey(static_cast<uint32_t>(pred[nx])), RingKey(cur)}, "every key once",
+                   fmt::format("{} visited twice", twice),
                    fmt::format("the walk from ring/000000 visits {} twice: {} and {} both point to it ({} keys "
                                "walked, the walk never returns to ring/000000)",
                                twice, RingKey(static_cast<uint32_t>(pred[nx])), RingKey(cur), order.size())));
@@ -311,7 +313,6 @@ void CheckCycle(const ClusterInfo& info, const walfmt::Topology& topo, const std
 
 }  // namespace
 
-
 InvariantOptions OptionsFor(Workload w) {
   InvariantOptions o;
   o.bank = w != Workload::kCycle;
@@ -343,7 +344,8 @@ std::vector<Finding> CheckRecorded(const StateSet& set, const FullSnapshotInfo& 
     const walfmt::SnapshotFile& s = set.nodes[i];
     const FullSnapshotNode& r = recorded.nodes[i];
     if (s.fingerprint != r.fingerprint) {
-      v.push_back(Make(check::kRecorded, i, {}, fmt::format("{:016x}", r.fingerprint), fmt::format("{:016x}", s.fingerprint),
+      v.push_back(Make(check::kRecorded, i, {}, fmt::format("{:016x}", r.fingerprint),
+                       fmt::format("{:016x}", s.fingerprint),
                        fmt::format("node {}: node-{}.snap has fingerprint {:016x}, but cluster.json recorded {:016x} "
                                    "when snapshot {} was taken: the file was rewritten since",
                                    i, i, s.fingerprint, r.fingerprint, recorded.name)));

@@ -125,8 +125,8 @@ walfmt::Result<RestoreResult> RestorePart(const PartRequest& req) {
   const Verdict& v = *req.verdict;
   const size_t n = v.nodes.size();
   if (req.node >= n) {
-    return Status::InvalidArgument(fmt::format("the verdict (cut {}) covers nodes 0..{}; there is no node {}", v.cut,
-                                               n - 1, req.node));
+    return Status::InvalidArgument(
+        fmt::format("the verdict (cut {}) covers nodes 0..{}; there is no node {}", v.cut, n - 1, req.node));
   }
   if (v.status != cut::CutStatus::kConsistent && !req.force) {
     return Status::Corruption(fmt::format("cut {} is {}: {}; refusing to restore it without --force", v.cut,
@@ -161,9 +161,9 @@ walfmt::Result<RestoreResult> RestorePart(const PartRequest& req) {
   }
   const Lsn to = vn.finished ? vn.finish : vn.start;
   if (listed->front().index > vn.from.segment) {
-    return Status::InvalidArgument(fmt::format(
-        "{}: node {}'s WAL starts at segment {}, but the restore of cut {} from base {} reads from {}", req.wal_dir,
-        req.node, listed->front().index, v.cut, v.base_name, vn.from.ToString()));
+    return Status::InvalidArgument(
+        fmt::format("{}: node {}'s WAL starts at segment {}, but the restore of cut {} from base {} reads from {}",
+                    req.wal_dir, req.node, listed->front().index, v.cut, v.base_name, vn.from.ToString()));
   }
 
   RestoreResult r;
@@ -198,8 +198,8 @@ walfmt::Result<RestoreResult> RestorePart(const PartRequest& req) {
   if (v.base_kind == BaseKind::kFull) {
     if (req.base_dir.empty()) {
       return Status::InvalidArgument(
-          fmt::format("the verdict's base is full snapshot {}: give the directory holding its node-{}.snap", v.base_name,
-                      req.node));
+          fmt::format("the verdict's base is full snapshot {}: give the directory holding its node-{}.snap",
+                      v.base_name, req.node));
     }
     r.base.dir = req.base_dir;
     const std::string file = (fs::path(req.base_dir) / fmt::format("node-{}.snap", req.node)).string();
@@ -210,8 +210,8 @@ walfmt::Result<RestoreResult> RestorePart(const PartRequest& req) {
       return Status::InvalidArgument(fmt::format("{}: holds node {}, expected node {}", file, snap->node_id, req.node));
     }
     if (snap->cluster_id != head->cluster_id) {
-      return Status::InvalidArgument(fmt::format("{}: from cluster {}, the WAL is from {}", file, Hex(snap->cluster_id),
-                                                 Hex(head->cluster_id)));
+      return Status::InvalidArgument(
+          fmt::format("{}: from cluster {}, the WAL is from {}", file, Hex(snap->cluster_id), Hex(head->cluster_id)));
     }
     if (snap->name != v.base_name || snap->wal_position != vn.from) {
       return Status::InvalidArgument(fmt::format("{}: snapshot {} taken at {}, the verdict's base is {} at {}", file,
@@ -286,7 +286,8 @@ walfmt::Status WritePart(RestoreResult& r, const Verdict& v, const std::string& 
     r.stage_dir.clear();
     return st;
   };
-  if (fs::exists(out, ec)) return fail(Status::InvalidArgument(fmt::format("{}: already exists; refusing to overwrite", out)));
+  if (fs::exists(out, ec))
+    return fail(Status::InvalidArgument(fmt::format("{}: already exists; refusing to overwrite", out)));
   const NodeRestore& nr = r.nodes.front();
   json m;
   m["schema"] = kPartSchema;
@@ -311,7 +312,8 @@ walfmt::Status WritePart(RestoreResult& r, const Verdict& v, const std::string& 
   m["bytes_read"] = nr.bytes_to_read;
   if (!r.cluster_json.empty()) m["cluster_json"] = r.cluster_json;
   const fs::path tmp(r.stage_dir);
-  if (Status st = walfmt::WriteNewFile((tmp / "manifest.json").string(), walfmt::DumpJson(m, 2) + "\n"); !st.ok()) return fail(st);
+  if (Status st = walfmt::WriteNewFile((tmp / "manifest.json").string(), walfmt::DumpJson(m, 2) + "\n"); !st.ok())
+    return fail(st);
   if (Status st = walfmt::SyncDir(tmp.string()); !st.ok()) return fail(st);
   if (Status st = walfmt::CommitStaging(tmp.string(), fs::absolute(out, ec).string()); !st.ok()) return fail(st);
   r.stage_dir.clear();
@@ -348,9 +350,7 @@ walfmt::Result<Part> ReadPart(const std::string& dir) {
   auto text = ReadText(path);
   if (!text.ok()) return text.status();
   const json m = walfmt::UnescapeJsonStrings(json::parse(*text, nullptr, false));
-  auto bad = [&](const std::string& what) {
-    return Status::InvalidArgument(fmt::format("{}: {}", path, what));
-  };
+  auto bad = [&](const std::string& what) { return Status::InvalidArgument(fmt::format("{}: {}", path, what)); };
   if (!m.is_object()) return bad("not JSON");
   if (m.value("schema", json()) != json(kPartSchema) && m.value("format", json()) != json(kPartFormatV1)) {
     const bool whole = m.value("schema", json()) == json(kRestoreManifestSchema) ||
@@ -400,7 +400,8 @@ walfmt::Result<Part> ReadPart(const std::string& dir) {
   } catch (const std::exception& x) {
     return bad(fmt::format("malformed per-node manifest: {}", x.what()));
   }
-  if (p.entry.node != p.node) return bad(fmt::format("names node {} and holds an entry of node {}", p.node, p.entry.node));
+  if (p.entry.node != p.node)
+    return bad(fmt::format("names node {} and holds an entry of node {}", p.node, p.entry.node));
   if (p.node >= p.nodes) return bad(fmt::format("node {} of a cluster of {} nodes", p.node, p.nodes));
   return p;
 }
@@ -410,7 +411,8 @@ walfmt::Result<Part> ReadPart(const std::string& dir) {
 walfmt::Result<RestoreResult> AssembleParts(const std::vector<std::string>& parts, const std::string& out) {
   std::error_code ec;
   if (parts.empty()) return Status::InvalidArgument("no parts to assemble");
-  if (fs::exists(out, ec)) return Status::InvalidArgument(fmt::format("{}: already exists; refusing to overwrite", out));
+  if (fs::exists(out, ec))
+    return Status::InvalidArgument(fmt::format("{}: already exists; refusing to overwrite", out));
   std::vector<Part> read;
   for (const auto& d : parts) {
     auto p = ReadPart(d);
@@ -421,8 +423,8 @@ walfmt::Result<RestoreResult> AssembleParts(const std::vector<std::string>& part
   std::map<uint32_t, const Part*> by_node;
   for (const auto& p : read) {
     auto differs = [&](const char* what, const std::string& a, const std::string& b) {
-      return Status::InvalidArgument(fmt::format("{} and {} are not parts of one restore: {} {} against {}", first.dir,
-                                                 p.dir, what, a, b));
+      return Status::InvalidArgument(
+          fmt::format("{} and {} are not parts of one restore: {} {} against {}", first.dir, p.dir, what, a, b));
     };
     if (p.cut != first.cut) return differs("cut", std::to_string(first.cut), std::to_string(p.cut));
     if (p.cluster_id != first.cluster_id) return differs("cluster", first.cluster_id, p.cluster_id);
@@ -433,7 +435,8 @@ walfmt::Result<RestoreResult> AssembleParts(const std::vector<std::string>& part
     }
     auto [it, inserted] = by_node.emplace(p.node, &p);
     if (!inserted) {
-      return Status::InvalidArgument(fmt::format("node {} appears twice: in {} and in {}", p.node, it->second->dir, p.dir));
+      return Status::InvalidArgument(
+          fmt::format("node {} appears twice: in {} and in {}", p.node, it->second->dir, p.dir));
     }
   }
   if (by_node.size() != first.nodes) {
@@ -481,10 +484,15 @@ walfmt::Result<RestoreResult> AssembleParts(const std::vector<std::string>& part
     if (!snap.ok()) return fail(Status::Corruption(fmt::format("{}: {}", from, snap.status().message())));
     const NodeRestore& e = p->entry;
     std::string wrong;
-    if (snap->node_id != node) wrong = fmt::format("holds node {}", snap->node_id);
-    else if (snap->cluster_id != cluster_id) wrong = fmt::format("is from cluster {}, the part says {}", Hex(snap->cluster_id), first.cluster_id);
-    else if (snap->fingerprint != e.fingerprint) wrong = fmt::format("has fingerprint {}, the part's manifest says {}", Hex(snap->fingerprint), Hex(e.fingerprint));
-    else if (entries != e.entries) wrong = fmt::format("holds {} keys, the part's manifest says {}", entries, e.entries);
+    if (snap->node_id != node)
+      wrong = fmt::format("holds node {}", snap->node_id);
+    else if (snap->cluster_id != cluster_id)
+      wrong = fmt::format("is from cluster {}, the part says {}", Hex(snap->cluster_id), first.cluster_id);
+    else if (snap->fingerprint != e.fingerprint)
+      wrong =
+          fmt::format("has fingerprint {}, the part's manifest says {}", Hex(snap->fingerprint), Hex(e.fingerprint));
+    else if (entries != e.entries)
+      wrong = fmt::format("holds {} keys, the part's manifest says {}", entries, e.entries);
     else if (snap->name != fmt::format("cut-{}", first.cut) || snap->wal_position != e.cut_start) {
       wrong = fmt::format("is {} at {}, not cut-{} at {}", snap->name, snap->wal_position.ToString(), first.cut,
                           e.cut_start.ToString());

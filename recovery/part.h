@@ -42,11 +42,11 @@ inline constexpr const char* kPartFormatV1 = "walcut-restore-part";
 struct PartRequest {
   const Verdict* verdict = nullptr;
   uint32_t node = 0;
-  std::string wal_dir;    // node I's WAL directory
-  std::string base_dir;   // full base: the directory holding its node-<I>.snap
-  bool force = false;     // restore a cut the verdict says is not consistent
+  std::string wal_dir;   // node I's WAL directory
+  std::string base_dir;  // full base: the directory holding its node-<I>.snap
+  bool force = false;    // restore a cut the verdict says is not consistent
   bool dry_run = false;
-  std::string out;        // must not exist; the node file is staged beside it until WritePart
+  std::string out;  // must not exist; the node file is staged beside it until WritePart
   std::function<void(uint64_t bytes)> progress;
 };
 

@@ -24,9 +24,9 @@
 #include "walfmt/file_io.h"
 #include "walfmt/reader.h"
 #include "walfmt/snapshot.h"
+#include "walfmt/text_escape.h"
 #include "walfmt/tx_map.h"
 #include "walfmt/workers.h"
-#include "walfmt/text_escape.h"
 
 namespace walcut::recovery {
 namespace fs = std::filesystem;
@@ -95,7 +95,8 @@ class PendingWrites {
     TxId tx;
     if (state == nullptr) {
       uint32_t count = 0;
-      bad_ = !walfmt::VisitTxData(payload, tx, [&](uint32_t n) { count = n; }, [](const walfmt::WriteView&) {});
+      bad_ = !walfmt::VisitTxData(
+          payload, tx, [&](uint32_t n) { count = n; }, [](const walfmt::WriteView&) {});
       if (!bad_) writes_ += count;
       return;
     }
@@ -224,9 +225,9 @@ namespace {
 // was found instead.
 std::string Mismatch(const ExpectedRecord& e, const walfmt::RecordView& v) {
   const std::string found_type(walfmt::RecordTypeName(v.type));
-  const bool type_ok = e.data_or_prepare ? (v.type == walfmt::RecordType::kTxData ||
-                                            v.type == walfmt::RecordType::kTxPrepare)
-                                         : v.type == e.type;
+  const bool type_ok = e.data_or_prepare
+                           ? (v.type == walfmt::RecordType::kTxData || v.type == walfmt::RecordType::kTxPrepare)
+                           : v.type == e.type;
   if (!type_ok) return fmt::format("a {} record", found_type);
   switch (v.type) {
     case walfmt::RecordType::kTxData:
@@ -239,7 +240,8 @@ std::string Mismatch(const ExpectedRecord& e, const walfmt::RecordView& v) {
     case walfmt::RecordType::kTxCommit:
     case walfmt::RecordType::kTxRollback: {
       walfmt::TxOutcomeView x;
-      if (!walfmt::ParseTxOutcome(v.type, v.payload, x)) return fmt::format("a {} record that does not decode", found_type);
+      if (!walfmt::ParseTxOutcome(v.type, v.payload, x))
+        return fmt::format("a {} record that does not decode", found_type);
       if (x.tx != e.tx) return fmt::format("{} of {}", found_type, x.tx.ToString());
       if (v.type == walfmt::RecordType::kTxCommit && x.marker != e.marker) {
         return fmt::format("TX_COMMIT of {} with marker {} (expected marker {})", x.tx.ToString(), x.marker, e.marker);
@@ -363,7 +365,7 @@ Status RunNode(NodeJob& job, bool dry_run, const std::function<void(uint64_t)>& 
   auto next_report = [&] { return progress ? ((reported >> 20) + 1) << 20 : UINT64_MAX; };
   uint64_t report_at = next_report();
   // Inlined into the std::function's call thunk: one call per record, not two.
-  auto visit = [&](const walfmt::RecordView& v) __attribute__((always_inline)) -> bool {
+  auto visit = [&](const walfmt::RecordView& v) __attribute__((always_inline))->bool {
     if (!(v.lsn < expect_at)) [[unlikely]] {
       while (next_expect < job.expect.size() && job.expect[next_expect].at <= v.lsn) {
         const ExpectedRecord& e = job.expect[next_expect++];
@@ -481,8 +483,8 @@ Status RunNode(NodeJob& job, bool dry_run, const std::function<void(uint64_t)>& 
   }
   if (!reached_end) {
     if (!problems.empty()) {
-      return Status::Corruption(fmt::format("node {}: the WAL range {}..{} is damaged: {}", job.node,
-                                            o.from.ToString(), o.to.ToString(), problems.front().ToString()));
+      return Status::Corruption(fmt::format("node {}: the WAL range {}..{} is damaged: {}", job.node, o.from.ToString(),
+                                            o.to.ToString(), problems.front().ToString()));
     }
     return Status::Corruption(fmt::format("node {}: the WAL ends at {} before CUT_FINISH at {}", job.node,
                                           read.end.ToString(), o.to.ToString()));
@@ -509,8 +511,8 @@ Status RunNode(NodeJob& job, bool dry_run, const std::function<void(uint64_t)>& 
   // for the worker's next node.
   if (reuse == nullptr || job.keep_state) state = StateTable(0);
   if (job.keep_state) {
-    o.state = std::map<std::string, std::string>(std::make_move_iterator(kept.begin()),
-                                                 std::make_move_iterator(kept.end()));
+    o.state =
+        std::map<std::string, std::string>(std::make_move_iterator(kept.begin()), std::make_move_iterator(kept.end()));
     o.fingerprint = walfmt::StateFingerprint(o.state);
   }
   if (file) {
@@ -586,8 +588,8 @@ walfmt::Result<BaseInfo> ResolveBase(const cut::ClusterCuts& cc, const cut::Clus
       return Status::Corruption(fmt::format("{}: not a walcut restore manifest", origin));
     }
     if (m.contains("forced") && m["forced"].get<bool>()) {
-      return Status::InvalidArgument(fmt::format(
-          "{}: a forced restore of a cut that was not consistent cannot serve as a base", req.base));
+      return Status::InvalidArgument(
+          fmt::format("{}: a forced restore of a cut that was not consistent cannot serve as a base", req.base));
     }
     b.kind = BaseKind::kRestored;
     b.cut = m["cut"].get<uint64_t>();
@@ -603,8 +605,8 @@ walfmt::Result<BaseInfo> ResolveBase(const cut::ClusterCuts& cc, const cut::Clus
     // made the base checked it.
     if (!g || !(g->status == cut::CutStatus::kConsistent ||
                 (g->status == cut::CutStatus::kUnavailable && cc.EvidenceComplete(*g)))) {
-      return Status::InvalidArgument(fmt::format("base {} restored cut {}, which is not a consistent cut of this WAL",
-                                                 req.base, b.cut));
+      return Status::InvalidArgument(
+          fmt::format("base {} restored cut {}, which is not a consistent cut of this WAL", req.base, b.cut));
     }
     for (size_t i = 0; i < n; ++i) {
       base_rules[i] = RuleOf(*g->nodes[i]);
@@ -619,8 +621,8 @@ walfmt::Result<BaseInfo> ResolveBase(const cut::ClusterCuts& cc, const cut::Clus
     b.kind = BaseKind::kFull;
     b.dir = req.base;  // the name comes from node 0's file, read below
   } else {
-    return Status::NotFound(fmt::format(
-        "base '{}': no snapshot {} and no restore output (manifest.json) at that path", req.base, named.string()));
+    return Status::NotFound(fmt::format("base '{}': no snapshot {} and no restore output (manifest.json) at that path",
+                                        req.base, named.string()));
   }
   for (size_t i = 0; i < n; ++i) {
     const std::string file = (fs::path(b.dir) / fmt::format("node-{}.snap", i)).string();
@@ -631,8 +633,8 @@ walfmt::Result<BaseInfo> ResolveBase(const cut::ClusterCuts& cc, const cut::Clus
       return Status::Corruption(fmt::format("{}: holds node {}, expected node {}", file, snap->node_id, i));
     }
     if (cc.nodes[i].cluster_known && snap->cluster_id != cc.nodes[i].cluster_id) {
-      return Status::Corruption(fmt::format("{}: from cluster {:016x}, the WAL is from {:016x}", file,
-                                            snap->cluster_id, cc.nodes[i].cluster_id));
+      return Status::Corruption(fmt::format("{}: from cluster {:016x}, the WAL is from {:016x}", file, snap->cluster_id,
+                                            cc.nodes[i].cluster_id));
     }
     if (b.kind == BaseKind::kFull && b.name.empty()) b.name = snap->name;
     if (b.kind == BaseKind::kFull) {
@@ -661,9 +663,12 @@ walfmt::Result<BaseInfo> ResolveBase(const cut::ClusterCuts& cc, const cut::Clus
 
 const char* BaseKindName(BaseKind k) {
   switch (k) {
-    case BaseKind::kGenesis: return "genesis";
-    case BaseKind::kFull: return "full";
-    case BaseKind::kRestored: return "restored";
+    case BaseKind::kGenesis:
+      return "genesis";
+    case BaseKind::kFull:
+      return "full";
+    case BaseKind::kRestored:
+      return "restored";
   }
   return "unknown";
 }
@@ -715,9 +720,12 @@ std::optional<RestoredBase> ReadRestoredBase(const std::string& dir) {
 
 const char* VerdictScanName(VerdictScan s) {
   switch (s) {
-    case VerdictScan::kWhole: return "whole";
-    case VerdictScan::kToCut: return "to-cut";
-    case VerdictScan::kFromBase: return "from-base";
+    case VerdictScan::kWhole:
+      return "whole";
+    case VerdictScan::kToCut:
+      return "to-cut";
+    case VerdictScan::kFromBase:
+      return "from-base";
   }
   return "unknown";
 }
@@ -793,8 +801,8 @@ std::optional<CutVerdict> ScanToCut(const cut::ClusterLayout& layout, uint64_t k
   return CutVerdict{std::move(cc.value()), VerdictScan::kToCut, bytes};
 }
 
-walfmt::Result<BaseChoice> ChooseBaseFromSummaries(const cut::ClusterCuts& cc, uint64_t k,
-                                                   const std::function<std::string(const std::string&)>& files_missing) {
+walfmt::Result<BaseChoice> ChooseBaseFromSummaries(
+    const cut::ClusterCuts& cc, uint64_t k, const std::function<std::string(const std::string&)>& files_missing) {
   const cut::GlobalCut* g = cc.Find(k);
   if (!g) return Status::NotFound(fmt::format("cut {} is not in the WAL", k));
   const size_t n = cc.nodes.size();
@@ -813,14 +821,16 @@ walfmt::Result<BaseChoice> ChooseBaseFromSummaries(const cut::ClusterCuts& cc, u
         continue;
       }
     }
-    return BaseChoice{u.name, fmt::format("the newest full snapshot taken before cut {} on every node, so the least WAL "
-                                          "to read{}",
-                                          k, skipped)};
+    return BaseChoice{u.name,
+                      fmt::format("the newest full snapshot taken before cut {} on every node, so the least WAL "
+                                  "to read{}",
+                                  k, skipped)};
   }
   if (!cc.pruned) {
-    return BaseChoice{"genesis", fmt::format("no full snapshot precedes cut {} on every node; the whole WAL from genesis "
-                                             "is present{}",
-                                             k, skipped)};
+    return BaseChoice{"genesis",
+                      fmt::format("no full snapshot precedes cut {} on every node; the whole WAL from genesis "
+                                  "is present{}",
+                                  k, skipped)};
   }
   const cut::NodeSummary* first = nullptr;
   for (const auto& s : cc.nodes) {
@@ -990,7 +1000,8 @@ walfmt::Result<RestoreResult> Restore(const cut::ClusterCuts& cc, const cut::Clu
 
 walfmt::Status WriteRestore(RestoreResult& r, const std::string& out, const std::string& extra_json) {
   std::error_code ec;
-  if (fs::exists(out, ec)) return Status::InvalidArgument(fmt::format("{}: already exists; refusing to overwrite", out));
+  if (fs::exists(out, ec))
+    return Status::InvalidArgument(fmt::format("{}: already exists; refusing to overwrite", out));
   const fs::path target = fs::absolute(out, ec);
   const bool staged = !r.stage_dir.empty();
   const fs::path tmp = staged ? fs::path(r.stage_dir) : fs::path(walfmt::TempNameBeside(target.string()));
@@ -1066,7 +1077,8 @@ walfmt::Status WriteRestore(RestoreResult& r, const std::string& out, const std:
   // The node files are synced already (SnapshotStreamWriter::Finish,
   // WriteSnapshotFile); the manifest is written last, then the directory is
   // renamed into place durably: OUT appears complete or not at all.
-  if (Status st = walfmt::WriteNewFile((tmp / "manifest.json").string(), walfmt::DumpJson(m, 2) + "\n"); !st.ok()) return fail(st);
+  if (Status st = walfmt::WriteNewFile((tmp / "manifest.json").string(), walfmt::DumpJson(m, 2) + "\n"); !st.ok())
+    return fail(st);
   if (Status st = walfmt::SyncDir(tmp.string()); !st.ok()) return fail(st);
   if (Status st = walfmt::CommitStaging(tmp.string(), target.string()); !st.ok()) return fail(st);
   r.stage_dir.clear();

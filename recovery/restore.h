@@ -41,22 +41,22 @@ const char* BaseKindName(BaseKind k);
 
 struct BaseInfo {
   BaseKind kind = BaseKind::kGenesis;
-  std::string name;                  // "genesis", the snapshot name, or "cut-J"
-  std::string dir;                   // where its node-<i>.snap files are ("" for genesis)
-  uint64_t cut = 0;                  // kRestored: J
-  std::vector<walfmt::Lsn> position; // by node: where the WAL is read from
+  std::string name;                   // "genesis", the snapshot name, or "cut-J"
+  std::string dir;                    // where its node-<i>.snap files are ("" for genesis)
+  uint64_t cut = 0;                   // kRestored: J
+  std::vector<walfmt::Lsn> position;  // by node: where the WAL is read from
 };
 
 struct RestoreRequest {
   std::string cluster_dir;
   uint64_t cut = 0;
-  std::string base;      // "" or "genesis": genesis; a name under DIR/snapshots/; or a restore output directory
-  bool force = false;    // restore a cut that is not consistent
-  bool dry_run = false;  // read and count, keep nothing, write nothing
-  std::string out;       // output directory (must not exist); unused with dry_run. The node files are
-                         // staged next to it as nodes finish; WriteRestore completes them
+  std::string base;          // "" or "genesis": genesis; a name under DIR/snapshots/; or a restore output directory
+  bool force = false;        // restore a cut that is not consistent
+  bool dry_run = false;      // read and count, keep nothing, write nothing
+  std::string out;           // output directory (must not exist); unused with dry_run. The node files are
+                             // staged next to it as nodes finish; WriteRestore completes them
   bool keep_states = false;  // also keep every node's state in NodeRestore::state (tests); implied without out
-  unsigned jobs = 0;     // nodes restored at once; 0: one per core
+  unsigned jobs = 0;         // nodes restored at once; 0: one per core
   // Called about once per MiB and when a node is done with the WAL bytes read
   // so far over all nodes: after a successful restore the last call says
   // RestoreResult::bytes_read. Called from the worker threads, one at a time.
@@ -65,20 +65,20 @@ struct RestoreRequest {
 
 struct NodeRestore {
   uint32_t node = 0;
-  walfmt::Lsn from;                 // first position read
-  walfmt::Lsn to;                   // CUT_FINISH_i(K): reading stops there
+  walfmt::Lsn from;  // first position read
+  walfmt::Lsn to;    // CUT_FINISH_i(K): reading stops there
   walfmt::Lsn cut_start;
-  uint64_t cut_start_time_us = 0;   // the CUT_START's cluster time: the restored file's header time
-  walfmt::Lsn continue_from;        // where a restore based on this one reads from
+  uint64_t cut_start_time_us = 0;          // the CUT_START's cluster time: the restored file's header time
+  walfmt::Lsn continue_from;               // where a restore based on this one reads from
   std::vector<cut::SegmentInfo> segments;  // the segments the range touches
-  uint64_t bytes_to_read = 0;       // WAL bytes in the range (decompressed)
+  uint64_t bytes_to_read = 0;              // WAL bytes in the range (decompressed)
   uint64_t base_entries = 0;
   uint64_t txs_applied = 0;
-  uint64_t txs_skipped = 0;         // committed in the range but not in the increment
+  uint64_t txs_skipped = 0;  // committed in the range but not in the increment
   uint64_t txs_rolled_back = 0;
   uint64_t writes_applied = 0;
-  double apply_cpu_seconds = 0;     // CPU time of the WAL pass (reading, decoding, applying)
-  uint64_t entries = 0;             // keys of the restored state
+  double apply_cpu_seconds = 0;  // CPU time of the WAL pass (reading, decoding, applying)
+  uint64_t entries = 0;          // keys of the restored state
   uint64_t fingerprint = 0;
   std::map<std::string, std::string> state;  // only with RestoreRequest::keep_states (or without out)
 };
@@ -86,12 +86,12 @@ struct NodeRestore {
 struct RestoreResult {
   uint64_t cut = 0;
   cut::CutStatus status = cut::CutStatus::kConsistent;
-  std::string reason;                // why the cut is not consistent (with force)
+  std::string reason;  // why the cut is not consistent (with force)
   BaseInfo base;
   std::vector<NodeRestore> nodes;
   uint64_t bytes_read = 0;
-  std::string cluster_json;          // cluster.json, copied into the manifest
-  std::string stage_dir;             // node files written so far (with RestoreRequest::out), until WriteRestore
+  std::string cluster_json;  // cluster.json, copied into the manifest
+  std::string stage_dir;     // node files written so far (with RestoreRequest::out), until WriteRestore
   // The lock on OUT (walfmt/staging.h), held from the staging directory's
   // creation until the result is dropped: a second writer of OUT fails at once.
   std::shared_ptr<walfmt::OutputLock> out_lock;

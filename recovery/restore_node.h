@@ -57,27 +57,27 @@ walfmt::Lsn ContinueFrom(const cut::NodeCut& nc);
 struct ExpectedRecord {
   walfmt::Lsn at;
   walfmt::RecordType type = walfmt::RecordType::kCutStart;
-  bool data_or_prepare = false;           // kTxData or kTxPrepare (a transaction's first record)
-  uint64_t cut = 0;                       // CUT_START / CUT_FINISH
-  walfmt::TxId tx;                        // TX_COMMIT / TX_ROLLBACK / first record
-  uint64_t marker = 0;                    // TX_COMMIT
-  std::string snapshot;                   // SNAPSHOT: name
-  uint64_t fingerprint = 0;               //   and fingerprint
-  std::vector<walfmt::TxId> before;       // CUT_FINISH: the sets, sorted
+  bool data_or_prepare = false;      // kTxData or kTxPrepare (a transaction's first record)
+  uint64_t cut = 0;                  // CUT_START / CUT_FINISH
+  walfmt::TxId tx;                   // TX_COMMIT / TX_ROLLBACK / first record
+  uint64_t marker = 0;               // TX_COMMIT
+  std::string snapshot;              // SNAPSHOT: name
+  uint64_t fingerprint = 0;          //   and fingerprint
+  std::vector<walfmt::TxId> before;  // CUT_FINISH: the sets, sorted
   std::vector<walfmt::TxId> after;
-  std::string what;                       // for messages: "CUT_FINISH(3)", "TX_COMMIT of 1:42"
+  std::string what;  // for messages: "CUT_FINISH(3)", "TX_COMMIT of 1:42"
 };
 
 struct NodeJob {
   uint32_t node = 0;
   std::string wal_dir;
   CutRule k;
-  std::optional<CutRule> j;                  // restored base: cut J
-  std::string base_file;                     // the base's node-<i>.snap ("" : genesis), read by the job itself
-  uint64_t base_fingerprint = 0;             // as the caller checked it
+  std::optional<CutRule> j;       // restored base: cut J
+  std::string base_file;          // the base's node-<i>.snap ("" : genesis), read by the job itself
+  uint64_t base_fingerprint = 0;  // as the caller checked it
   NodeRestore out;
-  std::string stage_file;                    // write the restored state here ("" : do not)
-  walfmt::SnapshotFile header;               // its header fields
+  std::string stage_file;       // write the restored state here ("" : do not)
+  walfmt::SnapshotFile header;  // its header fields
   bool keep_state = false;
   // Per-node restore: the records the summaries place in the range, sorted
   // by position; a record that is not there (or not at a record boundary)

@@ -93,15 +93,17 @@ walfmt::Result<StateSet> LoadStateSet(const std::string& dir, const LoadOptions&
   const uint32_t count = static_cast<uint32_t>(ids.size());
   for (uint32_t i = 0; i < count; ++i) {
     if (ids.count(i) == 0) {
-      return Status::NotFound(
-          fmt::format("{}: missing (the directory holds node files up to node-{}.snap)", NodeFile(dir, i), *ids.rbegin()));
+      return Status::NotFound(fmt::format("{}: missing (the directory holds node files up to node-{}.snap)",
+                                          NodeFile(dir, i), *ids.rbegin()));
     }
   }
   if (options.expected_nodes) {
     const uint32_t want = *options.expected_nodes;
-    const std::string from = options.expected_from.empty() ? std::string() : fmt::format(" in {}", options.expected_from);
+    const std::string from =
+        options.expected_from.empty() ? std::string() : fmt::format(" in {}", options.expected_from);
     if (count < want) {
-      return Status::NotFound(fmt::format("{}: missing (the cluster has {} nodes{})", NodeFile(dir, count), want, from));
+      return Status::NotFound(
+          fmt::format("{}: missing (the cluster has {} nodes{})", NodeFile(dir, count), want, from));
     }
     if (count > want) {
       return Status::InvalidArgument(
@@ -127,10 +129,10 @@ walfmt::Result<StateSet> LoadStateSet(const std::string& dir, const LoadOptions&
                                             snap->cluster_id, set.nodes[0].cluster_id));
     }
     if (i == 0 && options.expected_cluster_id && snap->cluster_id != *options.expected_cluster_id) {
-      return Status::InvalidArgument(fmt::format("{}: belongs to cluster {:016x}, not to cluster {:016x}{}", path,
-                                                 snap->cluster_id, *options.expected_cluster_id,
-                                                 options.expected_from.empty() ? std::string()
-                                                                               : " of " + options.expected_from));
+      return Status::InvalidArgument(
+          fmt::format("{}: belongs to cluster {:016x}, not to cluster {:016x}{}", path, snap->cluster_id,
+                      *options.expected_cluster_id,
+                      options.expected_from.empty() ? std::string() : " of " + options.expected_from));
     }
     const uint64_t size = fs::file_size(path, ec);
     set.file_bytes.push_back(ec ? 0 : size);

@@ -59,9 +59,9 @@ bool IsSnapshotDir(const std::string& dir);
 // Where the cluster description of a snapshot directory lives.
 struct ClusterInfoSource {
   ClusterInfo info;
-  std::string path;                              // cluster.json or manifest.json
-  bool from_manifest = false;                    // a restore output
-  std::optional<FullSnapshotInfo> full_snapshot; // cluster.json's entry for this directory, when listed
+  std::string path;                               // cluster.json or manifest.json
+  bool from_manifest = false;                     // a restore output
+  std::optional<FullSnapshotInfo> full_snapshot;  // cluster.json's entry for this directory, when listed
 };
 
 // The ClusterInfo for a snapshot directory: DIR/manifest.json's "cluster" when

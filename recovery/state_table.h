@@ -592,9 +592,7 @@ class StateTable {
   bool KeyIs(uint64_t off, std::string_view key) const {
     return KeyLen(off) == key.size() && SameBytes(&arena_[off + kEntryHeader], key.data(), key.size());
   }
-  std::string_view ValueAt(uint64_t off) const {
-    return {&arena_[off + kEntryHeader + KeyLen(off)], ValueLen(off)};
-  }
+  std::string_view ValueAt(uint64_t off) const { return {&arena_[off + kEntryHeader + KeyLen(off)], ValueLen(off)}; }
   uint64_t RecordSize(uint64_t off) const { return kEntryHeader + KeyLen(off) + uint64_t{ValueCap(off)}; }
 
   uint64_t Append(std::string_view key, std::string_view value) {

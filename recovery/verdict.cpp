@@ -62,7 +62,10 @@ json Body(const Verdict& v) {
     e["after"] = a;
     json segs = json::array();
     for (const auto& s : n.segments) {
-      segs.push_back({{"index", s.index}, {"file", s.file}, {"compressed", s.compressed}, {"bytes", s.bytes},
+      segs.push_back({{"index", s.index},
+                      {"file", s.file},
+                      {"compressed", s.compressed},
+                      {"bytes", s.bytes},
                       {"records", s.records}});
     }
     e["segments"] = segs;
@@ -235,12 +238,11 @@ walfmt::Result<Verdict> MakeVerdict(const cut::ClusterCuts& cc, uint64_t k, cons
     auto info = walfmt::ParseClusterInfo(opt.cluster_json, "cluster.json");
     if (!info.ok()) return Status::InvalidArgument(info.status().message());
     if (info->nodes != n) {
-      return Status::InvalidArgument(
-          fmt::format("cluster.json describes {} nodes, the summaries {}", info->nodes, n));
+      return Status::InvalidArgument(fmt::format("cluster.json describes {} nodes, the summaries {}", info->nodes, n));
     }
     if (v.cluster_known && info->cluster_id != v.cluster_id) {
-      return Status::InvalidArgument(fmt::format("cluster.json is cluster {:016x}, the summaries are from cluster {:016x}",
-                                                 info->cluster_id, v.cluster_id));
+      return Status::InvalidArgument(fmt::format(
+          "cluster.json is cluster {:016x}, the summaries are from cluster {:016x}", info->cluster_id, v.cluster_id));
     }
     v.cluster_json = walfmt::CurrentClusterJsonText(opt.cluster_json);  // an older cluster.json in the current form
     v.file_cluster_id = info->cluster_id;
@@ -268,7 +270,8 @@ walfmt::Result<Verdict> MakeVerdict(const cut::ClusterCuts& cc, uint64_t k, cons
   } else {
     v.base_kind = BaseKind::kFull;
     snap = cc.FindSnapshot(v.base_name);
-    if (!snap) return Status::NotFound(fmt::format("base '{}': the WAL records no full snapshot of that name", v.base_name));
+    if (!snap)
+      return Status::NotFound(fmt::format("base '{}': the WAL records no full snapshot of that name", v.base_name));
     if (!snap->usable) return Status::InvalidArgument(fmt::format("base {} cannot serve: {}", v.base_name, snap->why));
   }
   for (size_t i = 0; i < n; ++i) {
@@ -334,9 +337,8 @@ walfmt::Result<Verdict> VerdictFromJson(const std::string& text, const std::stri
     j.erase("id");
     const std::string digest = Hex(Fnv1a64(j.dump()));
     if (id != digest) {
-      return Status::InvalidArgument(
-          fmt::format("{}: its content does not match its id {} (digest {}): the file was edited or damaged", origin,
-                      id, digest));
+      return Status::InvalidArgument(fmt::format(
+          "{}: its content does not match its id {} (digest {}): the file was edited or damaged", origin, id, digest));
     }
     Verdict v = FromBody(walfmt::UnescapeJsonStrings(j));  // the byte strings it was made from
     v.id = id;

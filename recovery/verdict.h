@@ -34,31 +34,31 @@ inline constexpr const char* kVerdictSchema = "walcut.verdict/1";
 // One node's share of the verdict.
 struct VerdictNode {
   uint32_t node = 0;
-  bool pruned = false;             // its WAL starts at wal_start, not at genesis
+  bool pruned = false;  // its WAL starts at wal_start, not at genesis
   walfmt::Lsn wal_start;
-  bool started = false;            // CUT_START(K) on this node
+  bool started = false;  // CUT_START(K) on this node
   walfmt::Lsn start;
-  uint64_t start_time_us = 0;      // the CUT_START's cluster time (0 in a verdict written without it)
-  bool finished = false;           // CUT_FINISH(K) on this node
+  uint64_t start_time_us = 0;  // the CUT_START's cluster time (0 in a verdict written without it)
+  bool finished = false;       // CUT_FINISH(K) on this node
   walfmt::Lsn finish;
   std::vector<cut::TrackedTx> before;  // K's sets on this node, with their positions
   std::vector<cut::TrackedTx> after;
-  walfmt::Lsn from;                // where the restore reads from (the base's position)
-  uint64_t snapshot_fingerprint = 0;   // full base: its SNAPSHOT record's fingerprint
-  bool has_transactions = false;   // consistent cut: the transactions the restore applies on this node
+  walfmt::Lsn from;                   // where the restore reads from (the base's position)
+  uint64_t snapshot_fingerprint = 0;  // full base: its SNAPSHOT record's fingerprint
+  bool has_transactions = false;      // consistent cut: the transactions the restore applies on this node
   uint64_t transactions = 0;
   std::vector<cut::SegmentInfo> segments;  // the segments of the range, as the summary lists them
 };
 
 struct Verdict {
-  std::string id;                  // 16 hex digits: digest of the rest (set by VerdictToJson / VerdictFromJson)
+  std::string id;  // 16 hex digits: digest of the rest (set by VerdictToJson / VerdictFromJson)
   uint64_t cut = 0;
   cut::CutStatus status = cut::CutStatus::kConsistent;
-  std::string reason;              // why the cut is not consistent
-  bool cluster_known = false;      // the WAL's segment headers name the cluster
+  std::string reason;          // why the cut is not consistent
+  bool cluster_known = false;  // the WAL's segment headers name the cluster
   uint64_t cluster_id = 0;
-  std::string cluster_json;        // cluster.json as given ("" when none was)
-  uint64_t file_cluster_id = 0;    // what the restored node files carry: cluster.json's id (0 without one)
+  std::string cluster_json;      // cluster.json as given ("" when none was)
+  uint64_t file_cluster_id = 0;  // what the restored node files carry: cluster.json's id (0 without one)
   BaseKind base_kind = BaseKind::kGenesis;
   std::string base_name;           // "genesis" or the snapshot name
   std::string base_why;            // how the base was chosen

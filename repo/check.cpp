@@ -65,8 +65,9 @@ void CheckFiles(const Artifact& a, RepoCheckReport& r) {
     ++r.files_checked;
     r.bytes_checked += bytes;
     if (bytes != f.bytes || *sum != f.xxh3_128) {
-      RepoFinding x = Finding("checksum", fmt::format("{}: {} bytes with xxh3-128 {}, the manifest says {} bytes with {}",
-                                                      path, bytes, *sum, f.bytes, f.xxh3_128));
+      RepoFinding x =
+          Finding("checksum", fmt::format("{}: {} bytes with xxh3-128 {}, the manifest says {} bytes with {}", path,
+                                          bytes, *sum, f.bytes, f.xxh3_128));
       x.file = path;
       x.expected = f.xxh3_128;
       x.found = *sum;
@@ -75,7 +76,8 @@ void CheckFiles(const Artifact& a, RepoCheckReport& r) {
   }
   RepoCheckItem& it = Add(r, "files", a.name, "no unlisted files");
   std::error_code ec;
-  for (auto e = fs::recursive_directory_iterator(a.dir, ec); !ec && e != fs::recursive_directory_iterator(); e.increment(ec)) {
+  for (auto e = fs::recursive_directory_iterator(a.dir, ec); !ec && e != fs::recursive_directory_iterator();
+       e.increment(ec)) {
     if (e->is_directory(ec)) continue;
     const std::string rel = fs::relative(e->path(), a.dir, ec).string();
     if (rel == kManifestFile || listed.count(rel)) continue;
@@ -98,8 +100,9 @@ void CheckSnapFiles(const Artifact& a, RepoCheckReport& r) {
       continue;
     }
     if (snap->node_id != n.node || snap->fingerprint != n.fingerprint) {
-      RepoFinding x = Finding("snapshot", fmt::format("{}: node {} fingerprint {:016x}, the manifest says node {} {:016x}",
-                                                      path, snap->node_id, snap->fingerprint, n.node, n.fingerprint));
+      RepoFinding x =
+          Finding("snapshot", fmt::format("{}: node {} fingerprint {:016x}, the manifest says node {} {:016x}", path,
+                                          snap->node_id, snap->fingerprint, n.node, n.fingerprint));
       x.file = path;
       x.node = n.node;
       Fail(it, std::move(x));
@@ -124,8 +127,8 @@ void CheckContinuity(const Artifact& a, const RepoListing& l, RepoCheckReport& r
     }
     if (idx.front() != n.wal_from.segment || idx.back() != n.wal_to.segment || n.first_segment != idx.front() ||
         n.last_segment != idx.back()) {
-      bad(fmt::format("node {}: segments {:016X}..{:016X} do not cover the range {}..{}", n.node, idx.front(), idx.back(),
-                      n.wal_from.ToString(), n.wal_to.ToString()));
+      bad(fmt::format("node {}: segments {:016X}..{:016X} do not cover the range {}..{}", n.node, idx.front(),
+                      idx.back(), n.wal_from.ToString(), n.wal_to.ToString()));
     }
     for (size_t i = 1; i < idx.size(); ++i) {
       if (idx[i] != idx[i - 1] + 1) {
@@ -216,8 +219,9 @@ void CheckCut(const Artifact& a, const RepoListing& l, RepoCheckReport& r, unsig
     }
     auto cmp = [&](const char* what, const std::string& want, const std::string& got) {
       if (want == got) return;
-      RepoFinding x = Finding("evidence", fmt::format("node {}: {} is {} in the artifact's WAL, the manifest recorded {}",
-                                                      i, what, got, want));
+      RepoFinding x =
+          Finding("evidence",
+                  fmt::format("node {}: {} is {} in the artifact's WAL, the manifest recorded {}", i, what, got, want));
       x.node = static_cast<uint32_t>(i);
       x.expected = want;
       x.found = got;
@@ -248,10 +252,10 @@ void CrossCheckFingerprints(const RepoListing& l, const Artifact& step, const st
         continue;
       }
       if (snap->fingerprint != n.fingerprint) {
-        RepoFinding x = Finding("fingerprint", fmt::format("node {}: cut {} restored through the chain of {} has "
-                                                           "fingerprint {:016x}, the synthetic full {} has {:016x}",
-                                                           n.node, *step.m.cut, step.name, snap->fingerprint, f.name,
-                                                           n.fingerprint));
+        RepoFinding x = Finding("fingerprint",
+                                fmt::format("node {}: cut {} restored through the chain of {} has "
+                                            "fingerprint {:016x}, the synthetic full {} has {:016x}",
+                                            n.node, *step.m.cut, step.name, snap->fingerprint, f.name, n.fingerprint));
         x.node = n.node;
         x.expected = fmt::format("{:016x}", n.fingerprint);
         x.found = fmt::format("{:016x}", snap->fingerprint);
@@ -317,7 +321,8 @@ Result<RepoCheckReport> CheckRepository(const RepoCheckOptions& o) {
     if (!a) return Status::NotFound(fmt::format("{}: no artifact {}", o.repo, o.name));
     // The artifact and the chain it needs.
     std::set<std::string> seen;
-    for (const Artifact* x = a; x && !seen.count(x->name); x = x->status.ok() && !x->m.full() ? l->Find(x->m.parent) : nullptr) {
+    for (const Artifact* x = a; x && !seen.count(x->name);
+         x = x->status.ok() && !x->m.full() ? l->Find(x->m.parent) : nullptr) {
       seen.insert(x->name);
       selected.insert(selected.begin(), x);
     }
@@ -325,7 +330,8 @@ Result<RepoCheckReport> CheckRepository(const RepoCheckOptions& o) {
     for (const auto& a : l->artifacts) selected.push_back(&a);
   }
   for (const auto& left : l->leftovers) {
-    r.notes.push_back(fmt::format("{}: left by a create or expire that did not finish; not an artifact (ignored)", left));
+    r.notes.push_back(
+        fmt::format("{}: left by a create or expire that did not finish; not an artifact (ignored)", left));
   }
   std::set<std::string> healthy;  // artifacts whose own checks passed
   for (const Artifact* a : selected) {
@@ -388,9 +394,9 @@ Result<RepoCheckReport> CheckRepository(const RepoCheckOptions& o) {
         sk.note = "skipped: the chain is broken or an artifact in it fails its checks";
         continue;
       }
-      const std::string tmp = (fs::temp_directory_path() /
-                               fmt::format("walcut-repo-check-{}-{}", ::getpid(), counter.fetch_add(1)))
-                                  .string();
+      const std::string tmp =
+          (fs::temp_directory_path() / fmt::format("walcut-repo-check-{}-{}", ::getpid(), counter.fetch_add(1)))
+              .string();
       std::error_code ec;
       fs::create_directories(tmp, ec);
       RepoRestoreRequest rq;

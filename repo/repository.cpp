@@ -8,10 +8,10 @@
 #include <algorithm>
 #include <atomic>
 #include <filesystem>
-#include <memory>
-#include <thread>
 #include <map>
+#include <memory>
 #include <set>
+#include <thread>
 
 #include <fmt/format.h>
 #include <xxhash.h>
@@ -22,11 +22,11 @@
 #include "recovery/restore.h"
 #include "walfmt/cluster_layout.h"
 #include "walfmt/file_io.h"
-#include "walfmt/staging.h"
 #include "walfmt/reader.h"
 #include "walfmt/snapshot.h"
-#include "walfmt/workers.h"
+#include "walfmt/staging.h"
 #include "walfmt/text_escape.h"
+#include "walfmt/workers.h"
 
 namespace walcut::repo {
 namespace fs = std::filesystem;
@@ -178,7 +178,8 @@ size_t ChecksumOffset(const std::string& text) {
 }
 
 bool IsHex32(const std::string& s) {
-  return s.size() == 32 && std::all_of(s.begin(), s.end(), [](char c) { return std::isxdigit(static_cast<unsigned char>(c)); });
+  return s.size() == 32 &&
+         std::all_of(s.begin(), s.end(), [](char c) { return std::isxdigit(static_cast<unsigned char>(c)); });
 }
 
 Result<std::string> ReadSmall(const std::string& path) { return walfmt::ReadWholeFile(path, kMaxManifestBytes); }
@@ -414,7 +415,8 @@ Status IngestRestore(const std::string& restored, const std::string& stage, Mani
   m.nodes.assign(rm["nodes"].size(), ArtifactNode{});
   for (const auto& jn : rm["nodes"]) {
     const uint32_t i = static_cast<uint32_t>(U64(jn, "node"));
-    if (i >= m.nodes.size()) return Status::Corruption(fmt::format("{}/manifest.json: node {} out of range", restored, i));
+    if (i >= m.nodes.size())
+      return Status::Corruption(fmt::format("{}/manifest.json: node {} out of range", restored, i));
     const std::string rel = fmt::format("node-{}.snap", i);
     if (Status st = AddFileCopy(stage, rel, Join(restored, rel), m); !st.ok()) return st;
     uint64_t entries = 0;
@@ -429,7 +431,10 @@ Status IngestRestore(const std::string& restored, const std::string& stage, Mani
     an.snap_position = snap->wal_position;
   }
   if (rm.contains("cluster") && rm["cluster"].is_object()) {
-    if (Status st = AddFile(stage, "cluster.json", walfmt::CurrentClusterJsonText(walfmt::DumpJson(rm["cluster"], 2) + "\n"), m); !st.ok()) return st;
+    if (Status st = AddFile(stage, "cluster.json",
+                            walfmt::CurrentClusterJsonText(walfmt::DumpJson(rm["cluster"], 2) + "\n"), m);
+        !st.ok())
+      return st;
   }
   return Status::Ok();
 }
@@ -490,8 +495,8 @@ Result<CreateResult> CreateSyntheticFull(const CreateRequest& req, const RepoLis
     const cut::GlobalCut* g = live->Find(k);
     if (!g) return Status::NotFound(fmt::format("cut {} is not in the WAL of {}", k, req.cluster_dir));
     if (g->status != cut::CutStatus::kConsistent) {
-      return Status::InvalidArgument(
-          fmt::format("cut {} is {}: {}; refusing to make an artifact of it", k, cut::CutStatusName(g->status), g->reason));
+      return Status::InvalidArgument(fmt::format("cut {} is {}: {}; refusing to make an artifact of it", k,
+                                                 cut::CutStatusName(g->status), g->reason));
     }
     // The base `walcut restore` chooses: the newest full snapshot before cut K,
     // else genesis. Genesis alone cannot serve a WAL pruned by retention.
@@ -579,9 +584,7 @@ Status CompressFile(ZSTD_CCtx* cctx, const std::string& path, int level, std::un
     cap = bound;
   }
   ZSTD_outBuffer ob{out.get(), bound, 0};
-  auto zerr = [&path](size_t r) {
-    return Status::Internal(fmt::format("{}: zstd: {}", path, ZSTD_getErrorName(r)));
-  };
+  auto zerr = [&path](size_t r) { return Status::Internal(fmt::format("{}: zstd: {}", path, ZSTD_getErrorName(r))); };
   uint64_t read = 0;
   Status st = walfmt::ReadFileChunks(path, size_t{1} << 20, [&](std::string_view piece) -> Status {
     // The segment as it was when stat'ed (an active segment a node still
@@ -738,8 +741,8 @@ Result<CreateResult> CreateIncrement(const CreateRequest& req, const RepoListing
   auto layout = cut::FindClusterLayout(req.cluster_dir);
   if (!layout.ok()) return layout.status();
   if (!layout->has_cluster_json) {
-    return Status::InvalidArgument(fmt::format("{}: no cluster.json; an artifact needs the cluster's description",
-                                               req.cluster_dir));
+    return Status::InvalidArgument(
+        fmt::format("{}: no cluster.json; an artifact needs the cluster's description", req.cluster_dir));
   }
   const uint64_t cid = layout->cluster_id;
   const Artifact* parent = nullptr;
@@ -765,7 +768,8 @@ Result<CreateResult> CreateIncrement(const CreateRequest& req, const RepoListing
   }
   auto chain = ChainOf(l, parent->name);
   if (!chain.ok()) {
-    return Status::InvalidArgument(fmt::format("parent {}: its chain is broken: {}", parent->name, chain.status().message()));
+    return Status::InvalidArgument(
+        fmt::format("parent {}: its chain is broken: {}", parent->name, chain.status().message()));
   }
   auto cc = Analyze(*layout, req.jobs);
   if (!cc.ok()) return cc.status();
@@ -823,17 +827,17 @@ Result<CreateResult> CreateIncrement(const CreateRequest& req, const RepoListing
     }
   }
   if (!missed.empty()) {
-    return Status::InvalidArgument(fmt::format("Missed WAL segment(s) for an increment from {} to cut {}: {}",
-                                               parent->name, k, missed));
+    return Status::InvalidArgument(
+        fmt::format("Missed WAL segment(s) for an increment from {} to cut {}: {}", parent->name, k, missed));
   }
   if (g->status != cut::CutStatus::kConsistent) {
     return Status::InvalidArgument(fmt::format("cut {} is {}: {}; refusing to make an increment of it", k,
                                                cut::CutStatusName(g->status), g->reason));
   }
   if (!after_parent(*g)) {
-    return Status::InvalidArgument(fmt::format("cut {} does not come after the parent {} ({})", k, parent->name,
-                                               parent->m.cut ? fmt::format("cut {}", *parent->m.cut)
-                                                             : "snapshot " + parent->m.snapshot));
+    return Status::InvalidArgument(
+        fmt::format("cut {} does not come after the parent {} ({})", k, parent->name,
+                    parent->m.cut ? fmt::format("cut {}", *parent->m.cut) : "snapshot " + parent->m.snapshot));
   }
   m.name = req.name.empty() ? fmt::format("i-cut-{}", k) : req.name;
   if (Status st = CheckName(m.name); !st.ok()) return st;
@@ -872,7 +876,8 @@ Result<CreateResult> CreateIncrement(const CreateRequest& req, const RepoListing
   // finish in.
   std::vector<SegmentTask> tasks;
   for (size_t i = 0; i < n; ++i) {
-    for (const auto& seg : segs[i]) tasks.push_back({&seg, fmt::format("node-{}/wal/{}", i, SegmentName(seg.index)), {}});
+    for (const auto& seg : segs[i])
+      tasks.push_back({&seg, fmt::format("node-{}/wal/{}", i, SegmentName(seg.index)), {}});
   }
   if (Status st = StoreSegments(s.dir, tasks, req.zstd_level, req.jobs); !st.ok()) return st;
   for (auto& t : tasks) m.files.push_back(std::move(t.entry));
@@ -929,7 +934,8 @@ std::string EncodeManifest(const Manifest& m) {
 Result<Manifest> DecodeManifest(const std::string& text, const std::string& origin) {
   const size_t at = ChecksumOffset(text);
   if (at == std::string::npos) {
-    return Status::Corruption(fmt::format("{}: no {} (not an artifact manifest, or damaged)", origin, kManifestChecksumKey));
+    return Status::Corruption(
+        fmt::format("{}: no {} (not an artifact manifest, or damaged)", origin, kManifestChecksumKey));
   }
   const std::string stored = text.substr(at, 32);
   std::string zeroed = text;
@@ -976,7 +982,8 @@ Result<Manifest> DecodeManifest(const std::string& text, const std::string& orig
     for (const auto& n : j["nodes"]) {
       // Compared before the narrowing to 32 bits: node 2^32 is not node 0.
       const uint64_t id = U64(n, "node");
-      if (id != m.nodes.size()) return Status::Corruption(fmt::format("{}: nodes[{}] is node {}", origin, m.nodes.size(), id));
+      if (id != m.nodes.size())
+        return Status::Corruption(fmt::format("{}: nodes[{}] is node {}", origin, m.nodes.size(), id));
       m.nodes.push_back(NodeFromJson(n));
     }
   }
@@ -1046,7 +1053,8 @@ const Artifact* RepoListing::Find(std::string_view name) const {
 Result<RepoListing> ListRepository(const std::string& dir) {
   std::error_code ec;
   if (!fs::is_directory(dir, ec)) return Status::NotFound(fmt::format("{}: no such directory", dir));
-  if (!IsRepository(dir)) return Status::InvalidArgument(fmt::format("{}: not a walcut repository (no {})", dir, kMarkerFile));
+  if (!IsRepository(dir))
+    return Status::InvalidArgument(fmt::format("{}: not a walcut repository (no {})", dir, kMarkerFile));
   if (Status st = InitRepository(dir); !st.ok()) return st;
   RepoListing l;
   l.dir = dir;
@@ -1055,7 +1063,8 @@ Result<RepoListing> ListRepository(const std::string& dir) {
     const std::string name = e.path().filename().string();
     if (name == kMarkerFile) continue;
     if (name[0] == '.') {
-      if (name.find(".tmp-") != std::string::npos || name.find(".expire-") != std::string::npos) l.leftovers.push_back(name);
+      if (name.find(".tmp-") != std::string::npos || name.find(".expire-") != std::string::npos)
+        l.leftovers.push_back(name);
       continue;
     }
     if (e.is_directory(ec)) names.push_back(name);
@@ -1078,10 +1087,12 @@ Result<RepoListing> ListRepository(const std::string& dir) {
       if (!m.ok()) {
         a.status = m.status();
       } else if (m->name != name) {
-        a.status = Status::Corruption(fmt::format("{}: names artifact '{}', its directory is '{}'", mpath, m->name, name));
+        a.status =
+            Status::Corruption(fmt::format("{}: names artifact '{}', its directory is '{}'", mpath, m->name, name));
       } else {
         a.m = std::move(m.value());
-        if (std::any_of(a.m.files.begin(), a.m.files.end(), [](const ArtifactFile& f) { return f.path == "cluster.json"; })) {
+        if (std::any_of(a.m.files.begin(), a.m.files.end(),
+                        [](const ArtifactFile& f) { return f.path == "cluster.json"; })) {
           if (auto ci = walfmt::LoadClusterInfo(a.dir); ci.ok()) a.epoch_unix_us = ci->epoch_unix_us;
         }
       }
@@ -1100,14 +1111,15 @@ Result<std::vector<const Artifact*>> ChainOf(const RepoListing& l, std::string_v
   const Artifact* a = l.Find(name);
   if (!a) return Status::NotFound(fmt::format("no artifact {}", name));
   while (true) {
-    if (!a->status.ok()) return Status::Corruption(fmt::format("artifact {} is unreadable: {}", a->name, a->status.message()));
+    if (!a->status.ok())
+      return Status::Corruption(fmt::format("artifact {} is unreadable: {}", a->name, a->status.message()));
     chain.push_back(a);
     if (chain.size() > l.artifacts.size()) return Status::Corruption(fmt::format("the chain of {} loops", name));
     if (a->m.full()) break;
     const Artifact* p = l.Find(a->m.parent);
     if (!p) {
-      return Status::Corruption(fmt::format("artifact {} needs its parent {}, which is missing from the repository",
-                                            a->name, a->m.parent));
+      return Status::Corruption(
+          fmt::format("artifact {} needs its parent {}, which is missing from the repository", a->name, a->m.parent));
     }
     if (p->status.ok()) {
       if (p->m.cluster_id != a->m.cluster_id) {
@@ -1115,8 +1127,8 @@ Result<std::vector<const Artifact*>> ChainOf(const RepoListing& l, std::string_v
                                               a->name, a->m.cluster_id, p->name, p->m.cluster_id));
       }
       if (p->m.cut && a->m.cut && *p->m.cut >= *a->m.cut) {
-        return Status::Corruption(
-            fmt::format("artifact {} (cut {}) has parent {} of cut {}: not before it", a->name, *a->m.cut, p->name, *p->m.cut));
+        return Status::Corruption(fmt::format("artifact {} (cut {}) has parent {} of cut {}: not before it", a->name,
+                                              *a->m.cut, p->name, *p->m.cut));
       }
     }
     a = p;
@@ -1150,7 +1162,8 @@ Result<CreateResult> CreateArtifact(const CreateRequest& req) {
   if (req.full && req.from.empty() == !req.cut.has_value()) {
     return Status::InvalidArgument("a full artifact needs exactly one of --from NAME and --cut K");
   }
-  if (req.full && req.cluster_dir.empty() && !req.cut) return Status::InvalidArgument("--from needs the cluster directory");
+  if (req.full && req.cluster_dir.empty() && !req.cut)
+    return Status::InvalidArgument("--from needs the cluster directory");
   if (Status st = InitRepository(req.repo); !st.ok()) return st;
   auto l = ListRepository(req.repo);
   if (!l.ok()) return l.status();
@@ -1188,7 +1201,8 @@ Result<const Artifact*> SelectTarget(const RepoListing& l, const RepoRestoreRequ
         ++without_epoch;
         continue;
       }
-      if (std::find(clusters.begin(), clusters.end(), a.m.cluster_id) == clusters.end()) clusters.push_back(a.m.cluster_id);
+      if (std::find(clusters.begin(), clusters.end(), a.m.cluster_id) == clusters.end())
+        clusters.push_back(a.m.cluster_id);
       if (!(when(a) < (wall ? req.before->unix_us : static_cast<int64_t>(req.before->cluster_us)))) continue;
     }
     if (!best || when(a) > when(*best) || (when(a) == when(*best) && a.m.seq > best->m.seq)) best = &a;
@@ -1204,12 +1218,14 @@ Result<const Artifact*> SelectTarget(const RepoListing& l, const RepoRestoreRequ
   if (!best) {
     if (req.cut) return Status::NotFound(fmt::format("{}: no restorable artifact of cut {}", l.dir, *req.cut));
     if (req.before) {
-      const std::string at = wall ? walfmt::FormatUtc(req.before->unix_us) : walfmt::FormatClusterOffset(req.before->cluster_us);
+      const std::string at =
+          wall ? walfmt::FormatUtc(req.before->unix_us) : walfmt::FormatClusterOffset(req.before->cluster_us);
       const std::string skipped =
           without_epoch == 0 ? ""
-                             : fmt::format(" ({} restorable artifact{} record{} no cluster epoch, so no wall-clock time: "
-                                           "give cluster time since creation with a unit, e.g. 1.5s)",
-                                           without_epoch, without_epoch == 1 ? "" : "s", without_epoch == 1 ? "s" : "");
+                             : fmt::format(
+                                   " ({} restorable artifact{} record{} no cluster epoch, so no wall-clock time: "
+                                   "give cluster time since creation with a unit, e.g. 1.5s)",
+                                   without_epoch, without_epoch == 1 ? "" : "s", without_epoch == 1 ? "s" : "");
       return Status::NotFound(fmt::format("{}: no restorable artifact finished before {}{}", l.dir, at, skipped));
     }
     return Status::NotFound(fmt::format("{}: no restorable artifact", l.dir));
@@ -1234,7 +1250,8 @@ Result<RepoRestoreResult> RestoreFromRepository(const RepoRestoreRequest& req) {
   // it fails at once; the last step's own lock on OUT is this one, nested.
   auto out_lock = walfmt::OutputLock::Acquire(req.out);
   if (!out_lock.ok()) return out_lock.status();
-  if (fs::exists(req.out, ec)) return Status::InvalidArgument(fmt::format("{}: already exists; refusing to overwrite", req.out));
+  if (fs::exists(req.out, ec))
+    return Status::InvalidArgument(fmt::format("{}: already exists; refusing to overwrite", req.out));
   const Artifact& full = *chain->front();
   if (chain->size() == 1) {
     // A full artifact alone: its files, copied.
@@ -1252,8 +1269,8 @@ Result<RepoRestoreResult> RestoreFromRepository(const RepoRestoreRequest& req) {
         return st;
       }
       if (h.Hex() != f.xxh3_128 || h.bytes() != f.bytes) {
-        return Status::Corruption(fmt::format("{}/{}: xxh3-128 {}, the manifest says {}", full.dir, f.path, h.Hex(),
-                                              f.xxh3_128));
+        return Status::Corruption(
+            fmt::format("{}/{}: xxh3-128 {}, the manifest says {}", full.dir, f.path, h.Hex(), f.xxh3_128));
       }
     }
     if (full.m.restore.is_object()) {  // a synthetic full is a restore output: its manifest goes along

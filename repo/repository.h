@@ -92,10 +92,10 @@ struct Manifest {
   std::string snapshot;         // runtime full: the snapshot's name
   uint64_t time_us = 0;         // cluster time: the cut's latest CUT_FINISH, or the snapshot's time
   std::vector<ArtifactNode> nodes;
-  std::string verdict;          // the cut's global status when created ("consistent"; "snapshot" for a runtime full)
-  nlohmann::json evidence;      // the cut's global evidence (checks, counts, reason) at creation
+  std::string verdict;      // the cut's global status when created ("consistent"; "snapshot" for a runtime full)
+  nlohmann::json evidence;  // the cut's global evidence (checks, counts, reason) at creation
   std::vector<ArtifactFile> files;  // every file but manifest.json
-  nlohmann::json restore;       // synthetic full: the restore's manifest (also merged at top level)
+  nlohmann::json restore;           // synthetic full: the restore's manifest (also merged at top level)
   bool full() const { return type == "full"; }
   uint64_t Bytes() const;
 };
@@ -117,8 +117,8 @@ struct Artifact {
 
 struct RepoListing {
   std::string dir;
-  std::vector<Artifact> artifacts;      // by seq (unreadable ones last, by name)
-  std::vector<std::string> leftovers;   // staging / expiring directories left by a killed writer
+  std::vector<Artifact> artifacts;     // by seq (unreadable ones last, by name)
+  std::vector<std::string> leftovers;  // staging / expiring directories left by a killed writer
   const Artifact* Find(std::string_view name) const;
 };
 walfmt::Result<RepoListing> ListRepository(const std::string& dir);
@@ -144,11 +144,11 @@ struct CreateRequest {
   std::string cluster_dir;  // may be empty for a synthetic full the repository can serve
   std::string repo;
   bool full = false;
-  std::string from;                 // full: a runtime snapshot name
-  std::optional<uint64_t> cut;      // full: synthetic; incremental: the cut
-  bool latest = false;              // incremental: the latest consistent cut after the parent
-  std::string parent;               // incremental: explicit parent ("" : the newest artifact of the cluster)
-  std::string name;                 // "" : f-<snapshot>, f-cut-<K>, i-cut-<K>
+  std::string from;             // full: a runtime snapshot name
+  std::optional<uint64_t> cut;  // full: synthetic; incremental: the cut
+  bool latest = false;          // incremental: the latest consistent cut after the parent
+  std::string parent;           // incremental: explicit parent ("" : the newest artifact of the cluster)
+  std::string name;             // "" : f-<snapshot>, f-cut-<K>, i-cut-<K>
   int zstd_level = 1;
   unsigned jobs = 0;
 };
@@ -156,7 +156,7 @@ struct CreateRequest {
 struct CreateResult {
   Manifest m;
   std::string dir;
-  std::vector<std::string> chain;   // for increments: the chain it extends
+  std::vector<std::string> chain;  // for increments: the chain it extends
 };
 
 // Errors: kNotFound (no such snapshot, cut or parent), kInvalidArgument
@@ -175,9 +175,9 @@ struct ChainStep {
 
 struct RepoRestoreRequest {
   std::string repo;
-  std::string name;                  // artifact; or
-  std::optional<uint64_t> cut;       // the newest artifact of this cut; or
-  bool latest = false;               // the newest restorable artifact; or
+  std::string name;             // artifact; or
+  std::optional<uint64_t> cut;  // the newest artifact of this cut; or
+  bool latest = false;          // the newest restorable artifact; or
   // The newest artifact whose cut finished before this time. A wall-clock
   // time goes through each artifact's epoch (artifacts without one are
   // skipped); a cluster time is refused when the candidates belong to more
@@ -193,7 +193,7 @@ struct RepoRestoreRequest {
 
 struct RepoRestoreResult {
   std::string target;
-  std::vector<ChainStep> steps;      // the full first
+  std::vector<ChainStep> steps;        // the full first
   std::vector<uint64_t> fingerprints;  // by node, of OUT
 };
 
@@ -212,7 +212,8 @@ walfmt::Result<ExpireResult> Expire(const std::string& repo, uint64_t keep_full,
 // ---- check -----------------------------------------------------------------
 
 struct RepoFinding {
-  std::string check;     // "checksum", "missing-file", "unlisted-file", "manifest", "chain", "continuity", "cut", "evidence", "restore", "invariants"
+  std::string check;  // "checksum", "missing-file", "unlisted-file", "manifest", "chain", "continuity", "cut",
+                      // "evidence", "restore", "invariants"
   std::string artifact;
   std::string file;
   std::optional<uint32_t> node;
@@ -221,8 +222,8 @@ struct RepoFinding {
 };
 
 struct RepoCheckItem {
-  std::string level;   // "files", "chain", "cuts", "restore"
-  std::string group;   // the artifact (or "repository")
+  std::string level;  // "files", "chain", "cuts", "restore"
+  std::string group;  // the artifact (or "repository")
   std::string name;
   bool failed = false;
   bool skipped = false;
@@ -235,7 +236,7 @@ struct RepoCheckReport {
   std::vector<std::string> artifacts;  // checked
   std::vector<RepoCheckItem> items;
   std::vector<std::string> notes;
-  std::vector<std::string> errors;     // tool failures: exit 3
+  std::vector<std::string> errors;  // tool failures: exit 3
   uint64_t files_checked = 0, bytes_checked = 0, restores = 0;
   uint64_t Failed() const;
   uint64_t Findings() const;
@@ -243,7 +244,7 @@ struct RepoCheckReport {
 
 struct RepoCheckOptions {
   std::string repo;
-  std::string name;      // "" : every artifact
+  std::string name;  // "" : every artifact
   bool restore = false;
   unsigned jobs = 0;
 };

@@ -8,8 +8,8 @@
 #include <string>
 #include <vector>
 
-#include <catch2/catch.hpp>
 #include <fmt/format.h>
+#include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
 #include "cli_support.h"
@@ -60,7 +60,7 @@ TEST_CASE("bytes: a cluster under a directory that is not UTF-8, every command i
   const std::string d = w + "/cluster";
   fs::create_directories(w);
   REQUIRE(std::system(fmt::format("cp -r '{}' '{}'", kHealthy, d).c_str()) == 0);
-  const std::string escaped = "w-\\xff\\xfe";          // how the documents name it
+  const std::string escaped = "w-\\xff\\xfe";      // how the documents name it
   const std::string in_json = "w-\\\\xff\\\\xfe";  // the same in a JSON string literal
 
   // Commands that only read: text and JSON exit alike, the JSON parses and
@@ -123,7 +123,8 @@ TEST_CASE("bytes: a cluster under a directory that is not UTF-8, every command i
     CHECK(m["schema"] == "walcut.restore-manifest/2");
     CHECK(m["cluster"]["cluster_id"].is_string());
     // The restored directory (its path not UTF-8) serves as the base of the next restore.
-    const Run next = Walcut(fmt::format("restore '{}' --cut 5 --base '{}/o-json' --out '{}/o-next' --format json", d, w, w));
+    const Run next =
+        Walcut(fmt::format("restore '{}' --cut 5 --base '{}/o-json' --out '{}/o-next' --format json", d, w, w));
     INFO(next.err);
     CHECK(next.code == 0);
     ParseJson(next.out);
@@ -141,14 +142,15 @@ TEST_CASE("bytes: a cluster under a directory that is not UTF-8, every command i
       sums += fmt::format(" '{}/s{}.json'", w, i);
     }
     CHECK(Temporaries(w).empty());
-    const Run v = Walcut(fmt::format("cuts{} --cluster-json '{}/cluster.json' --verdict-out '{}/v.json' --cut 4 --format json",
-                                     sums, d, w));
+    const Run v = Walcut(fmt::format(
+        "cuts{} --cluster-json '{}/cluster.json' --verdict-out '{}/v.json' --cut 4 --format json", sums, d, w));
     INFO(v.err);
     REQUIRE(v.code == 0);
     ParseJson(v.out);
     std::string parts, reports;
     for (int i = 0; i < 3; ++i) {
-      const Run p = Walcut(fmt::format("restore '{}/node-{}' --verdict '{}/v.json' --out '{}/p{}' --format json", d, i, w, w, i));
+      const Run p =
+          Walcut(fmt::format("restore '{}/node-{}' --verdict '{}/v.json' --out '{}/p{}' --format json", d, i, w, w, i));
       INFO(p.err);
       REQUIRE(p.code == 0);
       ParseJson(p.out);
@@ -180,7 +182,8 @@ TEST_CASE("bytes: a cluster under a directory that is not UTF-8, every command i
 
   SECTION("a repository under the directory") {
     const std::string repo = w + "/repo";
-    const Run c = Walcut(fmt::format("snapshot create '{}' --repo '{}' --full --from full-1500 --format json", d, repo));
+    const Run c =
+        Walcut(fmt::format("snapshot create '{}' --repo '{}' --full --from full-1500 --format json", d, repo));
     INFO(c.err);
     REQUIRE(c.code == 0);
     ParseJson(c.out);
@@ -206,7 +209,8 @@ TEST_CASE("bytes: a cluster under a directory that is not UTF-8, every command i
   }
 
   SECTION("walcut run into the directory") {
-    const Run r = Walcut(fmt::format("run '{}/run' --nodes 2 --backups 1 --txs 100 --cuts 2 --seed 3 --format json", w));
+    const Run r =
+        Walcut(fmt::format("run '{}/run' --nodes 2 --backups 1 --txs 100 --cuts 2 --seed 3 --format json", w));
     INFO(r.err);
     CHECK(r.code == 0);
     ParseJson(r.out);

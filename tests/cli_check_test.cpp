@@ -12,8 +12,8 @@
 #include <string>
 #include <vector>
 
-#include <catch2/catch.hpp>
 #include <fmt/format.h>
+#include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
 #include "cli_support.h"
@@ -69,8 +69,9 @@ bool TypeIs(const json& v, const std::string& t) {
 }
 
 void Validate(const json& schema, const json& v, const std::string& at, std::vector<std::string>& errors) {
-  static const std::set<std::string> kKnown = {"$schema", "$id", "title", "description", "type", "properties",
-                                               "required", "items", "enum", "additionalProperties"};
+  static const std::set<std::string> kKnown = {
+      "$schema",    "$id",      "title", "description", "type",
+      "properties", "required", "items", "enum",        "additionalProperties"};
   for (const auto& [k, _] : schema.items()) {
     if (!kKnown.count(k)) errors.push_back(fmt::format("{}: schema keyword {} not supported by this validator", at, k));
   }
@@ -317,7 +318,8 @@ TEST_CASE("check: usage errors exit 2, tool failures exit 3, --output keeps the 
   CHECK(Walcut("check /nonexistent/walcut-cluster").code == 2);
 
   TempDir t;
-  const Run w = Walcut(fmt::format("check {} --format junit --output {}/report.xml", Sample("crash-during-cut"), t.path));
+  const Run w =
+      Walcut(fmt::format("check {} --format junit --output {}/report.xml", Sample("crash-during-cut"), t.path));
   CHECK(w.code == 1);
   CHECK(Lines(w.out).size() == 1);
   CHECK(w.out.find("FAILED") != std::string::npos);

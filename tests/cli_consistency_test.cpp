@@ -6,8 +6,8 @@
 #include <filesystem>
 #include <string>
 
-#include <catch2/catch.hpp>
 #include <fmt/format.h>
+#include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
 #include "cli_support.h"
@@ -48,9 +48,11 @@ TEST_CASE("consistency: the cluster id is the same 16 hex digits in every file, 
   REQUIRE(id.size() == 16);
   CHECK(id.find_first_not_of("0123456789abcdef") == std::string::npos);
 
-  CHECK(JsonOf(Walcut(fmt::format("snapshot show '{}/snapshots/full-1500' --format json", kHealthy)))["cluster_id"] == id);
+  CHECK(JsonOf(Walcut(fmt::format("snapshot show '{}/snapshots/full-1500' --format json", kHealthy)))["cluster_id"] ==
+        id);
   CHECK(Walcut(fmt::format("snapshot show '{}/snapshots/full-1500'", kHealthy)).out.find(id) != std::string::npos);
-  CHECK(JsonOf(Walcut(fmt::format("snapshot check '{}/snapshots/full-1500' --format json", kHealthy)))["cluster"]["cluster_id"] == id);
+  CHECK(JsonOf(Walcut(fmt::format("snapshot check '{}/snapshots/full-1500' --format json",
+                                  kHealthy)))["cluster"]["cluster_id"] == id);
   REQUIRE(Walcut(fmt::format("scan '{}/node-0' --out '{}/s0.json'", kHealthy, t.path)).code == 0);
   CHECK(JsonFile(t.path + "/s0.json")["cluster_id"] == id);
   REQUIRE(Walcut(fmt::format("cuts '{}' --verdict-out '{}/v.json' --cut 4", kHealthy, t.path)).code == 0);
@@ -59,14 +61,18 @@ TEST_CASE("consistency: the cluster id is the same 16 hex digits in every file, 
   const json manifest = JsonFile(t.path + "/r/manifest.json");
   CHECK(manifest["schema"] == "walcut.restore-manifest/2");
   CHECK(manifest["cluster"]["cluster_id"] == id);
-  REQUIRE(Walcut(fmt::format("restore '{}/node-1' --verdict '{}/v.json' --out '{}/p1'", kHealthy, t.path, t.path)).code == 0);
+  REQUIRE(
+      Walcut(fmt::format("restore '{}/node-1' --verdict '{}/v.json' --out '{}/p1'", kHealthy, t.path, t.path)).code ==
+      0);
   const json part = JsonFile(t.path + "/p1/manifest.json");
   CHECK(part["schema"] == "walcut.restore-part/2");
   CHECK(part["cluster_id"] == id);
-  REQUIRE(Walcut(fmt::format("snapshot create '{}' --repo '{}/repo' --full --from full-1500", kHealthy, t.path)).code == 0);
+  REQUIRE(Walcut(fmt::format("snapshot create '{}' --repo '{}/repo' --full --from full-1500", kHealthy, t.path)).code ==
+          0);
   CHECK(JsonFile(t.path + "/repo/walcut-repository.json")["schema"] == "walcut.repository/2");
   CHECK(JsonFile(t.path + "/repo/f-full-1500/manifest.json")["cluster_id"] == id);
-  CHECK(JsonOf(Walcut(fmt::format("snapshot list '{}/repo' --format json", t.path)))["artifacts"][0]["cluster_id"] == id);
+  CHECK(JsonOf(Walcut(fmt::format("snapshot list '{}/repo' --format json", t.path)))["artifacts"][0]["cluster_id"] ==
+        id);
   CHECK(Walcut(fmt::format("snapshot list '{}/repo'", t.path)).out.find("cluster " + id) != std::string::npos);
 }
 

@@ -3,8 +3,8 @@
 #include <map>
 #include <string>
 
-#include <catch2/catch.hpp>
 #include <fmt/format.h>
+#include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
 #include "cli_support.h"
@@ -143,7 +143,8 @@ TEST_CASE("walcut restore: same state from genesis, the full snapshot and an ear
   CHECK(a.out.find("restored cut 6") != std::string::npos);
   REQUIRE(Walcut(fmt::format("restore {} --cut 6 --out {}/b", Sample("healthy"), t.path)).code == 0);
   CHECK(Tree(t.path + "/a") == Tree(t.path + "/b"));
-  REQUIRE(Walcut(fmt::format("restore {} --cut 6 --base full-1500 --out {}/full", Sample("healthy"), t.path)).code == 0);
+  REQUIRE(Walcut(fmt::format("restore {} --cut 6 --base full-1500 --out {}/full", Sample("healthy"), t.path)).code ==
+          0);
   REQUIRE(Walcut(fmt::format("restore {} --cut 3 --out {}/c3", Sample("healthy"), t.path)).code == 0);
   auto inc = Walcut(fmt::format("restore {} --cut 6 --base {}/c3 --out {}/inc", Sample("healthy"), t.path, t.path));
   REQUIRE(inc.code == 0);
@@ -207,8 +208,8 @@ TEST_CASE("walcut restore: inconsistent cut refused (exit 1) unless --force; --l
   CHECK(m["status"] == "inconsistent");
   CHECK(m["problem"].get<std::string>().find("CUT_ABORT(3)") != std::string::npos);
   // A forced restore is not a base.
-  auto on_forced = Walcut(fmt::format("restore {} --cut 4 --base {}/f --out {}/y", Sample("crash-during-cut"), t.path,
-                                      t.path));
+  auto on_forced =
+      Walcut(fmt::format("restore {} --cut 4 --base {}/f --out {}/y", Sample("crash-during-cut"), t.path, t.path));
   CHECK(on_forced.code == 2);
   auto latest = Walcut(fmt::format("restore {} --latest --out {}/l", Sample("corrupted-segment"), t.path));
   INFO(latest.out << latest.err);
@@ -233,8 +234,8 @@ TEST_CASE("walcut restore --check: invariants on the restored files, node and ke
   CHECK(json::parse(Slurp(t.path + "/ok/manifest.json"))["check"]["ok"] == true);
   // The forced restore of the aborted cut 3 (WAL prefix up to CUT_START, no
   // sets) breaks the bank: the check says where.
-  auto bad = Walcut(fmt::format("restore {} --cut 3 --force --check auto --out {}/bad", Sample("crash-during-cut"),
-                                t.path));
+  auto bad =
+      Walcut(fmt::format("restore {} --cut 3 --force --check auto --out {}/bad", Sample("crash-during-cut"), t.path));
   CHECK(bad.code == 1);
   CHECK(bad.out.find("but its primary node") != std::string::npos);
   CHECK(bad.out.find("bank total of the 1000 primary copies is") != std::string::npos);

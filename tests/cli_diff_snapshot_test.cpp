@@ -170,13 +170,10 @@ TEST_CASE("diff: a corrupt file is exit 3 naming it; usage errors are exit 2", "
     CHECK(r.code == 2);
     CHECK_THAT(r.err, Catch::Contains("holds 3 nodes") && Catch::Contains("holds 2: not comparable"));
   }
-  SECTION("a missing argument") {
-    CHECK(Walcut("diff " + c.snap).code == 2);
-  }
+  SECTION("a missing argument") { CHECK(Walcut("diff " + c.snap).code == 2); }
 }
 
-TEST_CASE("snapshot check: a runtime full snapshot passes; a rewritten balance names node and key",
-          "[cli][snapshot]") {
+TEST_CASE("snapshot check: a runtime full snapshot passes; a rewritten balance names node and key", "[cli][snapshot]") {
   TempDir t;
   const Cluster c = RunCluster(t.path, "--txs 300 --seed 12 --cuts 2 --full-snapshot-at 150 --workload mixed");
   const auto before = Tree(c.dir);
@@ -224,7 +221,8 @@ TEST_CASE("snapshot check: a runtime full snapshot passes; a rewritten balance n
                                                   "node {} holds '{}'",
                                                   backup, key, old_balance, primary, old_balance + 7)));
   CHECK_THAT(bad.out, Catch::Contains("FINDING bank.total:") && Catch::Contains("(+7)"));
-  CHECK_THAT(bad.out, Catch::Contains(fmt::format("FINDING recorded: node {}: node-{}.snap has fingerprint", primary, primary)));
+  CHECK_THAT(bad.out,
+             Catch::Contains(fmt::format("FINDING recorded: node {}: node-{}.snap has fingerprint", primary, primary)));
   CHECK_THAT(bad.out, Catch::Contains("FAILED (3 findings"));
 
   auto badj = Walcut("snapshot check --format json --check bank " + copy + " --cluster " + c.dir);
@@ -253,7 +251,8 @@ TEST_CASE("snapshot check: a runtime full snapshot passes; a rewritten balance n
 
 TEST_CASE("snapshot check: a ring rewired on every copy names the sub-ring", "[cli][snapshot]") {
   TempDir t;
-  const Cluster c = RunCluster(t.path, "--txs 200 --seed 13 --cuts 1 --full-snapshot-at 100 --workload cycle --ring-keys 50");
+  const Cluster c =
+      RunCluster(t.path, "--txs 200 --seed 13 --cuts 1 --full-snapshot-at 100 --workload cycle --ring-keys 50");
   // ring/000000 -> ring/000000 on every node that holds it.
   const std::string copy = t.path + "/copy";
   fs::copy(c.snap, copy);
@@ -329,8 +328,9 @@ TEST_CASE("snapshot show: per node counts, fingerprints, positions; --keys lists
 
   auto text = Walcut("snapshot show --keys --node 0 --max-bytes 8 " + c.snap);
   REQUIRE(text.code == 0);
-  CHECK_THAT(text.out, Catch::Contains("node 0: ") && Catch::Contains("fingerprint " +
-                                                                       c.info["full_snapshots"][0]["nodes"][0]["fingerprint"].get<std::string>()));
+  CHECK_THAT(text.out, Catch::Contains("node 0: ") &&
+                           Catch::Contains("fingerprint " +
+                                           c.info["full_snapshots"][0]["nodes"][0]["fingerprint"].get<std::string>()));
   CHECK_THAT(text.out, Catch::Contains("  acct/000...(+3) = "));
   CHECK(Walcut("snapshot show --node 3 " + c.snap).code == 2);
   CHECK(Tree(c.dir) == before);

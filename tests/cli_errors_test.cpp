@@ -66,9 +66,9 @@ TEST_CASE("every reading command classifies an unreadable file as exit 3 naming 
   const std::string out = t.path + "/out";
   fs::create_directory(out);
   REQUIRE(chmod(out.c_str(), 0777) == 0);
-  std::string prefix;     // how the commands are run
-  std::string named;      // the path every message must name
-  std::string reason;     // the OS's reason, as it must appear
+  std::string prefix;  // how the commands are run
+  std::string named;   // the path every message must name
+  std::string reason;  // the OS's reason, as it must appear
   int want = 3;
   SECTION("a directory named like a segment") {
     fs::remove(seg);

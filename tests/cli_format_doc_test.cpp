@@ -9,8 +9,8 @@
 #include <string>
 #include <vector>
 
-#include <catch2/catch.hpp>
 #include <fmt/format.h>
+#include <catch2/catch.hpp>
 
 #include "cli_support.h"
 #include "walfmt/crc32c.h"

@@ -60,16 +60,18 @@ TEST_CASE("list options take one value per occurrence and leave the paths alone"
     REQUIRE(b.code == 0);
     CHECK(a.out == b.out);
     CHECK(DumpNodes(a.out) == std::set<std::string>{"0", "2"});
-    for (const auto& l : Lines(a.out)) CHECK((l.find("CUT_START") != std::string::npos || l.find("CUT_FINISH") != std::string::npos));
+    for (const auto& l : Lines(a.out))
+      CHECK((l.find("CUT_START") != std::string::npos || l.find("CUT_FINISH") != std::string::npos));
   }
   SECTION("restore --summaries takes one file per occurrence: the node directory after it stays the directory") {
     TempDir t;
     for (int i = 0; i < 3; ++i) {
       REQUIRE(Walcut(fmt::format("scan '{}/node-{}' --out '{}/s{}.json'", kHealthy, i, t.path, i)).code == 0);
     }
-    const Run r = Walcut(fmt::format("restore --summaries '{0}/s0.json,{0}/s1.json' --summaries '{0}/s2.json' "
-                                     "'{1}/node-1' --cut 3 --dry-run",
-                                     t.path, kHealthy));
+    const Run r =
+        Walcut(fmt::format("restore --summaries '{0}/s0.json,{0}/s1.json' --summaries '{0}/s2.json' "
+                           "'{1}/node-1' --cut 3 --dry-run",
+                           t.path, kHealthy));
     INFO(r.out << r.err);
     CHECK(r.code == 0);
   }
@@ -144,9 +146,9 @@ TEST_CASE("an out-of-range --node is a usage error (exit 2) in every command tha
   for (int i = 0; i < 3; ++i) {
     REQUIRE(Walcut(fmt::format("scan '{}/node-{}' --out '{}/s{}.json'", kHealthy, i, t.path, i)).code == 0);
   }
-  REQUIRE(Walcut(fmt::format("cuts '{0}/s0.json' '{0}/s1.json' '{0}/s2.json' --verdict-out '{0}/v.json' --cut 3",
-                             t.path))
-              .code == 0);
+  REQUIRE(
+      Walcut(fmt::format("cuts '{0}/s0.json' '{0}/s1.json' '{0}/s2.json' --verdict-out '{0}/v.json' --cut 3", t.path))
+          .code == 0);
   // A node directory away from its cluster: only the verdict knows the nodes.
   REQUIRE(std::system(fmt::format("cp -r '{}/node-0' '{}/lone'", kHealthy, t.path).c_str()) == 0);
   struct Case {
@@ -157,9 +159,11 @@ TEST_CASE("an out-of-range --node is a usage error (exit 2) in every command tha
       {"dump --node 7 " + kHealthy, "--node 7: no such node in the input (its nodes: 0, 1, 2)"},
       {"dump --node 1,7 " + kHealthy, "--node 7: no such node"},
       {"dump --node 1 " + kHealthy + "/node-0", "--node 1: no such node in the input (its nodes: 0)"},
-      {fmt::format("scan {}/node-0 --node 7 --out {}/s7.json", kHealthy, t.path), "--node 7: no such node; the cluster"},
+      {fmt::format("scan {}/node-0 --node 7 --out {}/s7.json", kHealthy, t.path),
+       "--node 7: no such node; the cluster"},
       {fmt::format("check {}/node-0 --node 7", kHealthy), "--node 7: no such node; the cluster"},
-      {fmt::format("check {}/lone --node 7 --verdict {}/v.json", t.path, t.path), "--node 7: no such node; the verdict"},
+      {fmt::format("check {}/lone --node 7 --verdict {}/v.json", t.path, t.path),
+       "--node 7: no such node; the verdict"},
       {fmt::format("restore {}/node-0 --node 7 --verdict {}/v.json --out {}/x", kHealthy, t.path, t.path), "node 7"},
       {fmt::format("restore {}/lone --node 7 --verdict {}/v.json --out {}/x", t.path, t.path, t.path), "node 7"},
       {fmt::format("check {}/node-0 --node -1", kHealthy), "--node: Value -1 not in range"},
@@ -218,8 +222,10 @@ TEST_CASE("quiet (-q, --quiet) drops the notes on stderr, never stdout, findings
     std::vector<std::string> names;
     bool in = false;
     for (const auto& l : Lines(help)) {
-      if (l == "Subcommands:") in = true;
-      else if (in && l.size() > 2 && l[0] == ' ' && l[1] == ' ' && l[2] != ' ') names.push_back(l.substr(2, l.find(' ', 2) - 2));
+      if (l == "Subcommands:")
+        in = true;
+      else if (in && l.size() > 2 && l[0] == ' ' && l[1] == ' ' && l[2] != ' ')
+        names.push_back(l.substr(2, l.find(' ', 2) - 2));
     }
     return names;
   };

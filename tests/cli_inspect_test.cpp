@@ -41,10 +41,13 @@ std::vector<uint64_t> RecordOffsets(const std::string& path) {
   REQUIRE(walfmt::ParseSegmentName(base, idx, comp));
   f.index = idx;
   walfmt::ScanOptions so;
-  walfmt::ScanSegmentFile(f, so, [&](const walfmt::RecordView& v) {
-    offs.push_back(v.lsn.offset);
-    return true;
-  }, nullptr);
+  walfmt::ScanSegmentFile(
+      f, so,
+      [&](const walfmt::RecordView& v) {
+        offs.push_back(v.lsn.offset);
+        return true;
+      },
+      nullptr);
   return offs;
 }
 
@@ -265,8 +268,7 @@ TEST_CASE("bad input: each case gives one clear line and a documented exit code"
     auto r = Walcut("verify " + t.path);
     INFO(r.out);
     CHECK(r.code == 1);
-    CHECK(r.out.find(walfmt::Lsn{0, offs[1]}.ToString() +
-                     ": record length over the limit (next intact record at " +
+    CHECK(r.out.find(walfmt::Lsn{0, offs[1]}.ToString() + ": record length over the limit (next intact record at " +
                      walfmt::Lsn{0, offs[2]}.ToString() + "): expected at most 1048576, found 4294967295") !=
           std::string::npos);
   }

@@ -6,9 +6,9 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <pty.h>
-#include <termios.h>
 #include <signal.h>
 #include <sys/wait.h>
+#include <termios.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -117,7 +117,8 @@ TEST_CASE("progress on a terminal: total, rate and ETA, cleared before the outpu
   const auto drawn = Drawn(r.tty);
   REQUIRE(!drawn.empty());
   // "verify 40% (27.5 MiB/68.9 MiB, 120.3 MiB/s, ETA 0:01)"
-  const std::regex line(R"(verify \d+% \(\d+(\.\d)? (B|KiB|MiB)/\d+(\.\d)? (B|KiB|MiB), \d+(\.\d)? (B|KiB|MiB|GiB)/s, ETA \d+:\d\d\))");
+  const std::regex line(
+      R"(verify \d+% \(\d+(\.\d)? (B|KiB|MiB)/\d+(\.\d)? (B|KiB|MiB), \d+(\.\d)? (B|KiB|MiB|GiB)/s, ETA \d+:\d\d\))");
   bool full = false;
   for (const auto& l : drawn) full = full || std::regex_match(l, line);
   CHECK(full);
@@ -178,10 +179,10 @@ TEST_CASE("progress: an error line is never glued to the progress line", "[progr
 TEST_CASE("check's progress: stage names and a count that never goes backwards within a stage", "[progress]") {
   const std::string dir = std::string(WALCUT_SOURCE_DIR) + "/samples/healthy";
   TempDir io;
-  const std::string cmd =
-      fmt::format("WALCUT_PROGRESS_INTERVAL_MS=0 '{}' check --all --level restore --progress -j1 '{}' >'{}/out' "
-                  "2>'{}/err'",
-                  WALCUT_BIN, dir, io.path, io.path);
+  const std::string cmd = fmt::format(
+      "WALCUT_PROGRESS_INTERVAL_MS=0 '{}' check --all --level restore --progress -j1 '{}' >'{}/out' "
+      "2>'{}/err'",
+      WALCUT_BIN, dir, io.path, io.path);
   REQUIRE(std::system(cmd.c_str()) == 0);
   const std::string err = Slurp(io.path + "/err");
   INFO(err);
@@ -376,8 +377,8 @@ TEST_CASE("dump --follow: records appended, across segment switches and partial 
   const std::string wal = live.path + "/node-0/wal";
   const std::string first_rest = StartWithFirst1000(segs, wal);
 
-  const pid_t pid = Start({"dump", "--follow", "--follow-interval", "20", live.path + "/node-0"}, io.path + "/out",
-                          io.path + "/err");
+  const pid_t pid =
+      Start({"dump", "--follow", "--follow-interval", "20", live.path + "/node-0"}, io.path + "/out", io.path + "/err");
   auto lines = [&] { return Lines(Slurp(io.path + "/out")).size(); };
   CHECK(WaitFor([&] { return lines() > 5; }));
   // The rest, in uneven pieces (Feed).
@@ -416,7 +417,8 @@ TEST_CASE("verify --follow: a clean live feed across segment switches and partia
   TempDir src, live, io;
   MakeCluster(src.path, 1, 300, false, 8192);
   int code = 0;
-  const std::vector<std::string> want = Lines(Shell(fmt::format("'{}' verify '{}/node-0'", WALCUT_BIN, src.path), code));
+  const std::vector<std::string> want =
+      Lines(Shell(fmt::format("'{}' verify '{}/node-0'", WALCUT_BIN, src.path), code));
   REQUIRE(code == 0);
   REQUIRE(!want.empty());
   REQUIRE(want.back().find(": OK") != std::string::npos);

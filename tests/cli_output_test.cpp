@@ -21,8 +21,7 @@ namespace {
 // standard error kept.
 Run WalcutTo(const std::string& args, const std::string& out) {
   TempDir io;
-  const std::string cmd =
-      fmt::format("timeout 60 '{}' {} 2>'{}/err' </dev/null {}", WALCUT_BIN, args, io.path, out);
+  const std::string cmd = fmt::format("timeout 60 '{}' {} 2>'{}/err' </dev/null {}", WALCUT_BIN, args, io.path, out);
   const int st = std::system(cmd.c_str());
   Run r;
   r.code = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);

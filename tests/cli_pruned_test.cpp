@@ -62,8 +62,7 @@ std::vector<uint64_t> SegmentIndexes(const std::string& wal_dir) {
 
 }  // namespace
 
-TEST_CASE("pruned: the segments before each node's latest SNAPSHOT record are gone, verify passes",
-          "[cli][samples]") {
+TEST_CASE("pruned: the segments before each node's latest SNAPSHOT record are gone, verify passes", "[cli][samples]") {
   const auto j = nlohmann::json::parse(Slurp(kPruned + "/cluster.json"));
   CHECK(j["wal_retention"] == "after-snapshot");
   CHECK(j["complete"] == true);
@@ -132,7 +131,8 @@ TEST_CASE("pruned: regenerates byte for byte", "[cli][samples]") {
 
 TEST_CASE("run --wal-retention: json summary, the default adds nothing, bad values are usage errors", "[cli]") {
   TempDir t;
-  auto r = Walcut("run " + t.path + "/a --txs 600 --cut-every 100 --segment-size 8K --full-snapshot-every 200"
+  auto r = Walcut("run " + t.path +
+                  "/a --txs 600 --cut-every 100 --segment-size 8K --full-snapshot-every 200"
                   " --wal-retention after-snapshot --crashes 2 --seed 3 --format json");
   INFO(r.out << r.err);
   REQUIRE(r.code == 0);
@@ -177,7 +177,8 @@ TEST_CASE("pruned: cuts, check, cut show and restore read the WAL as starting af
   CHECK(cuts.out.find("2 cuts: 1 consistent, 0 inconsistent, 0 incomplete, 1 unavailable") != std::string::npos);
   CHECK(cuts.out.find("reason: node 2's WAL starts at 5/00000000 (segments before it were removed); cut 5 started "
                       "before it") != std::string::npos);
-  CHECK(cuts.out.find("full snapshot full-2400 (2026-11-30T12:00:00.227021Z): base for cuts 6 (1 consistent cuts)") != std::string::npos);
+  CHECK(cuts.out.find("full snapshot full-2400 (2026-11-30T12:00:00.227021Z): base for cuts 6 (1 consistent cuts)") !=
+        std::string::npos);
   CHECK(cuts.out.find("full snapshot full-1200: not usable as a base: no node's WAL holds its SNAPSHOT record any "
                       "more") != std::string::npos);
   CHECK(cuts.out.find("earliest 6: base full-2400, the oldest full snapshot every node's WAL still holds") !=

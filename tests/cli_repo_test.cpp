@@ -8,8 +8,8 @@
 #include <filesystem>
 #include <string>
 
-#include <catch2/catch.hpp>
 #include <fmt/format.h>
+#include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
 #include "cli_support.h"
@@ -19,7 +19,9 @@ namespace {
 namespace fs = std::filesystem;
 using nlohmann::json;
 
-std::string GoldenPath(const std::string& name) { return std::string(WALCUT_SOURCE_DIR) + "/tests/golden/repo/" + name; }
+std::string GoldenPath(const std::string& name) {
+  return std::string(WALCUT_SOURCE_DIR) + "/tests/golden/repo/" + name;
+}
 
 // Temporary paths differ between runs: the repository becomes @REPO@.
 std::string Normalize(std::string s, const std::string& repo) {
@@ -33,9 +35,10 @@ void Golden(const std::string& name, const std::string& got) { walcut::test::Com
 // same bytes, so the goldens hold.
 std::string MakeRunCluster(const std::string& dir) {
   const std::string c = dir + "/cluster";
-  auto r = Walcut(fmt::format("run '{}' --nodes 3 --backups 1 --txs 2400 --cuts 4 --full-snapshot-at 800 --seed 5 "
-                              "--segment-size 16MiB --epoch 2026-11-30T12:00:00Z",
-                              c));
+  auto r =
+      Walcut(fmt::format("run '{}' --nodes 3 --backups 1 --txs 2400 --cuts 4 --full-snapshot-at 800 --seed 5 "
+                         "--segment-size 16MiB --epoch 2026-11-30T12:00:00Z",
+                         c));
   INFO(r.err);
   REQUIRE(r.code == 0);
   return c;
@@ -111,7 +114,8 @@ TEST_CASE("cli repo: create, list, check (golden), restore through the chain, ex
   r = Walcut(fmt::format("restore '{}' --cut {} --out '{}/live'", c, latest, t.path));
   REQUIRE(r.code == 0);
   for (int i = 0; i < 3; ++i) {
-    CHECK(Slurp(fmt::format("{}/chained/node-{}.snap", t.path, i)) == Slurp(fmt::format("{}/live/node-{}.snap", t.path, i)));
+    CHECK(Slurp(fmt::format("{}/chained/node-{}.snap", t.path, i)) ==
+          Slurp(fmt::format("{}/live/node-{}.snap", t.path, i)));
     CHECK(Slurp(fmt::format("{}/live/node-{}.snap", t.path, i)) ==
           Slurp(fmt::format("{}/f-cut-{}/node-{}.snap", repo, latest, i)));
   }
@@ -214,9 +218,10 @@ TEST_CASE("cli repo: create killed at every I/O step leaves the repository valid
   for (;; ++n) {
     INFO("WALCUT_FAIL_IO_AT=" << n);
     REQUIRE(n < 100);
-    const std::string cmd = fmt::format("WALCUT_FAIL_IO_AT={} '{}' snapshot create '{}' --repo '{}' --incremental --cut 3 "
-                                        ">/dev/null 2>&1",
-                                        n, WALCUT_BIN, c, repo);
+    const std::string cmd = fmt::format(
+        "WALCUT_FAIL_IO_AT={} '{}' snapshot create '{}' --repo '{}' --incremental --cut 3 "
+        ">/dev/null 2>&1",
+        n, WALCUT_BIN, c, repo);
     const int st = std::system(cmd.c_str());
     const int code = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
     auto check = Walcut(fmt::format("snapshot check '{}'", repo));
@@ -252,7 +257,8 @@ TEST_CASE("cli repo: a chain over many segments (samples/healthy) checks clean a
   REQUIRE(Walcut(fmt::format("restore --repo '{}' --latest --out '{}/chained'", repo, t.path)).code == 0);
   REQUIRE(Walcut(fmt::format("restore '{}' --cut 6 --out '{}/live'", c, t.path)).code == 0);
   for (int i = 0; i < 3; ++i) {
-    CHECK(Slurp(fmt::format("{}/chained/node-{}.snap", t.path, i)) == Slurp(fmt::format("{}/live/node-{}.snap", t.path, i)));
+    CHECK(Slurp(fmt::format("{}/chained/node-{}.snap", t.path, i)) ==
+          Slurp(fmt::format("{}/live/node-{}.snap", t.path, i)));
   }
 }
 

@@ -6,8 +6,8 @@
 #include <filesystem>
 #include <string>
 
-#include <catch2/catch.hpp>
 #include <fmt/format.h>
+#include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
 #include "cli_support.h"
@@ -24,8 +24,8 @@ namespace {
 // ended by timeout (exit 124).
 Run WalcutTimed(const std::string& args) {
   TempDir io;
-  const std::string cmd = fmt::format("timeout 60 '{}' {} >'{}/out' 2>'{}/err' </dev/null", WALCUT_BIN, args,
-                                      io.path, io.path);
+  const std::string cmd =
+      fmt::format("timeout 60 '{}' {} >'{}/out' 2>'{}/err' </dev/null", WALCUT_BIN, args, io.path, io.path);
   const int st = std::system(cmd.c_str());
   Run r;
   r.code = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
@@ -107,10 +107,11 @@ TEST_CASE("restore --cut K from the restore of an earlier cut reads from its pos
   TempDir t;
   const std::string c = CopyHealthy(t.path + "/c");
   REQUIRE(WalcutTimed(fmt::format("restore '{}' --cut 4 --out '{}/r4'", c, t.path)).code == 0);
-  const Run genesis = WalcutTimed(fmt::format("restore '{}' --cut 5 --base genesis --out '{}/g5' --format json", c, t.path));
+  const Run genesis =
+      WalcutTimed(fmt::format("restore '{}' --cut 5 --base genesis --out '{}/g5' --format json", c, t.path));
   REQUIRE(genesis.code == 0);
-  const Run delta = WalcutTimed(fmt::format("restore '{}' --cut 5 --base '{}/r4' --out '{}/d5' --format json", c,
-                                            t.path, t.path));
+  const Run delta =
+      WalcutTimed(fmt::format("restore '{}' --cut 5 --base '{}/r4' --out '{}/d5' --format json", c, t.path, t.path));
   REQUIRE(delta.code == 0);
   const json g = json::parse(genesis.out);
   const json d = json::parse(delta.out);

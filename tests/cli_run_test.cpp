@@ -77,8 +77,10 @@ TEST_CASE("run: the same seed and options give byte-identical WAL", "[cli][run]"
     }
   }
   // A different seed writes something else.
-  REQUIRE(Walcut("run " + t.path + "/c --txs 300 --seed 12 --nodes 5 --backups 2 --workload mixed "
-                 "--segment-size 16KiB").code == 0);
+  REQUIRE(Walcut("run " + t.path +
+                 "/c --txs 300 --seed 12 --nodes 5 --backups 2 --workload mixed "
+                 "--segment-size 16KiB")
+              .code == 0);
   CHECK(Slurp(t.path + "/a/node-0/wal/0000000000000000.wal.zst") !=
         Slurp(t.path + "/c/node-0/wal/0000000000000000.wal.zst"));
 }

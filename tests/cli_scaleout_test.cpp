@@ -6,8 +6,8 @@
 #include <string>
 #include <vector>
 
-#include <catch2/catch.hpp>
 #include <fmt/format.h>
+#include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
 #include "cli_support.h"
@@ -31,7 +31,8 @@ void SplitSample(const std::string& sample, const std::string& root, int nodes) 
   for (int i = 0; i < nodes; ++i) {
     const fs::path host = fs::path(root) / fmt::format("host-{}", i);
     fs::create_directories(host);
-    fs::copy(fs::path(sample) / fmt::format("node-{}", i), host / fmt::format("node-{}", i), fs::copy_options::recursive);
+    fs::copy(fs::path(sample) / fmt::format("node-{}", i), host / fmt::format("node-{}", i),
+             fs::copy_options::recursive);
     std::error_code ec;
     if (!fs::is_directory(fs::path(sample) / "snapshots", ec)) continue;
     for (const auto& e : fs::directory_iterator(fs::path(sample) / "snapshots")) {
@@ -52,8 +53,8 @@ std::string ScanAndVerdict(const std::string& dir, int k) {
     REQUIRE(Walcut(fmt::format("scan '{}/hosts/host-{}/node-{}' --out '{}/s{}.json'", dir, i, i, dir, i)).code == 0);
     sums += fmt::format(" '{}/s{}.json'", dir, i);
   }
-  const Run v = Walcut(
-      fmt::format("cuts{} --cluster-json '{}/cluster.json' --verdict-out '{}/v.json' --cut {}", sums, kHealthy, dir, k));
+  const Run v = Walcut(fmt::format("cuts{} --cluster-json '{}/cluster.json' --verdict-out '{}/v.json' --cut {}", sums,
+                                   kHealthy, dir, k));
   INFO(v.out << v.err);
   REQUIRE(v.code == 0);
   return sums;
@@ -74,7 +75,8 @@ std::string DocBlock(const std::string& marker) {
 
 Run Shell(const std::string& script_path, const std::string& env) {
   TempDir io;
-  const std::string cmd = fmt::format("env {} sh '{}' >'{}/out' 2>'{}/err' </dev/null", env, script_path, io.path, io.path);
+  const std::string cmd =
+      fmt::format("env {} sh '{}' >'{}/out' 2>'{}/err' </dev/null", env, script_path, io.path, io.path);
   const int st = std::system(cmd.c_str());
   Run r;
   r.code = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
@@ -130,9 +132,10 @@ TEST_CASE("docs/scale-out.md: the xargs -P flow on samples/healthy split into ho
     const std::string work = t.path + "/work-" + runner;
     const std::string script = t.path + "/flow-" + runner + ".sh";
     Spit(script, DocBlock(runner));
-    const Run r = Shell(script, fmt::format("WALCUT='{}' HOSTS='{}/hosts' WORK='{}' CLUSTER_JSON='{}/cluster.json' CUT=5 "
-                                            "JOBS=3",
-                                            WALCUT_BIN, t.path, work, kHealthy));
+    const Run r =
+        Shell(script, fmt::format("WALCUT='{}' HOSTS='{}/hosts' WORK='{}' CLUSTER_JSON='{}/cluster.json' CUT=5 "
+                                  "JOBS=3",
+                                  WALCUT_BIN, t.path, work, kHealthy));
     INFO(r.out << r.err);
     REQUIRE(r.code == 0);
     CHECK_THAT(r.out, Catch::Contains("assembled cut 5 (consistent) from 3 parts, base full-1500 (full)"));
@@ -141,7 +144,8 @@ TEST_CASE("docs/scale-out.md: the xargs -P flow on samples/healthy split into ho
     CHECK(fs::file_size(work + "/verdict.json") < 64 * 1024);
     SameAsSingleHost(work + "/restore", single, 3);
     // The assembled restore serves as the base of a later restore.
-    const Run next = Walcut(fmt::format("restore '{}' --cut 6 --base '{}/restore' --out '{}/next'", kHealthy, work, work));
+    const Run next =
+        Walcut(fmt::format("restore '{}' --cut 6 --base '{}/restore' --out '{}/next'", kHealthy, work, work));
     INFO(next.out << next.err);
     CHECK(next.code == 0);
     CHECK_THAT(next.out, Catch::Contains("from base cut-5 (restored)"));
@@ -158,17 +162,19 @@ TEST_CASE("per-node restore: --summaries decides the verdict on the host; the pa
   }
   summaries_list += "'";
   for (int i = 0; i < 3; ++i) {
-    const Run a = Walcut(fmt::format("restore '{}/hosts/host-{}/node-{}' --verdict '{}/v.json' --out '{}/a{}'", t.path, i,
-                                     i, t.path, t.path, i));
+    const Run a = Walcut(fmt::format("restore '{}/hosts/host-{}/node-{}' --verdict '{}/v.json' --out '{}/a{}'", t.path,
+                                     i, i, t.path, t.path, i));
     INFO(a.out << a.err);
     REQUIRE(a.code == 0);
     // --summaries takes one file per occurrence, or a comma list.
-    const Run b = Walcut(fmt::format("restore '{}/hosts/host-{}/node-{}'{} --cluster-json '{}/cluster.json' "
-                                     "--cut 4 --out '{}/b{}' --format json",
-                                     t.path, i, i, i == 1 ? summaries_list : summaries_each, kHealthy, t.path, i));
+    const Run b =
+        Walcut(fmt::format("restore '{}/hosts/host-{}/node-{}'{} --cluster-json '{}/cluster.json' "
+                           "--cut 4 --out '{}/b{}' --format json",
+                           t.path, i, i, i == 1 ? summaries_list : summaries_each, kHealthy, t.path, i));
     INFO(b.out << b.err);
     REQUIRE(b.code == 0);
-    CHECK(Slurp(fmt::format("{}/a{}/node-{}.snap", t.path, i, i)) == Slurp(fmt::format("{}/b{}/node-{}.snap", t.path, i, i)));
+    CHECK(Slurp(fmt::format("{}/a{}/node-{}.snap", t.path, i, i)) ==
+          Slurp(fmt::format("{}/b{}/node-{}.snap", t.path, i, i)));
     const auto j = nlohmann::json::parse(b.out);
     CHECK(j["node"] == i);
     CHECK(j["cut"] == 4);
@@ -183,7 +189,8 @@ TEST_CASE("per-node restore: --summaries decides the verdict on the host; the pa
   CHECK(mixed.code == 0);
 }
 
-TEST_CASE("per-node restore refusals through the CLI: another cut, node or cluster, an inconsistent cut unless forced") {
+TEST_CASE(
+    "per-node restore refusals through the CLI: another cut, node or cluster, an inconsistent cut unless forced") {
   TempDir t;
   ScanAndVerdict(t.path, 5);
   const std::string node0 = t.path + "/hosts/host-0/node-0";
@@ -194,7 +201,8 @@ TEST_CASE("per-node restore refusals through the CLI: another cut, node or clust
     CHECK_THAT(r.err, Catch::Contains("the verdict is for cut 5, not cut 4"));
   }
   SECTION("another node's directory") {
-    const Run r = Walcut(fmt::format("restore '{}' --node 1 --verdict '{}/v.json' --out '{}/x'", node0, t.path, t.path));
+    const Run r =
+        Walcut(fmt::format("restore '{}' --node 1 --verdict '{}/v.json' --out '{}/x'", node0, t.path, t.path));
     CHECK(r.code == 2);
     CHECK_THAT(r.err, Catch::Contains("holds node 0's WAL (segment"));
     CHECK_THAT(r.err, Catch::Contains("not node 1's"));
@@ -218,18 +226,22 @@ TEST_CASE("per-node restore refusals through the CLI: another cut, node or clust
     REQUIRE(ov.code == 0);
     const Run r = Walcut(fmt::format("restore '{}' --verdict '{}/ov.json' --out '{}/x'", node0, t.path, t.path));
     CHECK(r.code == 2);
-    CHECK_THAT(r.err, Catch::Contains("the WAL is from cluster 0171803ddfa9d1cc, the verdict is for cluster 0c51046f320c66c2"));
+    CHECK_THAT(r.err, Catch::Contains(
+                          "the WAL is from cluster 0171803ddfa9d1cc, the verdict is for cluster 0c51046f320c66c2"));
   }
   SECTION("a summary of another node's WAL") {
     // Node 1's WAL scanned as if it were node 0's: the verdict's positions
     // for node 0 are node 1's.
-    REQUIRE(Walcut(fmt::format("scan '{}/hosts/host-1/node-1/wal' --node 0 --out '{}/s0-wrong.json'", t.path, t.path)).code == 0);
-    const Run bv = Walcut(fmt::format("cuts '{0}/s0-wrong.json' '{0}/s1.json' '{0}/s2.json' --verdict-out '{0}/bad.json' "
-                                      "--cut 5 --base genesis",
-                                      t.path));
+    REQUIRE(Walcut(fmt::format("scan '{}/hosts/host-1/node-1/wal' --node 0 --out '{}/s0-wrong.json'", t.path, t.path))
+                .code == 0);
+    const Run bv =
+        Walcut(fmt::format("cuts '{0}/s0-wrong.json' '{0}/s1.json' '{0}/s2.json' --verdict-out '{0}/bad.json' "
+                           "--cut 5 --base genesis",
+                           t.path));
     INFO(bv.out << bv.err);
     REQUIRE(bv.code <= 1);  // written whatever the cut's status
-    const Run r = Walcut(fmt::format("restore '{}' --verdict '{}/bad.json' --out '{}/x' --force", node0, t.path, t.path));
+    const Run r =
+        Walcut(fmt::format("restore '{}' --verdict '{}/bad.json' --out '{}/x' --force", node0, t.path, t.path));
     CHECK(r.code == 2);
     CHECK_THAT(r.err, Catch::Contains("node 0: the verdict (cut 5) places"));
     CHECK_FALSE(fs::exists(t.path + "/x"));
@@ -248,11 +260,13 @@ TEST_CASE("per-node restore refusals through the CLI: another cut, node or clust
     SplitSample(kCrash, c.path + "/hosts", 3);
     std::string csums;
     for (int i = 0; i < 3; ++i) {
-      REQUIRE(Walcut(fmt::format("scan '{}/hosts/host-{}/node-{}' --out '{}/s{}.json'", c.path, i, i, c.path, i)).code == 0);
+      REQUIRE(
+          Walcut(fmt::format("scan '{}/hosts/host-{}/node-{}' --out '{}/s{}.json'", c.path, i, i, c.path, i)).code ==
+          0);
       csums += fmt::format(" '{}/s{}.json'", c.path, i);
     }
-    const Run cv = Walcut(fmt::format("cuts{} --cluster-json '{}/cluster.json' --verdict-out '{}/v3.json' --cut 3", csums,
-                                      kCrash, c.path));
+    const Run cv = Walcut(fmt::format("cuts{} --cluster-json '{}/cluster.json' --verdict-out '{}/v3.json' --cut 3",
+                                      csums, kCrash, c.path));
     CHECK(cv.code == 1);
     CHECK_THAT(cv.out, Catch::Contains("cut 3 of 3 nodes is inconsistent"));
     for (int i = 0; i < 3; ++i) {
@@ -267,7 +281,8 @@ TEST_CASE("per-node restore refusals through the CLI: another cut, node or clust
     // marked forced; assembled, the single-host forced restore.
     for (int i = 0; i < 3; ++i) {
       const std::string nd = fmt::format("{}/hosts/host-{}/node-{}", c.path, i, i);
-      const Run r = Walcut(fmt::format("restore '{}' --verdict '{}/v3.json' --out '{}/p{}' --force", nd, c.path, c.path, i));
+      const Run r =
+          Walcut(fmt::format("restore '{}' --verdict '{}/v3.json' --out '{}/p{}' --force", nd, c.path, c.path, i));
       INFO(r.out << r.err);
       CHECK(r.code == 1);
       CHECK_THAT(r.out, Catch::Contains("(inconsistent, forced: CUT_ABORT(3) on node 0 at 3/00000174"));
@@ -282,7 +297,8 @@ TEST_CASE("per-node restore refusals through the CLI: another cut, node or clust
   }
   SECTION("assembly with a node missing") {
     for (int i = 0; i < 2; ++i) {
-      REQUIRE(Walcut(fmt::format("restore '{0}/hosts/host-{1}/node-{1}' --verdict '{0}/v.json' --out '{0}/p{1}'", t.path, i))
+      REQUIRE(Walcut(fmt::format("restore '{0}/hosts/host-{1}/node-{1}' --verdict '{0}/v.json' --out '{0}/p{1}'",
+                                 t.path, i))
                   .code == 0);
     }
     const Run r = Walcut(fmt::format("restore assemble '{0}/out' '{0}/p0' '{0}/p1'", t.path));
@@ -302,7 +318,8 @@ TEST_CASE("check per node: files and restore levels where the WAL lives, the rep
     const Run f = Walcut(fmt::format("check '{}' --format json -o '{}/f{}.json'", nd, t.path, i));
     INFO(f.out << f.err);
     REQUIRE(f.code == 0);
-    const Run r = Walcut(fmt::format("check '{}' --verdict '{}/v.json' --format json -o '{}/r{}.json'", nd, t.path, t.path, i));
+    const Run r =
+        Walcut(fmt::format("check '{}' --verdict '{}/v.json' --format json -o '{}/r{}.json'", nd, t.path, t.path, i));
     INFO(r.out << r.err);
     REQUIRE(r.code == 0);
     files_reports = fmt::format(" '{}/f{}.json'", t.path, i) + files_reports;  // reversed: the merge orders by node
@@ -343,7 +360,8 @@ TEST_CASE("check per node: files and restore levels where the WAL lives, the rep
     fs::create_directories(t.path + "/wrong");
     fs::copy_file(t.path + "/hosts/host-1/snapshots/full-1500/node-1.snap", t.path + "/wrong/node-2.snap");
     const Run r2 = Walcut(fmt::format(
-        "check '{0}/hosts/host-2/node-2' --verdict '{0}/v.json' --base '{0}/wrong' --format json -o '{0}/r2.json'", t.path));
+        "check '{0}/hosts/host-2/node-2' --verdict '{0}/v.json' --base '{0}/wrong' --format json -o '{0}/r2.json'",
+        t.path));
     INFO(r2.out << r2.err);
     CHECK(r2.code == 1);
     const Run m = Walcut(fmt::format("check merge '{0}/r0.json' '{0}/r1.json' '{0}/r2.json'", t.path));
@@ -352,9 +370,10 @@ TEST_CASE("check per node: files and restore levels where the WAL lives, the rep
     CHECK_THAT(m.out, Catch::Contains("holds node 1, expected node 2"));
   }
   SECTION("merge refuses reports of different verdicts") {
-    REQUIRE(Walcut(fmt::format("cuts{} --cluster-json '{}/cluster.json' --verdict-out '{}/vg.json' --cut 5 --base genesis",
-                               sums, kHealthy, t.path))
-                .code == 0);
+    REQUIRE(
+        Walcut(fmt::format("cuts{} --cluster-json '{}/cluster.json' --verdict-out '{}/vg.json' --cut 5 --base genesis",
+                           sums, kHealthy, t.path))
+            .code == 0);
     REQUIRE(Walcut(fmt::format("check '{0}/hosts/host-2/node-2' --verdict '{0}/vg.json' --format json -o '{0}/r2.json'",
                                t.path))
                 .code == 0);
@@ -378,7 +397,9 @@ TEST_CASE("check per node: files and restore levels where the WAL lives, the rep
   }
 }
 
-TEST_CASE("docs/scale-out.md flow on samples/pruned (WAL starting after genesis, full-snapshot base) equals the single-host restore") {
+TEST_CASE(
+    "docs/scale-out.md flow on samples/pruned (WAL starting after genesis, full-snapshot base) equals the single-host "
+    "restore") {
   const std::string pruned = std::string(WALCUT_SOURCE_DIR) + "/samples/pruned";
   TempDir t;
   SplitSample(pruned, t.path + "/hosts", 3);
@@ -386,16 +407,19 @@ TEST_CASE("docs/scale-out.md flow on samples/pruned (WAL starting after genesis,
   REQUIRE(Walcut(fmt::format("restore '{}' --cut 6 --out '{}'", pruned, single)).code == 0);
   const std::string script = t.path + "/flow.sh";
   Spit(script, DocBlock("xargs"));
-  const Run r = Shell(script, fmt::format("WALCUT='{}' HOSTS='{}/hosts' WORK='{}/work' CLUSTER_JSON='{}/cluster.json' CUT=6",
-                                          WALCUT_BIN, t.path, t.path, pruned));
+  const Run r =
+      Shell(script, fmt::format("WALCUT='{}' HOSTS='{}/hosts' WORK='{}/work' CLUSTER_JSON='{}/cluster.json' CUT=6",
+                                WALCUT_BIN, t.path, t.path, pruned));
   INFO(r.out << r.err);
   REQUIRE(r.code == 0);
   CHECK_THAT(r.out, Catch::Contains("assembled cut 6 (consistent) from 3 parts, base full-2400 (full)"));
   SameAsSingleHost(t.path + "/work/restore", single, 3);
   // Genesis cannot serve a WAL whose oldest segments were removed.
-  const Run g = Walcut(fmt::format("cuts {0}/work/summaries/node-0.json {0}/work/summaries/node-1.json "
-                                   "{0}/work/summaries/node-2.json --verdict-out {0}/g.json --cut 6 --base genesis",
-                                   t.path));
+  const Run g =
+      Walcut(fmt::format("cuts {0}/work/summaries/node-0.json {0}/work/summaries/node-1.json "
+                         "{0}/work/summaries/node-2.json --verdict-out {0}/g.json --cut 6 --base genesis",
+                         t.path));
   CHECK(g.code == 2);
-  CHECK_THAT(g.err, Catch::Contains("base genesis needs every node's WAL from 0/00000000, but node 0's WAL starts at 4/00000000"));
+  CHECK_THAT(g.err, Catch::Contains(
+                        "base genesis needs every node's WAL from 0/00000000, but node 0's WAL starts at 4/00000000"));
 }

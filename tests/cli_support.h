@@ -51,8 +51,7 @@ inline void Spit(const std::string& path, const std::string& data) {
 // Runs `walcut ARGS` (ARGS is shell text) with stdout/stderr to files.
 inline Run Walcut(const std::string& args) {
   TempDir io;
-  const std::string cmd =
-      fmt::format("'{}' {} >'{}/out' 2>'{}/err' </dev/null", WALCUT_BIN, args, io.path, io.path);
+  const std::string cmd = fmt::format("'{}' {} >'{}/out' 2>'{}/err' </dev/null", WALCUT_BIN, args, io.path, io.path);
   const int st = std::system(cmd.c_str());
   Run r;
   r.code = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);

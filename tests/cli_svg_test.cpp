@@ -102,8 +102,9 @@ TEST_CASE("cut show --svg: the picture of samples/healthy cut 3 renders to a val
   CHECK(std::system(fmt::format("test $(ls -A '{}' | wc -l) -eq 1", t.path).c_str()) == 0);
 
   if (!HaveRsvg()) {
-    WARN("rsvg-convert not found (Debian package librsvg2-bin; scripts/deps.sh installs it): "
-         "the PNG rendering check is skipped");
+    WARN(
+        "rsvg-convert not found (Debian package librsvg2-bin; scripts/deps.sh installs it): "
+        "the PNG rendering check is skipped");
     return;
   }
   const std::string png_path = t.path + "/cut3.png";

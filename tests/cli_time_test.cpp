@@ -5,8 +5,8 @@
 #include <map>
 #include <string>
 
-#include <catch2/catch.hpp>
 #include <fmt/format.h>
+#include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
 #include "cli_support.h"
@@ -37,8 +37,7 @@ TEST_CASE("walcut restore --before: a bare number is a usage error listing the a
   CHECK(bad.err.find("2026-02 has no day 30") != std::string::npos);
 }
 
-TEST_CASE("walcut restore --before: ISO 8601, offsets, @UNIX_SECONDS and durations pick the same cut",
-          "[cli][time]") {
+TEST_CASE("walcut restore --before: ISO 8601, offsets, @UNIX_SECONDS and durations pick the same cut", "[cli][time]") {
   // samples/healthy: epoch 2026-11-30T12:00:00Z; cut 2 finished at +95.713 ms, cut 3 at +131.114 ms.
   for (const char* t : {"2026-11-30T12:00:00.100Z", "2026-11-30T13:00:00.1+01:00", "@1796040000.1", "100ms",
                         "2026-11-30T12:00:00.131114Z"}) {
@@ -172,9 +171,10 @@ TEST_CASE("walcut scan summaries carry the epoch: cuts over summaries prints UTC
   CHECK(Walcut("run " + t.path + "/c --txs 200 --epoch 5s").code == 2);
 }
 
-TEST_CASE("restore --repo --before: wall-clock times through each artifact's epoch; cluster time refused across "
-          "clusters",
-          "[cli][time][repo]") {
+TEST_CASE(
+    "restore --repo --before: wall-clock times through each artifact's epoch; cluster time refused across "
+    "clusters",
+    "[cli][time][repo]") {
   TempDir t;
   const std::string repo = t.path + "/r";
   for (const char* step : {"--full --from full-1500", "--incremental --cut 5", "--incremental --cut 6"}) {

@@ -2,8 +2,8 @@
 // summary files carry, and a summary naming an unknown check is refused.
 #include <string>
 
-#include <catch2/catch.hpp>
 #include <fmt/format.h>
+#include <catch2/catch.hpp>
 
 #include "cut/load.h"
 #include "cut/summary.h"

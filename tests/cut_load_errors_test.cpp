@@ -5,8 +5,8 @@
 #include <string>
 #include <vector>
 
-#include <catch2/catch.hpp>
 #include <fmt/format.h>
+#include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
 #include "cut/load.h"
@@ -90,7 +90,8 @@ TEST_CASE("LoadInputs refuses no input, a directory among several inputs and a p
   };
   const std::vector<Case> cases = {
       {{}, walfmt::ErrorCode::kInvalidArgument, "no input"},
-      {{file, dir}, walfmt::ErrorCode::kInvalidArgument,
+      {{file, dir},
+       walfmt::ErrorCode::kInvalidArgument,
        dir + ": a directory among several inputs; give one cluster directory or summary files"},
       {{file, dir + "/nothing.json"}, walfmt::ErrorCode::kNotFound, dir + "/nothing.json: no such file or directory"},
   };

@@ -107,9 +107,10 @@ TEST_CASE("Reconstruct: a transaction finding not tied to a cut fails the cuts t
   CHECK(r->window.latest == 1);
 }
 
-TEST_CASE("Reconstruct: one transaction in before(K) on one node and in after(K) on another is an atomicity finding "
-          "naming both nodes, the cut and the transaction",
-          "[reconstruct]") {
+TEST_CASE(
+    "Reconstruct: one transaction in before(K) on one node and in after(K) on another is an atomicity finding "
+    "naming both nodes, the cut and the transaction",
+    "[reconstruct]") {
   // The set-based atomicity check alone: the summaries carry no digests and no
   // marker findings, so nothing else can see that node 0 counts 0:5 in cut 1
   // and node 1 does not.

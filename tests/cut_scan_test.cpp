@@ -3,21 +3,21 @@
 // node, the cut and the transaction at fault.
 #include <algorithm>
 #include <filesystem>
-#include <set>
 #include <fstream>
 #include <functional>
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
-#include <catch2/catch.hpp>
 #include <fmt/format.h>
+#include <catch2/catch.hpp>
 
 #include "cut/cuts.h"
 #include "cut/evidence.h"
-#include "cut_support.h"
 #include "cut/load.h"
 #include "cut/scan.h"
+#include "cut_support.h"
 #include "node/cluster.h"
 #include "walfmt/reader.h"
 #include "walfmt/writer.h"
@@ -121,7 +121,8 @@ ClusterCuts RunAndRewrite(const std::string& dir, uint32_t n, const std::functio
 
 bool HasFinding(const GlobalCut& g, const std::string& check, uint32_t node, const std::string& text) {
   for (const auto& f : g.findings) {
-    if (walcut::cut::CheckName(f.check) == check && f.node == node && f.message.find(text) != std::string::npos) return true;
+    if (walcut::cut::CheckName(f.check) == check && f.node == node && f.message.find(text) != std::string::npos)
+      return true;
   }
   return false;
 }
@@ -213,7 +214,8 @@ TEST_CASE("ScanNode refuses a WAL directory that is not there, holds no segment,
   }
   SECTION("a start position in a segment that is not there") {
     std::vector<uint64_t> indexes;
-    for (const auto& e : fs::directory_iterator(wal)) indexes.push_back(std::stoull(e.path().filename().string(), nullptr, 16));
+    for (const auto& e : fs::directory_iterator(wal))
+      indexes.push_back(std::stoull(e.path().filename().string(), nullptr, 16));
     std::sort(indexes.begin(), indexes.end());
     REQUIRE(indexes.size() >= 2);
     so.from = walfmt::Lsn{indexes.back() + 1, 0x40};
@@ -253,8 +255,9 @@ TEST_CASE("a before transaction moved to after on one node: marker and atomicity
   CHECK_FALSE(b->checks.markers);
   CHECK(HasFinding(*b, "marker", node, moved.ToString()));
   // The finding of the sets against the marker, on its own.
-  CHECK(HasFinding(*b, "marker", node,
-                   fmt::format("node {}: transaction {} is in after({}) but its marker is ", node, moved.ToString(), k)));
+  CHECK(
+      HasFinding(*b, "marker", node,
+                 fmt::format("node {}: transaction {} is in after({}) but its marker is ", node, moved.ToString(), k)));
   // Its other participants keep it in the cut: the digests disagree.
   CHECK_FALSE(b->checks.atomicity);
   CHECK(b->reason.find(moved.ToString()) != std::string::npos);
@@ -403,7 +406,8 @@ TEST_CASE("an after transaction with 9 participants committed just before CUT_ST
   CHECK(lt->commit < lc->start);
 }
 
-TEST_CASE("a commit naming a participant id far beyond the cluster's nodes is scanned without growing per-peer tables") {
+TEST_CASE(
+    "a commit naming a participant id far beyond the cluster's nodes is scanned without growing per-peer tables") {
   // Participant ids come from the WAL: a valid record may name node
   // 4,000,000,000. The scan keeps per-peer digests in an array only for small
   // ids, so such an id costs a map entry, not an array of its size.
@@ -566,8 +570,8 @@ TEST_CASE("a damaged record in the middle of a node's WAL limits the restore win
   CHECK(bad.nodes[1].damage_at == walfmt::Lsn{at.segment, next});
   CHECK(bad.window.any);
   CHECK(bad.window.latest == cc.cuts[1].cut_id);
-  CHECK(bad.window.latest_limit.find(fmt::format("node 1's WAL is damaged at {}", (walfmt::Lsn{at.segment, next}).ToString())) !=
-        std::string::npos);
+  CHECK(bad.window.latest_limit.find(fmt::format("node 1's WAL is damaged at {}",
+                                                 (walfmt::Lsn{at.segment, next}).ToString())) != std::string::npos);
   CHECK(bad.window.latest_limit.find(fmt::format("no cut after {} can be restored", cc.cuts[1].cut_id)) !=
         std::string::npos);
   const GlobalCut* b = bad.Find(cc.cuts[2].cut_id);
@@ -1004,7 +1008,8 @@ TEST_CASE("a commit dropped or turned into a rollback on one participant of an u
   // its missing outcome is a finding of its own. Rolled back, it is not.
   bool overdue = false;
   for (const auto& f : bad.findings) {
-    overdue |= f.node == 1 && f.has_tx && f.tx == commit.tx && f.message.find("never finished here") != std::string::npos;
+    overdue |=
+        f.node == 1 && f.has_tx && f.tx == commit.tx && f.message.find("never finished here") != std::string::npos;
   }
   INFO("WAL time after the commit: " << LastCommitTime(recs) - commit.time_us << " us");
   REQUIRE(LastCommitTime(recs) - commit.time_us > walcut::cut::ScanOptions{}.outcome_overdue_us);
@@ -1237,8 +1242,9 @@ TEST_CASE("settle_cut: a later after set moving a commit of K fails K", "[settle
   CHECK_FALSE(cc.Find(k)->checks.atomicity);
 }
 
-TEST_CASE("a commit whose marker is ahead of every cut the node reached: a marker finding naming node, cut and "
-          "transaction") {
+TEST_CASE(
+    "a commit whose marker is ahead of every cut the node reached: a marker finding naming node, cut and "
+    "transaction") {
   // The marker check alone: the commit stays where it was and its other
   // participants still count it where they did, so only the marker says
   // anything is wrong.
@@ -1333,8 +1339,7 @@ TEST_CASE("a CUT_START repeated and a CUT_FINISH repeated or for a cut never sta
     walfmt::CutFinish stray;
     stray.cut_id = 77;
     stray.time_us = twice.time_us;
-    recs.insert(recs.begin() + static_cast<std::ptrdiff_t>(f) + 1,
-                {Rec{again, {}}, Rec{twice, {}}, Rec{stray, {}}});
+    recs.insert(recs.begin() + static_cast<std::ptrdiff_t>(f) + 1, {Rec{again, {}}, Rec{twice, {}}, Rec{stray, {}}});
   });
   const GlobalCut* g = bad.Find(2);
   REQUIRE(g);
@@ -1374,8 +1379,7 @@ TEST_CASE("a tracked transaction whose commit became a rollback on one node: a r
   REQUIRE(b);
   INFO(Findings(*b));
   CHECK(b->status == CutStatus::kInconsistent);
-  CHECK(HasFinding(*b, "rollback", node,
-                   fmt::format("node {}: transaction {} rolled back at ", node, t.ToString())));
+  CHECK(HasFinding(*b, "rollback", node, fmt::format("node {}: transaction {} rolled back at ", node, t.ToString())));
   CHECK(HasFinding(*b, "rollback", node, fmt::format("but listed in before({}) of CUT_FINISH at ", k)));
 }
 
@@ -1404,13 +1408,13 @@ TEST_CASE("a commit made before CUT_START(1) listed in after(2): a monotonicity 
   INFO(Findings(*g));
   CHECK(g->status == CutStatus::kInconsistent);
   CHECK_FALSE(g->checks.monotonicity);
-  CHECK(HasFinding(*g, "monotonicity", node,
-                   fmt::format("node 0: transaction {} (committed at ", old.ToString())));
+  CHECK(HasFinding(*g, "monotonicity", node, fmt::format("node 0: transaction {} (committed at ", old.ToString())));
   CHECK(HasFinding(*g, "monotonicity", node, "is in cut 1 but in after(2): cut 2 does not contain cut 1"));
 }
 
-TEST_CASE("an intact TX_DATA or CUT_START record whose payload does not decode is a wal finding; no segments is an "
-          "error") {
+TEST_CASE(
+    "an intact TX_DATA or CUT_START record whose payload does not decode is a wal finding; no segments is an "
+    "error") {
   TempDir d("undecodable");
   const fs::path wal = d.path / "wal";
   walfmt::WriterOptions wo;
@@ -1436,9 +1440,10 @@ TEST_CASE("an intact TX_DATA or CUT_START record whose payload does not decode i
     if (f.check == walcut::cut::Check::kWal) messages.insert(f.message);
   }
   INFO(fmt::format("{}", fmt::join(messages, "\n")));
-  CHECK(messages.count(fmt::format("node 0: intact TX_DATA record at {} does not decode: TX_DATA payload shorter than "
-                                   "a transaction id",
-                                   at_data->ToString())));
+  CHECK(
+      messages.count(fmt::format("node 0: intact TX_DATA record at {} does not decode: TX_DATA payload shorter than "
+                                 "a transaction id",
+                                 at_data->ToString())));
   CHECK(messages.count(fmt::format("node 0: intact CUT_START record at {} does not decode: {}", at_start->ToString(),
                                    decode.status().message())));
   fs::create_directories(d.path / "empty");

@@ -7,15 +7,14 @@
 #include <filesystem>
 #include <string>
 
-#include <catch2/catch.hpp>
 #include <fmt/format.h>
+#include <catch2/catch.hpp>
 
 #include "cut/cuts.h"
 #include "cut/load.h"
 #include "scratch_dir.h"
 
 namespace walcut::test {
-
 
 // Scans every node of a cluster directory and reconstructs its cuts.
 inline cut::ClusterCuts LoadCuts(const std::string& dir) {

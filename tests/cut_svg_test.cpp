@@ -10,14 +10,14 @@
 #include <string>
 #include <vector>
 
-#include <catch2/catch.hpp>
 #include <fmt/format.h>
+#include <catch2/catch.hpp>
 
 #include "cut/cuts.h"
-#include "cut_support.h"
 #include "cut/load.h"
 #include "cut/scan.h"
 #include "cut/svg.h"
+#include "cut_support.h"
 #include "node/cluster.h"
 
 namespace fs = std::filesystem;
@@ -157,10 +157,10 @@ TEST_CASE("XmlEscape: markup characters, control characters and bytes that are n
   CHECK(XmlEscape(std::string("x\x01y\x7fz", 5)) == "x\\x01y\x7fz");  // DEL is an XML character
   CHECK(XmlEscape("tab\tnl\n") == "tab\tnl\n");
   CHECK(XmlEscape("caf\xc3\xa9 \xe2\x86\x92") == "caf\xc3\xa9 \xe2\x86\x92");  // é →
-  CHECK(XmlEscape("\xff\xc3") == "\\xff\\xc3");        // a bad byte, a cut-short sequence
-  CHECK(XmlEscape("\xc0\xaf") == "\\xc0\\xaf");        // overlong '/'
-  CHECK(XmlEscape("\xed\xa0\x80") == "\\xed\\xa0\\x80");  // a surrogate
-  CHECK(XmlEscape("a\\b") == "a\\x5cb");                  // the backslash, so that \xhh is unambiguous
+  CHECK(XmlEscape("\xff\xc3") == "\\xff\\xc3");                                // a bad byte, a cut-short sequence
+  CHECK(XmlEscape("\xc0\xaf") == "\\xc0\\xaf");                                // overlong '/'
+  CHECK(XmlEscape("\xed\xa0\x80") == "\\xed\\xa0\\x80");                       // a surrogate
+  CHECK(XmlEscape("a\\b") == "a\\x5cb");  // the backslash, so that \xhh is unambiguous
 }
 
 TEST_CASE("a consistent cut: one line and the cut marks per node, the cut line, arrows per tracked transaction") {
@@ -250,8 +250,7 @@ TEST_CASE("many transactions: at most max_transactions drawn, rule-5 cases first
   const std::string svg = RenderCutSvg(cc, g->cut_id, o);
   CHECK(XmlProblem(svg).empty());
   CHECK(Count(svg, "<g class=\"tx ") == 4);
-  CHECK(svg.find(fmt::format("4 of {} tracked transactions drawn, {} omitted", total, total - 4)) !=
-        std::string::npos);
+  CHECK(svg.find(fmt::format("4 of {} tracked transactions drawn, {} omitted", total, total - 4)) != std::string::npos);
   size_t drawn_rule5 = 0;
   for (const auto& tx : rule5) {
     drawn_rule5 += svg.find(fmt::format("<title>transaction {}: ", tx.ToString())) != std::string::npos ? 1 : 0;

@@ -3,8 +3,8 @@
 #include <random>
 #include <set>
 
-#include <catch2/catch.hpp>
 #include <fmt/format.h>
+#include <catch2/catch.hpp>
 
 #include "cut/tx_window.h"
 
@@ -80,9 +80,9 @@ TEST_CASE("TxWindow against a plain map, random operations on small windows") {
     INFO("seed " << seed);
     std::mt19937_64 rng(seed);
     const size_t window = size_t{1} << (seed % 4 + 1);  // 2..16 slots: many collisions
-    TxWindow w(window, 64, 3);  // windows for three of the four small coordinators
-    std::map<TxId, Lsn> in_flight;             // the truth
-    std::map<TxId, TxWindow::Finish> finished;  // last finish of every transaction
+    TxWindow w(window, 64, 3);                          // windows for three of the four small coordinators
+    std::map<TxId, Lsn> in_flight;                      // the truth
+    std::map<TxId, TxWindow::Finish> finished;          // last finish of every transaction
     uint64_t pos = 0;
     for (int step = 0; step < 20000; ++step) {
       // Coordinators 0-2 and one beyond the direct windows; sequence numbers
@@ -118,7 +118,8 @@ TEST_CASE("TxWindow against a plain map, random operations on small windows") {
       REQUIRE(w.size() == in_flight.size());
       // A finish the window still knows is the last one; the window may forget.
       if (auto lf = w.LastFinish(t)) {
-        INFO("step " << step << " tx " << t.ToString() << " op " << op << " got " << lf->at.ToString() << " want " << (finished.count(t) ? finished[t].at.ToString() : "none"));
+        INFO("step " << step << " tx " << t.ToString() << " op " << op << " got " << lf->at.ToString() << " want "
+                     << (finished.count(t) ? finished[t].at.ToString() : "none"));
         REQUIRE(finished.count(t));
         CHECK(lf->at == finished[t].at);
         CHECK(lf->rolled_back == finished[t].rolled_back);

@@ -6,12 +6,12 @@
 #include <iterator>
 #include <string>
 
-#include <catch2/catch.hpp>
 #include <fmt/format.h>
+#include <catch2/catch.hpp>
 
-#include "scratch_dir.h"
 #include "node/cluster.h"
 #include "node_wal_model.h"
+#include "scratch_dir.h"
 
 namespace fs = std::filesystem;
 using walcut::node::ClusterOptions;
@@ -129,9 +129,10 @@ TEST_CASE("crash sweep - recovery keeps the WAL consistent with the oracle") {
       }
     }
   }
-  WARN(fmt::format("crash sweep: {} runs, {} crashes, {} restarts, {} recovered commits, {} consistent and {} "
-                   "inconsistent cuts",
-                   runs, crashes, restarts, recovered, consistent, inconsistent));
+  WARN(
+      fmt::format("crash sweep: {} runs, {} crashes, {} restarts, {} recovered commits, {} consistent and {} "
+                  "inconsistent cuts",
+                  runs, crashes, restarts, recovered, consistent, inconsistent));
   CHECK(crashes > runs);
   CHECK(restarts == crashes);
   CHECK(recovered > 0);
@@ -281,7 +282,8 @@ TEST_CASE("different seeds give different runs") {
   auto rb = RunCluster(SmallOptions(b.path.string(), 2, 3, 1, Workload::kBank));
   REQUIRE(ra.ok());
   REQUIRE(rb.ok());
-  CHECK(ReadAll(a.path / "node-0/wal/0000000000000000.wal.zst") != ReadAll(b.path / "node-0/wal/0000000000000000.wal.zst"));
+  CHECK(ReadAll(a.path / "node-0/wal/0000000000000000.wal.zst") !=
+        ReadAll(b.path / "node-0/wal/0000000000000000.wal.zst"));
 }
 
 // The sweep: seeds x {3, 5} nodes x {0, 1, 2} backups x {bank, cycle, mixed}.
@@ -315,10 +317,11 @@ TEST_CASE("seed sweep - cuts match the oracle and the invariants hold") {
       }
     }
   }
-  WARN(fmt::format("sweep: {} runs, {} consistent cuts; rule 5: {} after-tx with TX_COMMIT before CUT_START, "
-                   "{} before-tx with TX_COMMIT after CUT_START; naive cut wrong on {} node-cuts, breaks atomicity "
-                   "or an invariant in {} cuts",
-                   runs, cuts, after_early, before_late, naive_wrong, naive_breaks));
+  WARN(
+      fmt::format("sweep: {} runs, {} consistent cuts; rule 5: {} after-tx with TX_COMMIT before CUT_START, "
+                  "{} before-tx with TX_COMMIT after CUT_START; naive cut wrong on {} node-cuts, breaks atomicity "
+                  "or an invariant in {} cuts",
+                  runs, cuts, after_early, before_late, naive_wrong, naive_breaks));
   CHECK(runs >= 600);
   CHECK(after_early > 0);
   CHECK(before_late > 0);
@@ -375,7 +378,8 @@ TEST_CASE("soak", "[.][soak]") {
     failovers += run->summary.initiator_failovers;
     taken_over += run->summary.cuts_taken_over;
   }
-  WARN(fmt::format("soak: {} runs ({} with crashes), {} consistent / {} inconsistent cuts; rule 5: {} after-early, "
-                   "{} before-late; {} initiator failovers, {} with a cut running",
-                   runs, crash_runs, consistent, inconsistent, after_early, before_late, failovers, taken_over));
+  WARN(
+      fmt::format("soak: {} runs ({} with crashes), {} consistent / {} inconsistent cuts; rule 5: {} after-early, "
+                  "{} before-late; {} initiator failovers, {} with a cut running",
+                  runs, crash_runs, consistent, inconsistent, after_early, before_late, failovers, taken_over));
 }

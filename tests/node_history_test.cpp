@@ -12,12 +12,12 @@
 #include <string>
 #include <vector>
 
-#include <catch2/catch.hpp>
 #include <fmt/format.h>
+#include <catch2/catch.hpp>
 
-#include "scratch_dir.h"
 #include "node/cluster.h"
 #include "node_wal_model.h"
+#include "scratch_dir.h"
 #include "sweep_support.h"
 #include "walfmt/topology.h"
 

@@ -19,12 +19,12 @@
 #include <string>
 #include <vector>
 
-#include <catch2/catch.hpp>
 #include <fmt/format.h>
+#include <catch2/catch.hpp>
 
-#include "scratch_dir.h"
 #include "node/cluster.h"
 #include "node_wal_model.h"
+#include "scratch_dir.h"
 #include "walfmt/reader.h"
 #include "walfmt/snapshot.h"
 #include "walfmt/topology.h"
@@ -107,8 +107,10 @@ std::map<std::string, std::string> Replay(const std::string& dir, uint32_t node,
       w.insert(w.end(), d->writes.begin(), d->writes.end());
     } else if (auto* c = std::get_if<walfmt::TxCommit>(&log.recs[i])) {
       for (const auto& w : data[c->tx]) {
-        if (w.op == walfmt::WriteOp::kDelete) kv.erase(w.key);
-        else kv[w.key] = w.value;
+        if (w.op == walfmt::WriteOp::kDelete)
+          kv.erase(w.key);
+        else
+          kv[w.key] = w.value;
       }
       data.erase(c->tx);
     } else if (auto* r = std::get_if<walfmt::TxRollback>(&log.recs[i])) {
@@ -228,17 +230,21 @@ Pair RunBoth(ClusterOptions o, const fs::path& keep_dir, const fs::path& pruned_
         const auto& writes = c.writes.empty() && wal_writes.count(c.id) ? wal_writes[c.id] : c.writes;
         for (const auto& w : writes) {
           if (!topo.Holds(n, w.key)) continue;
-          if (w.op == walfmt::WriteOp::kDelete) truth.erase(w.key);
-          else truth[w.key] = w.value;
+          if (w.op == walfmt::WriteOp::kDelete)
+            truth.erase(w.key);
+          else
+            truth[w.key] = w.value;
         }
       }
       if (recovered != truth) {
         std::string diff;
         for (const auto& [k, v] : truth) {
           auto it = recovered.find(k);
-          if (it == recovered.end() || it->second != v) diff += fmt::format(" {}: oracle {} node {};", k, v, it == recovered.end() ? "-" : it->second);
+          if (it == recovered.end() || it->second != v)
+            diff += fmt::format(" {}: oracle {} node {};", k, v, it == recovered.end() ? "-" : it->second);
         }
-        for (const auto& [k, v] : recovered) if (!truth.count(k)) diff += fmt::format(" {}: only node {};", k, v);
+        for (const auto& [k, v] : recovered)
+          if (!truth.count(k)) diff += fmt::format(" {}: only node {};", k, v);
         FAIL_CHECK("state differs from the oracle:" << diff);
       }
     }
@@ -317,8 +323,8 @@ TEST_CASE("wal retention: crash sweep - recovery from snapshot + WAL matches the
         auto o = Options("", 800000 + seed * 1000 + nodes * 10 + backups, nodes, backups, w);
         o.random_crashes = 3;
         o.full_snapshot_every_tx = 150;
-        INFO(fmt::format("seed {} nodes {} backups {} workload {} crashes 3 snapshot every 150", o.seed, nodes,
-                         backups, walcut::node::WorkloadName(w)));
+        INFO(fmt::format("seed {} nodes {} backups {} workload {} crashes 3 snapshot every 150", o.seed, nodes, backups,
+                         walcut::node::WorkloadName(w)));
         auto [keep, pruned] = RunBoth(o, ka.path, kb.path);
         ++runs;
         crashes += pruned.summary.crashes;
@@ -327,8 +333,8 @@ TEST_CASE("wal retention: crash sweep - recovery from snapshot + WAL matches the
       }
     }
   }
-  WARN(fmt::format("retention crash sweep: {} runs, {} crashes, {} restarts from a snapshot, {} segments deleted",
-                   runs, crashes, from_snapshot, deleted));
+  WARN(fmt::format("retention crash sweep: {} runs, {} crashes, {} restarts from a snapshot, {} segments deleted", runs,
+                   crashes, from_snapshot, deleted));
   CHECK(crashes > runs);
   CHECK(from_snapshot > runs / 2);
   CHECK(deleted > 0);

@@ -7,13 +7,13 @@
 #include <string_view>
 #include <vector>
 
-#include <catch2/catch.hpp>
 #include <fmt/format.h>
+#include <catch2/catch.hpp>
 
-#include "scratch_dir.h"
 #include "node/cluster.h"
-#include "walfmt/snapshot.h"
 #include "node_wal_model.h"
+#include "scratch_dir.h"
+#include "walfmt/snapshot.h"
 
 namespace fs = std::filesystem;
 using namespace walcut::node;

@@ -14,9 +14,9 @@
 #include <fmt/format.h>
 
 #include "node/cluster.h"
-#include "walfmt/topology.h"
 #include "walfmt/reader.h"
 #include "walfmt/record.h"
+#include "walfmt/topology.h"
 
 namespace walcut::node::testing {
 
@@ -140,23 +140,25 @@ inline std::map<std::string, std::string> RestoreNode(const NodeView& v, const s
     auto it = v.data.find(tx);
     if (it == v.data.end()) continue;
     for (const auto& w : it->second) {
-      if (w.op == walfmt::WriteOp::kDelete) state.erase(w.key);
-      else state[w.key] = w.value;
+      if (w.op == walfmt::WriteOp::kDelete)
+        state.erase(w.key);
+      else
+        state[w.key] = w.value;
     }
   }
   return state;
 }
 
 struct ClusterCheck {
-  std::vector<std::string> failures;     // empty: everything holds
+  std::vector<std::string> failures;  // empty: everything holds
   uint64_t consistent_cuts = 0;
   uint64_t inconsistent_cuts = 0;
   uint64_t restarts = 0;
   uint64_t recovered_commits = 0;
   uint64_t after_commit_before_start = 0;  // counted from the WAL
   uint64_t before_commit_after_start = 0;
-  uint64_t naive_disagreements = 0;        // (node, cut) pairs where the naive rule differs from the marker
-  uint64_t naive_invariant_breaks = 0;     // cuts where the naive rule breaks atomicity or a workload invariant
+  uint64_t naive_disagreements = 0;     // (node, cut) pairs where the naive rule differs from the marker
+  uint64_t naive_invariant_breaks = 0;  // cuts where the naive rule breaks atomicity or a workload invariant
 };
 
 // Checks a finished run against docs/cut-rule.md section 2, invariants 1-4 and 6, and
@@ -188,7 +190,8 @@ inline ClusterCheck CheckCluster(const RunResult& run) {
     for (uint32_t p : c->participants) {
       auto it = views[p].marker.find(id);
       if (it == views[p].marker.end()) {
-        fail(fmt::format("tx {} committed (marker {}) but no TX_COMMIT on participant {}", id.ToString(), c->marker, p));
+        fail(
+            fmt::format("tx {} committed (marker {}) but no TX_COMMIT on participant {}", id.ToString(), c->marker, p));
       } else if (it->second != c->marker) {
         fail(fmt::format("tx {}: node {} logged marker {}, decided {}", id.ToString(), p, it->second, c->marker));
       }
@@ -276,7 +279,8 @@ inline ClusterCheck CheckCluster(const RunResult& run) {
       if (members[n] != expected) {
         std::vector<std::string> diff;
         for (const auto& t : members[n]) {
-          if (!expected.count(t)) diff.push_back("+" + t.ToString() + " m=" + std::to_string(truth.count(t) ? truth[t]->marker : 0));
+          if (!expected.count(t))
+            diff.push_back("+" + t.ToString() + " m=" + std::to_string(truth.count(t) ? truth[t]->marker : 0));
         }
         for (const auto& t : expected) {
           if (!members[n].count(t)) diff.push_back("-" + t.ToString() + " m=" + std::to_string(truth[t]->marker));
@@ -297,7 +301,8 @@ inline ClusterCheck CheckCluster(const RunResult& run) {
       size_t in = 0;
       for (uint32_t p : c->participants) in += members[p].count(id);
       if (in != 0 && in != c->participants.size()) {
-        fail(fmt::format("cut {}: tx {} in the cut on {} of {} participants", k, id.ToString(), in, c->participants.size()));
+        fail(fmt::format("cut {}: tx {} in the cut on {} of {} participants", k, id.ToString(), in,
+                         c->participants.size()));
       }
       size_t naive = naive_in.count(id) ? naive_in[id].size() : 0;
       if (naive != 0 && naive != c->participants.size()) naive_breaks = true;
@@ -322,8 +327,10 @@ inline ClusterCheck CheckCluster(const RunResult& run) {
           if (!topo.Holds(n, key)) continue;
           auto it = st[n].find(key);
           if (it == st[n].end() || it->second != val) {
-            if (report) fail(fmt::format("node {} cut {}: copy of {} differs from the primary", n, k, key));
-            else naive_breaks = true;
+            if (report)
+              fail(fmt::format("node {} cut {}: copy of {} differs from the primary", n, k, key));
+            else
+              naive_breaks = true;
           }
         }
       }
@@ -339,16 +346,17 @@ inline ClusterCheck CheckCluster(const RunResult& run) {
     have_prev = true;
   }
   if (out.consistent_cuts != run.summary.cuts_consistent) {
-    fail(fmt::format("{} consistent cuts in the WAL, the run reported {}", out.consistent_cuts, run.summary.cuts_consistent));
+    fail(fmt::format("{} consistent cuts in the WAL, the run reported {}", out.consistent_cuts,
+                     run.summary.cuts_consistent));
   }
   if (out.restarts != run.summary.restarts) {
     fail(fmt::format("{} restarts in the WAL, the run reported {}", out.restarts, run.summary.restarts));
   }
   if (out.after_commit_before_start != run.summary.after_commit_before_start ||
       out.before_commit_after_start != run.summary.before_commit_after_start) {
-    fail(fmt::format("rule-5 counts from the WAL ({}, {}) differ from the run's ({}, {})", out.after_commit_before_start,
-                     out.before_commit_after_start, run.summary.after_commit_before_start,
-                     run.summary.before_commit_after_start));
+    fail(fmt::format("rule-5 counts from the WAL ({}, {}) differ from the run's ({}, {})",
+                     out.after_commit_before_start, out.before_commit_after_start,
+                     run.summary.after_commit_before_start, run.summary.before_commit_after_start));
   }
   return out;
 }

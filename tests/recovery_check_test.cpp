@@ -11,13 +11,13 @@
 #include <sstream>
 #include <string>
 
-#include <catch2/catch.hpp>
 #include <fmt/format.h>
+#include <catch2/catch.hpp>
 
-#include "scratch_dir.h"
-#include "node/cluster.h"
 #include "cut/load.h"
+#include "node/cluster.h"
 #include "recovery/check.h"
+#include "scratch_dir.h"
 #include "walfmt/snapshot.h"
 
 namespace fs = std::filesystem;
@@ -80,7 +80,7 @@ CheckReport CheckFails(const fs::path& dir, CheckLevel level) {
 
 // The one finding of item (level, group, name), which must have failed.
 const walcut::recovery::CheckFinding& OnlyFinding(const CheckReport& r, CheckLevel l, const std::string& group,
-                                                   const std::string& name) {
+                                                  const std::string& name) {
   const auto* item = FindItem(r, l, group, name);
   INFO(group << " / " << name);
   REQUIRE(item);
@@ -298,8 +298,9 @@ TEST_CASE("check: the invariant hook's findings fail the restored cut", "[recove
   o.level = CheckLevel::kRestore;
   o.temp_dir = d.path.parent_path().string();
   uint64_t calls = 0;
-  o.invariants = [&calls](const std::string&, const walcut::recovery::NodeStates& states)
-      -> walfmt::Result<walcut::recovery::InvariantOutcome> {
+  o.invariants = [&calls](
+                     const std::string&,
+                     const walcut::recovery::NodeStates& states) -> walfmt::Result<walcut::recovery::InvariantOutcome> {
     ++calls;
     CHECK(states.size() == 3);
     for (const auto* s : states) CHECK((s != nullptr && !s->empty()));
@@ -351,8 +352,9 @@ TEST_CASE("check: the invariant hook's findings fail the restored cut", "[recove
   CHECK(none.status().code() == walfmt::ErrorCode::kNotFound);
 }
 
-TEST_CASE("check: one node's WAL from another cluster fails the files level and the reconstruction, naming both clusters",
-          "[recovery][check]") {
+TEST_CASE(
+    "check: one node's WAL from another cluster fails the files level and the reconstruction, naming both clusters",
+    "[recovery][check]") {
   TempDir a("mixed-a");
   TempDir b("mixed-b");
   auto ob = Small(b.path.string(), false);
@@ -421,9 +423,10 @@ fs::path StagedNodeFile(const fs::path& root, uint32_t node) {
 
 }  // namespace
 
-TEST_CASE("check: a restored file changed before it is read back is a fingerprint finding; the invariants run on "
-          "what was read back",
-          "[recovery][check]") {
+TEST_CASE(
+    "check: a restored file changed before it is read back is a fingerprint finding; the invariants run on "
+    "what was read back",
+    "[recovery][check]") {
   // Node 0's file is staged when node 1's restore reports progress (one node
   // at a time); changing it then stands for a disk or another process
   // changing the output between the restore and its read-back.

@@ -3,12 +3,12 @@
 // pass.
 #include <algorithm>
 
-#include <catch2/catch.hpp>
 #include <fmt/format.h>
+#include <catch2/catch.hpp>
 
 #include "recovery/invariants.h"
-#include "walfmt/record_text.h"
 #include "recovery_support.h"
+#include "walfmt/record_text.h"
 
 using namespace walcut::recovery;
 using namespace walcut::recovery::testing;

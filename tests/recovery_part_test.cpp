@@ -14,8 +14,8 @@
 #include <string>
 #include <vector>
 
-#include <catch2/catch.hpp>
 #include <fmt/format.h>
+#include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
 #include "cut/cuts.h"
@@ -87,7 +87,8 @@ Hosts SplitIntoHosts(const std::string& cluster_dir, const fs::path& root, uint3
     if (fs::is_directory(fs::path(cluster_dir) / "snapshots", ec)) {
       for (const auto& e : fs::directory_iterator(fs::path(cluster_dir) / "snapshots")) {
         fs::create_directories(snaps / e.path().filename());
-        fs::copy_file(e.path() / fmt::format("node-{}.snap", i), snaps / e.path().filename() / fmt::format("node-{}.snap", i));
+        fs::copy_file(e.path() / fmt::format("node-{}.snap", i),
+                      snaps / e.path().filename() / fmt::format("node-{}.snap", i));
       }
     }
     h.node_dirs.push_back(nd);
@@ -241,7 +242,8 @@ void CheckSeed(uint64_t seed, Counts& counts) {
 
 }  // namespace
 
-TEST_CASE("per-node restores + assembly equal the single-host restore, every cut of 100 seeds, each WAL on its own host") {
+TEST_CASE(
+    "per-node restores + assembly equal the single-host restore, every cut of 100 seeds, each WAL on its own host") {
   uint64_t first = 1, count = 100;
   if (const char* s = std::getenv("WALCUT_PART_SEED")) {
     first = std::strtoull(s, nullptr, 10);
@@ -251,9 +253,10 @@ TEST_CASE("per-node restores + assembly equal the single-host restore, every cut
   }
   Counts counts;
   for (uint64_t seed = first; seed < first + count; ++seed) CheckSeed(seed, counts);
-  WARN(fmt::format("{} seeds: {} consistent cuts restored per node and assembled ({} from a full snapshot), {} "
-                   "inconsistent cuts refused per node and then forced",
-                   counts.seeds, counts.cuts, counts.full_base, counts.refused));
+  WARN(
+      fmt::format("{} seeds: {} consistent cuts restored per node and assembled ({} from a full snapshot), {} "
+                  "inconsistent cuts refused per node and then forced",
+                  counts.seeds, counts.cuts, counts.full_base, counts.refused));
   CHECK(counts.cuts > 0);
   if (count >= 100) {
     CHECK(counts.full_base > 0);
@@ -382,8 +385,8 @@ TEST_CASE("a per-node restore refuses a verdict, a WAL or a base that do not bel
     Verdict bad = v;
     bad.nodes[0].start.offset += 1;
     Refused(Request(bad, s.hosts, 0, out), walfmt::ErrorCode::kInvalidArgument,
-            fmt::format("places CUT_START({}) at {}, but node 0's WAL has no record starting there",
-                        v.cut, bad.nodes[0].start.ToString()));
+            fmt::format("places CUT_START({}) at {}, but node 0's WAL has no record starting there", v.cut,
+                        bad.nodes[0].start.ToString()));
   }
   SECTION("tracked sets that are not the CUT_FINISH record's") {
     Verdict bad = v;
@@ -398,7 +401,8 @@ TEST_CASE("a per-node restore refuses a verdict, a WAL or a base that do not bel
     Verdict bad = v;
     uint32_t i = 0;
     auto committed = [](const walcut::recovery::VerdictNode& n) {
-      for (const auto& t : n.before) if (t.committed) return true;
+      for (const auto& t : n.before)
+        if (t.committed) return true;
       return false;
     };
     while (i < bad.nodes.size() && !committed(bad.nodes[i])) ++i;
@@ -826,8 +830,10 @@ TEST_CASE("a per-node restore refuses a WAL that changed since the verdict, nami
     REQUIRE(vn.from.segment < vn.finish.segment);
     uint64_t first_left = 0;
     for (const auto& p : segs) {
-      if (SegmentIndex(p) <= vn.from.segment) fs::remove(p);
-      else if (first_left == 0) first_left = SegmentIndex(p);
+      if (SegmentIndex(p) <= vn.from.segment)
+        fs::remove(p);
+      else if (first_left == 0)
+        first_left = SegmentIndex(p);
     }
     Refused(Request(v, s.hosts, 0, out), walfmt::ErrorCode::kInvalidArgument,
             fmt::format("{}: node 0's WAL starts at segment {}, but the restore of cut {} from base {} reads from {}",

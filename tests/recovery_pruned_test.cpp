@@ -16,15 +16,15 @@
 #include <map>
 #include <string>
 
-#include <catch2/catch.hpp>
 #include <fmt/format.h>
+#include <catch2/catch.hpp>
 
 #include "cut/cuts.h"
 #include "cut/load.h"
 #include "cut_support.h"
-#include "sweep_support.h"
 #include "node/cluster.h"
 #include "recovery/restore.h"
+#include "sweep_support.h"
 #include "walfmt/topology.h"
 
 namespace fs = std::filesystem;
@@ -33,10 +33,10 @@ using walcut::cut::CutStatus;
 using walcut::node::ClusterOptions;
 using walcut::node::RunResult;
 using walcut::node::Workload;
-using walcut::test::OracleState;
-using walcut::test::State;
 using walcut::test::LoadCuts;
+using walcut::test::OracleState;
 using walcut::test::ScratchDir;
+using walcut::test::State;
 
 namespace {
 
@@ -48,7 +48,6 @@ ClusterOptions PrunedShape(const std::string& dir, uint64_t seed) {
   o.full_snapshot_at_tx = 100 + (seed % 5) * 20;
   return o;
 }
-
 
 // Copies the cluster to `to` and removes, on every node, the segments before
 // the one holding the snapshot's SNAPSHOT record. Returns how many went.
@@ -131,8 +130,8 @@ void CheckSeed(uint64_t seed, Counts& counts) {
     if (!after_snapshot) {
       REQUIRE_FALSE(choice.ok());  // consistent, but only a restore of an earlier cut can serve it
       CHECK(choice.status().code() == walfmt::ErrorCode::kInvalidArgument);
-      CHECK(choice.status().message().find(fmt::format("cut {} cannot be restored from this WAL alone: node ",
-                                                       g.cut_id)) == 0);
+      CHECK(choice.status().message().find(
+                fmt::format("cut {} cannot be restored from this WAL alone: node ", g.cut_id)) == 0);
       CHECK(choice.status().message().find("give --base with an earlier restore output") != std::string::npos);
       continue;
     }
@@ -184,10 +183,10 @@ TEST_CASE("a WAL pruned up to a full snapshot: no false finding, every cut after
   }
   Counts counts;
   for (uint64_t seed = first; seed < first + count; ++seed) CheckSeed(seed, counts);
-  WARN(fmt::format("{} runs ({} pruned): {} consistent cuts, {} restored from the snapshot, {} chained, {} "
-                   "unavailable",
-                   counts.runs, counts.pruned_runs, counts.consistent, counts.restored, counts.chained,
-                   counts.unavailable));
+  WARN(fmt::format(
+      "{} runs ({} pruned): {} consistent cuts, {} restored from the snapshot, {} chained, {} "
+      "unavailable",
+      counts.runs, counts.pruned_runs, counts.consistent, counts.restored, counts.chained, counts.unavailable));
   if (count >= 20) {
     CHECK(counts.pruned_runs > count / 3);
     CHECK(counts.restored > 0);

@@ -7,8 +7,8 @@
 #include <filesystem>
 #include <string>
 
-#include <catch2/catch.hpp>
 #include <fmt/format.h>
+#include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
 #include "cut/cuts.h"

@@ -12,8 +12,8 @@
 #include <string>
 #include <vector>
 
-#include <catch2/catch.hpp>
 #include <fmt/format.h>
+#include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
 #include "cut/cuts.h"
@@ -152,7 +152,7 @@ void CheckSeed(uint64_t seed, Counts& counts) {
   const ClusterCuts whole = Reconstructed(*layout, {});
   uint64_t wal_bytes = 0;
   for (const auto& s : whole.nodes) wal_bytes += s.bytes;
-  std::optional<uint64_t> prev;       // the previous consistent cut restored (bounded) into bounded-<prev>
+  std::optional<uint64_t> prev;  // the previous consistent cut restored (bounded) into bounded-<prev>
   for (const GlobalCut& g : whole.cuts) {
     const uint64_t k = g.cut_id;
     INFO("cut " << k << " (" << CutStatusName(g.status) << ": " << g.reason << ")");

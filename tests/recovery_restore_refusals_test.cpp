@@ -7,8 +7,8 @@
 #include <iterator>
 #include <string>
 
-#include <catch2/catch.hpp>
 #include <fmt/format.h>
+#include <catch2/catch.hpp>
 
 #include "cut/cuts.h"
 #include "cut/load.h"
@@ -143,13 +143,15 @@ TEST_CASE("Restore refuses an applied transaction whose TX_DATA does not decode"
         auto r = walfmt::DecodePayload(v.type, v.payload);
         REQUIRE(r.ok());
         if (const auto* x = std::get_if<walfmt::TxData>(&*r); x && !x->writes.empty()) data.push_back({x->tx, v.lsn});
-        if (const auto* c = std::get_if<walfmt::TxCommit>(&*r); c && v.lsn < start) committed.emplace_back(c->tx.node, c->tx.seq);
+        if (const auto* c = std::get_if<walfmt::TxCommit>(&*r); c && v.lsn < start)
+          committed.emplace_back(c->tx.node, c->tx.seq);
         return true;
       },
       [](const walfmt::Problem&) {});
   const Data* victim = nullptr;
   for (const auto& x : data) {
-    const bool applied = std::find(committed.begin(), committed.end(), std::make_pair(x.tx.node, x.tx.seq)) != committed.end();
+    const bool applied =
+        std::find(committed.begin(), committed.end(), std::make_pair(x.tx.node, x.tx.seq)) != committed.end();
     if (applied && x.followed && x.at < start) {
       victim = &x;
       break;

@@ -4,24 +4,24 @@
 // marker < K, in commit order), and the cut summaries agree with it.
 #include <algorithm>
 #include <cstdlib>
-#include <functional>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <iterator>
 #include <map>
 #include <set>
 #include <string>
 
-#include <catch2/catch.hpp>
 #include <fmt/format.h>
+#include <catch2/catch.hpp>
 
 #include "cut/cuts.h"
-#include "cut_support.h"
-#include "sweep_support.h"
 #include "cut/load.h"
+#include "cut_support.h"
 #include "node/cluster.h"
 #include "node/workload.h"
 #include "recovery/restore.h"
+#include "sweep_support.h"
 #include "walfmt/topology.h"
 #include "walfmt/writer.h"
 
@@ -63,7 +63,6 @@ Seven RunSeven(const std::string& dir) {
   return c;
 }
 
-
 // The primaries' copies: the cluster's logical state.
 State Global(const std::vector<State>& nodes, const walfmt::Topology& topo) {
   State g;
@@ -83,9 +82,9 @@ struct SweepCounts {
   uint64_t incremental = 0;
   uint64_t naive_breaks = 0;
   uint64_t naive_checked = 0;
-  uint64_t widest = 0;               // most participants of a committed transaction
-  uint64_t wide_tracked = 0;         // tracked transactions with more than 6 participants
-  uint64_t after_before_start = 0;   // after(k) transactions committed before CUT_START(k)
+  uint64_t widest = 0;              // most participants of a committed transaction
+  uint64_t wide_tracked = 0;        // tracked transactions with more than 6 participants
+  uint64_t after_before_start = 0;  // after(k) transactions committed before CUT_START(k)
 };
 
 // `adjust` changes the seed's shape (the sweep uses Shape as it is).
@@ -244,15 +243,16 @@ TEST_CASE("every consistent cut restores to the oracle's state, over 500 seeds o
   }
   SweepCounts counts;
   for (uint64_t seed = first; seed < first + count; ++seed) CheckOneSeed(seed, counts);
-  WARN(fmt::format("{} runs: {} consistent cuts restored ({} incrementally), {} inconsistent refused; naive rule "
-                   "broke the bank in {} of {} cut checks",
-                   counts.runs, counts.restores, counts.incremental, counts.inconsistent, counts.naive_breaks,
-                   counts.naive_checked));
+  WARN(
+      fmt::format("{} runs: {} consistent cuts restored ({} incrementally), {} inconsistent refused; naive rule "
+                  "broke the bank in {} of {} cut checks",
+                  counts.runs, counts.restores, counts.incremental, counts.inconsistent, counts.naive_breaks,
+                  counts.naive_checked));
   CHECK(counts.consistent > 0);
   if (count >= 100) {
-    CHECK(counts.inconsistent > 0);   // crashes do make cuts inconsistent
+    CHECK(counts.inconsistent > 0);  // crashes do make cuts inconsistent
     CHECK(counts.incremental > 0);
-    CHECK(counts.naive_breaks > 0);   // the oracle can fail
+    CHECK(counts.naive_breaks > 0);  // the oracle can fail
   }
 }
 
@@ -272,9 +272,10 @@ TEST_CASE("transactions wider than the scan's inline participant lists: 9 nodes,
       o.cut_every = 60;
     });
   }
-  WARN(fmt::format("{} runs: {} consistent cuts restored; widest transaction {} participants, {} wide ones tracked, "
-                   "{} after(k) committed before CUT_START(k)",
-                   counts.runs, counts.restores, counts.widest, counts.wide_tracked, counts.after_before_start));
+  WARN(
+      fmt::format("{} runs: {} consistent cuts restored; widest transaction {} participants, {} wide ones tracked, "
+                  "{} after(k) committed before CUT_START(k)",
+                  counts.runs, counts.restores, counts.widest, counts.wide_tracked, counts.after_before_start));
   CHECK(counts.restores > 0);
   CHECK(counts.widest > 6);
   CHECK(counts.wide_tracked > 0);

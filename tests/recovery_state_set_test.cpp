@@ -2,8 +2,8 @@
 // cluster description comes from) and the comparison of two of them.
 #include <filesystem>
 
-#include <catch2/catch.hpp>
 #include <fmt/format.h>
+#include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
 #include "recovery/diff.h"
@@ -32,9 +32,7 @@ void WriteSet(const std::string& dir, const std::vector<NodeState>& states, uint
   }
 }
 
-std::vector<NodeState> ThreeNodes() {
-  return {{{"a", "1"}, {"b", "2"}}, {{"c", "3"}}, {}};
-}
+std::vector<NodeState> ThreeNodes() { return {{{"a", "1"}, {"b", "2"}}, {{"c", "3"}}, {}}; }
 
 walfmt::Status LoadError(const std::string& dir, const LoadOptions& o = {}) {
   auto r = LoadStateSet(dir, o);
@@ -108,8 +106,9 @@ TEST_CASE("state set: every way a directory can be wrong", "[recovery][state_set
   SECTION("another cluster than expected") {
     const auto st = LoadError(dir, {3, 0x1234, "c/cluster.json"});
     CHECK(st.code() == walfmt::ErrorCode::kInvalidArgument);
-    CHECK(st.message() == dir + "/node-0.snap: belongs to cluster 000000000000abcd, not to cluster "
-                                "0000000000001234 of c/cluster.json");
+    CHECK(st.message() == dir +
+                              "/node-0.snap: belongs to cluster 000000000000abcd, not to cluster "
+                              "0000000000001234 of c/cluster.json");
   }
   SECTION("a damaged file: the file and what is wrong") {
     const std::string path = dir + "/node-1.snap";
@@ -140,7 +139,8 @@ TEST_CASE("state set: every way a directory can be wrong", "[recovery][state_set
     CHECK(st.message() == dir + "/node-1024.snap: node id 1024 is beyond the limit of 1024 nodes");
     fs::remove(dir + "/node-1024.snap");
     WriteAll(dir + "/node-1023.snap", "");  // within the limit: the gap is what is wrong
-    CHECK(LoadError(dir).message() == dir + "/node-3.snap: missing (the directory holds node files up to node-1023.snap)");
+    CHECK(LoadError(dir).message() ==
+          dir + "/node-3.snap: missing (the directory holds node files up to node-1023.snap)");
   }
   SECTION("files of two clusters") {
     WriteSet(t.str() + "/other", ThreeNodes(), 0x9999);
@@ -228,10 +228,10 @@ TEST_CASE("diff: equal sets, and each kind of difference with complete counts", 
   WriteSet(t.str() + "/a", base);
   WriteSet(t.str() + "/same", base, 0xABCD, "another name");  // names do not matter, states do
   auto changed = base;
-  changed[0]["b"] = "20";         // changed
-  changed[0].erase("a");          // only in A
-  changed[0]["aa"] = "new";       // only in B
-  changed[2]["z"] = "26";         // only in B, on another node
+  changed[0]["b"] = "20";    // changed
+  changed[0].erase("a");     // only in A
+  changed[0]["aa"] = "new";  // only in B
+  changed[2]["z"] = "26";    // only in B, on another node
   WriteSet(t.str() + "/b", changed);
   WriteSet(t.str() + "/two", {base[0], base[1]});
   auto a = LoadStateSet(t.str() + "/a");

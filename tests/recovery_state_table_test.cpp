@@ -10,14 +10,14 @@
 #include <string>
 #include <vector>
 
-#include <catch2/catch.hpp>
 #include <fmt/format.h>
+#include <catch2/catch.hpp>
 
 #include "recovery/state_table.h"
 
 using walcut::recovery::HugeArray;
-using walcut::recovery::StateTable;
 using walcut::recovery::PartitionedState;
+using walcut::recovery::StateTable;
 
 namespace {
 
@@ -63,16 +63,20 @@ TEST_CASE("state table: random puts and erases match a std::map, direct and part
         const std::string& key = held.back();
         if ((r >> 20) % 10 == 0) {
           model.erase(key);
-          if (partitioned) p.Erase(key);
-          else t.Erase(key);
+          if (partitioned)
+            p.Erase(key);
+          else
+            t.Erase(key);
         } else {
           // Lengths 0..40: rewrites grow past the spare capacity, shrink and
           // stay the same.
           held.push_back(std::string((r >> 32) % 41, static_cast<char>('a' + (r >> 8) % 26)));
           const std::string& value = held.back();
           model[key] = value;
-          if (partitioned) p.Put(key, value);
-          else t.Put(key, value);
+          if (partitioned)
+            p.Put(key, value);
+          else
+            t.Put(key, value);
         }
         if (i % 50000 == 49999) {
           p.Flush();
@@ -106,8 +110,13 @@ TEST_CASE("state table: visits in byte order of the keys, whatever they share") 
   // Keys that defeat an 8-byte rank: a long shared prefix, prefixes of each
   // other, zero bytes (the rank pads with zeros), bytes above 0x7f (compared
   // unsigned), the empty key.
-  std::vector<std::string> keys = {"", std::string(1, '\0'), std::string(2, '\0'), "a", std::string("a\0", 2),
-                                   std::string("a\0\0\0\0\0\0\0\0\1", 10), std::string("a\0\0\0\0\0\0\0\0", 9)};
+  std::vector<std::string> keys = {"",
+                                   std::string(1, '\0'),
+                                   std::string(2, '\0'),
+                                   "a",
+                                   std::string("a\0", 2),
+                                   std::string("a\0\0\0\0\0\0\0\0\1", 10),
+                                   std::string("a\0\0\0\0\0\0\0\0", 9)};
   const std::string shared = "tenant/0000000042/account/";
   for (int i = 0; i < 300; ++i) {
     keys.push_back(shared + fmt::format("{:05}", (i * 7919) % 1000));
@@ -253,8 +262,13 @@ TEST_CASE("state table: the radix sort and std::sort give the keys' byte order a
   // the radix sort from groups of 1, 2, 3 and 64 entries on and with
   // std::sort only, against std::sort by byte comparison.
   uint64_t s = 11;
-  std::vector<std::string> keys = {"", std::string(1, '\0'), std::string(2, '\0'), "a", std::string("a\0", 2),
-                                   std::string("a\0\0\0\0\0\0\0\0\1", 10), std::string("a\0\0\0\0\0\0\0\0", 9)};
+  std::vector<std::string> keys = {"",
+                                   std::string(1, '\0'),
+                                   std::string(2, '\0'),
+                                   "a",
+                                   std::string("a\0", 2),
+                                   std::string("a\0\0\0\0\0\0\0\0\1", 10),
+                                   std::string("a\0\0\0\0\0\0\0\0", 9)};
   const std::string blocks[] = {"AAAAAAAA", "AAAAAAAB", std::string(8, '\0'), "\xff\xff\xff\xff\xff\xff\xff\xff",
                                 "user/000"};
   for (int i = 0; i < 5000; ++i) {

@@ -12,14 +12,14 @@
 #include <string>
 #include <vector>
 
-#include <catch2/catch.hpp>
 #include <fmt/format.h>
+#include <catch2/catch.hpp>
 
 #include "node/cluster.h"
 #include "recovery/cluster_info.h"
 #include "recovery/invariants.h"
-#include "scratch_dir.h"
 #include "recovery/state_set.h"
+#include "scratch_dir.h"
 
 namespace walcut::recovery::testing {
 

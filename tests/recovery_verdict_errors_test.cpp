@@ -5,8 +5,8 @@
 #include <string>
 #include <vector>
 
-#include <catch2/catch.hpp>
 #include <fmt/format.h>
+#include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
 #include "cut/cuts.h"
@@ -18,9 +18,9 @@
 #include "walfmt/snapshot.h"
 
 namespace fs = std::filesystem;
+using nlohmann::json;
 using walcut::recovery::MakeVerdict;
 using walcut::recovery::VerdictOptions;
-using nlohmann::json;
 
 namespace {
 
@@ -86,8 +86,8 @@ TEST_CASE("MakeVerdict refuses a cut, a cluster.json or a base that does not fit
     j["cluster_id"] = fmt::format("{:016x}", info->cluster_id ^ 1);
     vo.cluster_json = j.dump();
     Refused(MakeVerdict(cc, 1, vo), walfmt::ErrorCode::kInvalidArgument,
-            fmt::format("cluster.json is cluster {:016x}, the summaries are from cluster {:016x}",
-                        info->cluster_id ^ 1, info->cluster_id));
+            fmt::format("cluster.json is cluster {:016x}, the summaries are from cluster {:016x}", info->cluster_id ^ 1,
+                        info->cluster_id));
   }
   SECTION("summaries of fewer nodes than cluster.json") {
     std::vector<walcut::cut::NodeSummary> two(cc.nodes.begin(), cc.nodes.begin() + 2);
@@ -104,8 +104,8 @@ TEST_CASE("MakeVerdict refuses a cut, a cluster.json or a base that does not fit
   SECTION("a base taken after the cut's CUT_START") {
     vo.base = snap.name;
     Refused(MakeVerdict(cc, 1, vo), walfmt::ErrorCode::kInvalidArgument,
-            fmt::format("base {} was taken on node 0 at {}, after CUT_START(1) at {}", snap.name,
-                        snap.at[0].ToString(), first->nodes[0]->start.ToString()));
+            fmt::format("base {} was taken on node 0 at {}, after CUT_START(1) at {}", snap.name, snap.at[0].ToString(),
+                        first->nodes[0]->start.ToString()));
   }
   SECTION("a base that cannot serve") {
     cc.snapshots[0].usable = false;
@@ -129,8 +129,10 @@ TEST_CASE("VerdictFromJson refuses what is not JSON, not a verdict, or lacks a f
           walfmt::ErrorCode::kInvalidArgument, "v.json: field 'id' is missing");
 }
 
-TEST_CASE("RestorePart refuses a verdict node without the cut's markers, a WAL directory without segments, and a "
-          "full base without its file", "[recovery][verdict]") {
+TEST_CASE(
+    "RestorePart refuses a verdict node without the cut's markers, a WAL directory without segments, and a "
+    "full base without its file",
+    "[recovery][verdict]") {
   walcut::test::ScratchDir d("part-refusals");
   RunWithSnapshot(d.path.string());
   walcut::cut::ClusterCuts cc = walcut::test::LoadCuts(d.path.string());
@@ -177,9 +179,9 @@ TEST_CASE("RestorePart refuses a verdict node without the cut's markers, a WAL d
   }
   SECTION("a full base without a base directory") {
     req.base_dir.clear();
-    refused(walfmt::ErrorCode::kInvalidArgument,
-            fmt::format("the verdict's base is full snapshot {}: give the directory holding its node-0.snap",
-                        v.base_name));
+    refused(
+        walfmt::ErrorCode::kInvalidArgument,
+        fmt::format("the verdict's base is full snapshot {}: give the directory holding its node-0.snap", v.base_name));
   }
   SECTION("a base directory without the node's file") {
     req.base_dir = (d.path / "no-base").string();

@@ -5,8 +5,8 @@
 #include <filesystem>
 #include <set>
 
-#include <catch2/catch.hpp>
 #include <fmt/format.h>
+#include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
 #include "cut/load.h"
@@ -79,7 +79,7 @@ void LiveRestore(const std::string& cluster, uint64_t k, const std::string& out)
 }
 
 walfmt::Result<CreateResult> Create(const std::string& cluster, const std::string& repo, bool full, std::string from,
-                            std::optional<uint64_t> cut, std::string parent = "", bool latest = false) {
+                                    std::optional<uint64_t> cut, std::string parent = "", bool latest = false) {
   CreateRequest rq;
   rq.cluster_dir = cluster;
   rq.repo = repo;
@@ -91,11 +91,11 @@ walfmt::Result<CreateResult> Create(const std::string& cluster, const std::strin
   return CreateArtifact(rq);
 }
 
-#define REQUIRE_OK(expr)                        \
-  do {                                          \
-    auto&& _r = (expr);                         \
-    INFO(_r.status().message());                \
-    REQUIRE(_r.ok());                           \
+#define REQUIRE_OK(expr)         \
+  do {                           \
+    auto&& _r = (expr);          \
+    INFO(_r.status().message()); \
+    REQUIRE(_r.ok());            \
   } while (0)
 
 // A full artifact of the cluster's first runtime full snapshot, then an
@@ -307,9 +307,10 @@ TEST_CASE("repo: runtime full plus an increment restores byte-identically to the
   RequireClean(Check(repo, true));
 }
 
-TEST_CASE("repo: an increment's restore plans are read instead of its WAL twice; a changed plan is refused, a "
-          "missing one falls back to analysing the WAL",
-          "[repo]") {
+TEST_CASE(
+    "repo: an increment's restore plans are read instead of its WAL twice; a changed plan is refused, a "
+    "missing one falls back to analysing the WAL",
+    "[repo]") {
   TempDir t("repo-plan");
   const std::string cluster = MakeCluster(t.str(), 33);
   const std::string repo = t.str() + "/repo";
@@ -516,7 +517,8 @@ TEST_CASE("repo: expire keeps the newest fulls and every chain they start; the r
   REQUIRE_OK(Create(cluster, repo, false, "", consistent[3]));                          // on F2
   auto dry = Expire(repo, 1, true);
   REQUIRE(dry.ok());
-  CHECK(dry->removed == std::vector<std::string>{fmt::format("i-cut-{}", consistent[1]), "f-" + info->full_snapshots[0].name});
+  CHECK(dry->removed ==
+        std::vector<std::string>{fmt::format("i-cut-{}", consistent[1]), "f-" + info->full_snapshots[0].name});
   CHECK(ListRepository(repo)->artifacts.size() == 4);
   auto r = Expire(repo, 1, false);
   REQUIRE(r.ok());
@@ -550,8 +552,7 @@ TEST_CASE("repo: expire keeps the newest fulls and every chain they start; the r
   auto sweep = Expire(repo, 1, false);
   REQUIRE(sweep.ok());
   CHECK(sweep->leftovers_removed.size() == 2);
-  CHECK(ListRepository(repo)->leftovers ==
-        std::vector<std::string>{fmt::format(".i-cut-8.tmp-{}-1", ::getpid())});
+  CHECK(ListRepository(repo)->leftovers == std::vector<std::string>{fmt::format(".i-cut-8.tmp-{}-1", ::getpid())});
 }
 
 }  // namespace walcut::repo
@@ -560,8 +561,7 @@ namespace walcut::repo {
 
 // Small segments: every increment's WAL starts after segment 0, and the cut
 // analysis checks it against the parent's cut or full snapshot.
-TEST_CASE("repo: increments of a WAL of many segments restore byte-identically through the chain",
-          "[repo]") {
+TEST_CASE("repo: increments of a WAL of many segments restore byte-identically through the chain", "[repo]") {
   TempDir t("repo-multiseg");
   const std::string cluster = MakeCluster(t.str(), 91, 8192);
   const std::string repo = t.str() + "/repo";
@@ -719,8 +719,10 @@ void MakeArtifactVersion1(const std::string& dir) {
 
 }  // namespace
 
-TEST_CASE("repo: a repository written by older walcut (format/version, decimal cluster_id) lists, checks, restores "
-          "and grows", "[repo]") {
+TEST_CASE(
+    "repo: a repository written by older walcut (format/version, decimal cluster_id) lists, checks, restores "
+    "and grows",
+    "[repo]") {
   TempDir t("repo-v1");
   const std::string cluster = MakeCluster(t.str(), 21);
   const std::string repo = t.str() + "/repo";
@@ -734,7 +736,8 @@ TEST_CASE("repo: a repository written by older walcut (format/version, decimal c
   REQUIRE_OK(inc);
   const uint64_t cluster_id = inc->m.cluster_id;
   WriteAll(repo + "/" + kMarkerFile,
-           R"({"format": "walcut-repository", "version": 1, "artifact_schema": "walcut.artifact/1"})" "\n");
+           R"({"format": "walcut-repository", "version": 1, "artifact_schema": "walcut.artifact/1"})"
+           "\n");
   MakeArtifactVersion1(repo + "/" + full->m.name);
   MakeArtifactVersion1(repo + "/" + inc->m.name);
 
@@ -767,7 +770,8 @@ TEST_CASE("repo: a repository written by older walcut (format/version, decimal c
         fmt::format("{:016x}", cluster_id));
   RequireClean(Check(repo, true));
   // A marker of a later version is refused, not misread.
-  WriteAll(repo + "/" + kMarkerFile, R"({"schema": "walcut.repository/3"})" "\n");
+  WriteAll(repo + "/" + kMarkerFile, R"({"schema": "walcut.repository/3"})"
+                                     "\n");
   CHECK(InitRepository(repo).code() == walfmt::ErrorCode::kInvalidArgument);
 }
 

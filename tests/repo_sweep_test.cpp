@@ -33,8 +33,8 @@
 #include <string>
 #include <vector>
 
-#include <catch2/catch.hpp>
 #include <fmt/format.h>
+#include <catch2/catch.hpp>
 
 #include "cut/cuts.h"
 #include "cut/load.h"
@@ -102,7 +102,6 @@ SweepShape Shape(const std::string& dir, uint64_t seed) {
   return s;
 }
 
-
 // "" when the states are equal, else how many keys differ and the first one.
 std::string StateDiff(const State& got, const State& want) {
   size_t differ = 0;
@@ -122,22 +121,22 @@ std::string StateDiff(const State& got, const State& want) {
 
 struct Counts {
   uint64_t runs = 0;
-  uint64_t no_full = 0;            // no consistent cut and no usable snapshot: nothing to build a repository on
-  uint64_t pruned_runs = 0;        // the live WAL pruned by the runtime's retention
+  uint64_t no_full = 0;      // no consistent cut and no usable snapshot: nothing to build a repository on
+  uint64_t pruned_runs = 0;  // the live WAL pruned by the runtime's retention
   uint64_t crash_runs = 0;
   uint64_t snapshot_recoveries = 0;  // restarts from a snapshot file plus the WAL after it (retention)
   uint64_t artifacts = 0;
   uint64_t runtime_fulls = 0;
-  uint64_t synthetic_fulls = 0;    // from the live WAL
+  uint64_t synthetic_fulls = 0;         // from the live WAL
   uint64_t pruned_synthetic_fulls = 0;  // ... of a WAL pruned by retention
-  uint64_t rolled_fulls = 0;       // served by the repository (mid-chain and at the last cut)
+  uint64_t rolled_fulls = 0;            // served by the repository (mid-chain and at the last cut)
   uint64_t increments = 0;
   uint64_t spanning_increments = 0;  // increments over at least one skipped consistent cut
   uint64_t chain_restores = 0;
   uint64_t longest_chain = 0;
   uint64_t pruned_chain_restores = 0;
-  uint64_t twin_restores = 0;      // pruned live restores compared with the complete WAL of an unpruned twin
-  uint64_t oracle_checked = 0;     // cut restores compared with the oracle
+  uint64_t twin_restores = 0;   // pruned live restores compared with the complete WAL of an unpruned twin
+  uint64_t oracle_checked = 0;  // cut restores compared with the oracle
   uint64_t checks = 0, check_restores = 0;
 };
 
@@ -438,7 +437,8 @@ void CheckSeed(uint64_t seed, Counts& counts) {
   REQUIRE(report.ok());
   std::string findings;
   for (const auto& it : report->items) {
-    for (const auto& f : it.findings) findings += fmt::format("[{} {}: {}] {}\n", it.level, it.group, it.name, f.message);
+    for (const auto& f : it.findings)
+      findings += fmt::format("[{} {}: {}] {}\n", it.level, it.group, it.name, f.message);
   }
   for (const auto& e : report->errors) findings += "ERROR " + e + "\n";
   INFO(findings);
@@ -449,9 +449,10 @@ void CheckSeed(uint64_t seed, Counts& counts) {
 
 }  // namespace
 
-TEST_CASE("repository chains restore like the live WAL and the oracle, over 200 seeds of shapes, crashes and "
-          "retention",
-          "[sweep]") {
+TEST_CASE(
+    "repository chains restore like the live WAL and the oracle, over 200 seeds of shapes, crashes and "
+    "retention",
+    "[sweep]") {
   uint64_t first = 1, count = 200;
   if (const char* s = std::getenv("WALCUT_REPO_SEED")) {
     first = std::strtoull(s, nullptr, 10);
@@ -462,13 +463,16 @@ TEST_CASE("repository chains restore like the live WAL and the oracle, over 200 
   Counts counts;
   for (uint64_t seed = first; seed < first + count; ++seed) CheckSeed(seed, counts);
   WARN(fmt::format(
-      "{} runs ({} with crashes, {} pruned by retention, {} restarts from a snapshot, {} without a full): {} artifacts ({} runtime fulls, {} synthetic fulls from "
-      "the WAL ({} pruned), {} rolled up from a chain, {} increments, {} spanning skipped cuts); {} chain restores ({} on pruned "
+      "{} runs ({} with crashes, {} pruned by retention, {} restarts from a snapshot, {} without a full): {} artifacts "
+      "({} runtime fulls, {} synthetic fulls from "
+      "the WAL ({} pruned), {} rolled up from a chain, {} increments, {} spanning skipped cuts); {} chain restores ({} "
+      "on pruned "
       "clusters, longest chain {}), {} cut restores checked against the oracle, {} pruned ones against the complete "
       "WAL of a twin; {} checks ({} trial restores)",
-      counts.runs, counts.crash_runs, counts.pruned_runs, counts.snapshot_recoveries, counts.no_full, counts.artifacts, counts.runtime_fulls, counts.synthetic_fulls, counts.pruned_synthetic_fulls,
-      counts.rolled_fulls, counts.increments, counts.spanning_increments, counts.chain_restores,
-      counts.pruned_chain_restores, counts.longest_chain, counts.oracle_checked, counts.twin_restores, counts.checks, counts.check_restores));
+      counts.runs, counts.crash_runs, counts.pruned_runs, counts.snapshot_recoveries, counts.no_full, counts.artifacts,
+      counts.runtime_fulls, counts.synthetic_fulls, counts.pruned_synthetic_fulls, counts.rolled_fulls,
+      counts.increments, counts.spanning_increments, counts.chain_restores, counts.pruned_chain_restores,
+      counts.longest_chain, counts.oracle_checked, counts.twin_restores, counts.checks, counts.check_restores));
   if (count >= 100) {
     CHECK(counts.chain_restores > 0);
     CHECK(counts.pruned_runs > 0);

@@ -158,7 +158,8 @@ TEST_CASE("chain check: the reader over a checked source finds what it finds ove
     INFO("round " << round);
     std::string bad = s.bytes;
     const int flips = static_cast<int>(rng() % 3);
-    for (int i = 0; i < flips; ++i) *At(bad, kSegmentHeaderSize + rng() % (bad.size() - kSegmentHeaderSize)) ^= 1 + rng() % 255;
+    for (int i = 0; i < flips; ++i)
+      *At(bad, kSegmentHeaderSize + rng() % (bad.size() - kSegmentHeaderSize)) ^= 1 + rng() % 255;
     if (rng() % 4 == 0) bad.resize(kSegmentHeaderSize + rng() % (bad.size() - kSegmentHeaderSize));
     for (RecoveryMode mode : {RecoveryMode::kStrict, RecoveryMode::kTolerateTornTail, RecoveryMode::kSalvage}) {
       INFO("mode " << RecoveryModeName(mode));
@@ -166,7 +167,8 @@ TEST_CASE("chain check: the reader over a checked source finds what it finds ove
       const Scan got = ScanWith(detail::CheckedMemorySource(Span(bad), 1 + rng() % 2000), mode);
       CHECK(got.visited == want.visited);
       REQUIRE(got.problems.size() == want.problems.size());
-      for (size_t i = 0; i < want.problems.size(); ++i) CHECK(got.problems[i].ToString() == want.problems[i].ToString());
+      for (size_t i = 0; i < want.problems.size(); ++i)
+        CHECK(got.problems[i].ToString() == want.problems[i].ToString());
       CHECK(got.scan.valid_end == want.scan.valid_end);
       CHECK(got.scan.end == want.scan.end);
     }

@@ -8,8 +8,8 @@
 
 #include <filesystem>
 
-#include <catch2/catch.hpp>
 #include <fmt/format.h>
+#include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
 #include "test_files.h"
@@ -171,17 +171,21 @@ TEST_CASE("cluster.json: malformed values are named with what was found", "[clus
       {"/nodes", 0, "field \"nodes\": expected at least 1, found 0"},
       {"/nodes", 5000, "field \"nodes\": 5000 is larger than the limit 1024"},
       {"/backups", 3, "field \"backups\": 3 backups need more than 3 nodes"},
-      {"/key_hash", "crc32 % partitions", "field \"key_hash\": expected \"fnv1a64 % partitions\", found \"crc32 % partitions\""},
+      {"/key_hash", "crc32 % partitions",
+       "field \"key_hash\": expected \"fnv1a64 % partitions\", found \"crc32 % partitions\""},
       {"/partitions", json::array(), "field \"partitions\": no partitions"},
       {"/partitions", 6, "field \"partitions\": expected an array, found 6"},
-      {"/partitions/1/primary", 2, "field \"partitions[1].primary\": expected node 1 (fnv1a64 % partitions over 3 nodes), found 2"},
+      {"/partitions/1/primary", 2,
+       "field \"partitions[1].primary\": expected node 1 (fnv1a64 % partitions over 3 nodes), found 2"},
       {"/partitions/1/backups", json::array({0}), "field \"partitions[1].backups\": expected [2], found [0]"},
       {"/partitions/3/id", 7, "field \"partitions[3].id\": expected 3, found 7"},
       {"/node_dirs/2/id", 0, "field \"node_dirs[2].id\": expected 2, found 0"},
-      {"/parameters/workload", "ledger", "field \"parameters.workload\": expected bank, cycle or mixed, found \"ledger\""},
+      {"/parameters/workload", "ledger",
+       "field \"parameters.workload\": expected bank, cycle or mixed, found \"ledger\""},
       {"/parameters/accounts", 0, "field \"parameters.accounts\": 0 accounts for the mixed workload"},
       {"/parameters/ring_keys", 1000001, "field \"parameters.ring_keys\": 1000001 is larger than the limit 1000000"},
-      {"/parameters/initial_balance", "1000", "field \"parameters.initial_balance\": expected an integer, found \"1000\""},
+      {"/parameters/initial_balance", "1000",
+       "field \"parameters.initial_balance\": expected an integer, found \"1000\""},
       {"/initial_bank_total", 9223372036854775808ull,
        "field \"initial_bank_total\": 9223372036854775808 does not fit a signed 64-bit integer"},
       {"/full_snapshots/0/name", "", "field \"full_snapshots[0].name\": empty"},
@@ -200,7 +204,8 @@ TEST_CASE("cluster.json: malformed values are named with what was found", "[clus
   SECTION("a snapshot listed with too few nodes") {
     json doc = SampleDoc();
     doc["full_snapshots"][0]["nodes"].erase(2);
-    CHECK(ParseError(doc) == "/x/cluster.json: field \"full_snapshots[0].nodes\": 2 entries, expected one per node (3)");
+    CHECK(ParseError(doc) ==
+          "/x/cluster.json: field \"full_snapshots[0].nodes\": 2 entries, expected one per node (3)");
   }
   SECTION("a snapshot listed twice") {
     json doc = SampleDoc();
@@ -227,11 +232,13 @@ TEST_CASE("cluster.json: version 1, as older walcut wrote it, still reads", "[cl
   CHECK(ParseError(doc) == "/x/cluster.json: field \"format\": expected \"walcut-cluster\", found \"something-else\"");
   doc = SampleDocV1();
   doc["format_version"] = 2;
-  CHECK(ParseError(doc) == "/x/cluster.json: field \"format_version\": version 2 is not supported (this walcut reads 1, "
-                           "and \"schema\": \"walcut.cluster/2\")");
+  CHECK(ParseError(doc) ==
+        "/x/cluster.json: field \"format_version\": version 2 is not supported (this walcut reads 1, "
+        "and \"schema\": \"walcut.cluster/2\")");
   doc = SampleDocV1();
   doc["cluster_id"] = "ffffffffffffffc5";
-  CHECK(ParseError(doc) == "/x/cluster.json: field \"cluster_id\": expected an unsigned integer, found \"ffffffffffffffc5\"");
+  CHECK(ParseError(doc) ==
+        "/x/cluster.json: field \"cluster_id\": expected an unsigned integer, found \"ffffffffffffffc5\"");
   // The copy walcut embeds in what it writes is made current, other members kept.
   json v1doc = SampleDocV1();
   v1doc["complete"] = true;
@@ -285,7 +292,6 @@ TEST_CASE("cluster.json: LoadClusterInfo reads a directory's file, says when the
   REQUIRE_FALSE(bad.ok());
   CHECK_THAT(bad.status().message(), Catch::StartsWith(t.path() + "/cluster.json: not valid JSON"));
 }
-
 
 namespace {
 
@@ -385,7 +391,8 @@ TEST_CASE("cluster layout: node directories from cluster.json, else by name", "[
   CHECK(NodeDirName(3) == "node-3");
   CHECK(NodeWalDirName(3) == "node-3/wal");
   CHECK(NodeIdFromDirName("node-12") == 12u);
-  for (const char* bad : {"node-", "node-x", "node-1a", "nodes-1", "node--1", "wal"}) CHECK_FALSE(NodeIdFromDirName(bad));
+  for (const char* bad : {"node-", "node-x", "node-1a", "nodes-1", "node--1", "wal"})
+    CHECK_FALSE(NodeIdFromDirName(bad));
 
   TempDir d;
   auto none = FindClusterLayout(d.path() + "/missing");

@@ -22,8 +22,8 @@
 #include <string>
 #include <vector>
 
-#include <catch2/catch.hpp>
 #include <fmt/format.h>
+#include <catch2/catch.hpp>
 
 #include "test_files.h"
 #include "walfmt/bytes.h"
@@ -43,9 +43,6 @@ using walcut::testing::TempDir;
 using walcut::testing::WriteFileBytes;
 
 // --- Files -----------------------------------------------------------------
-
-
-
 
 std::span<const uint8_t> Span(const std::string& s) { return {reinterpret_cast<const uint8_t*>(s.data()), s.size()}; }
 
@@ -131,19 +128,26 @@ Record RandomRecord(std::mt19937_64& rng, uint64_t n) {
       }
       return r;
     }
-    case 4: return TxPrepare{tx, rng(), {0, 1, 2}};
-    case 5: return TxCommit{tx, rng() % 9, rng(), static_cast<uint16_t>(rng() % 4), {0, 2}};
-    case 6: return TxRollback{tx, rng(), 0, {1, 3}};
-    case 7: return CutStart{rng() % 9, rng()};
+    case 4:
+      return TxPrepare{tx, rng(), {0, 1, 2}};
+    case 5:
+      return TxCommit{tx, rng() % 9, rng(), static_cast<uint16_t>(rng() % 4), {0, 2}};
+    case 6:
+      return TxRollback{tx, rng(), 0, {1, 3}};
+    case 7:
+      return CutStart{rng() % 9, rng()};
     case 8: {
       CutFinish r{rng() % 9, rng(), {}, {}};
       r.before.resize(rng() % 6, tx);
       r.after.resize(rng() % 3, tx);
       return r;
     }
-    case 9: return CutAbort{rng() % 9, rng(), CutAbortReason::kParticipantLost, RandomString(rng, 40)};
-    case 10: return Snapshot{"snap-" + std::to_string(n), rng(), rng()};
-    default: return NodeStart{static_cast<uint32_t>(rng() % 5), rng()};
+    case 9:
+      return CutAbort{rng() % 9, rng(), CutAbortReason::kParticipantLost, RandomString(rng, 40)};
+    case 10:
+      return Snapshot{"snap-" + std::to_string(n), rng(), rng()};
+    default:
+      return NodeStart{static_cast<uint32_t>(rng() % 5), rng()};
   }
 }
 
@@ -184,7 +188,6 @@ struct Log {
   std::vector<Rec> Before(Lsn at) const {
     return Where([&](const Rec& r) { return r.lsn < at; });
   }
-
 };
 
 // The framing computed here, independently of the writer: checks that the
@@ -294,8 +297,9 @@ Input Prepare(const std::string& bytes, Variant v) {
 
 ScanOutcome ScanInput(const Input& in, uint64_t index, ScanOptions opt, const SegmentScan* prev = nullptr) {
   const Variant v = in.v;
-  auto src = v == Variant::kReadAhead ? detail::CheckedMemorySource({in.buf.data(), in.buf.size()}, ReadAheadBlock(index))
-                                      : MemorySource({in.buf.data(), in.buf.size()}, v == Variant::kZstd);
+  auto src = v == Variant::kReadAhead
+                 ? detail::CheckedMemorySource({in.buf.data(), in.buf.size()}, ReadAheadBlock(index))
+                 : MemorySource({in.buf.data(), in.buf.size()}, v == Variant::kZstd);
   ScanOutcome out;
   const SegmentFile file{MemPath(index, v), index, v == Variant::kZstd};
   out.scan = ScanSegment(
@@ -387,7 +391,7 @@ struct Want {
   std::string detail;
   std::string expected;
   std::string actual;
-  std::string file;  // checked when not empty
+  std::string file;              // checked when not empty
   std::optional<uint32_t> node;  // checked when set: node_known and node
 };
 
@@ -432,7 +436,8 @@ constexpr RecoveryMode kModes[] = {RecoveryMode::kStrict, RecoveryMode::kTolerat
 std::vector<SegmentScan> IntactScans(const Log& log, Variant v) {
   std::vector<SegmentScan> out;
   for (uint64_t i = 0; i < log.segs.size(); ++i) {
-    auto o = ScanBytes(log.segs[i], v, i, Opts(RecoveryMode::kStrict, i == log.last()), out.empty() ? nullptr : &out.back());
+    auto o =
+        ScanBytes(log.segs[i], v, i, Opts(RecoveryMode::kStrict, i == log.last()), out.empty() ? nullptr : &out.back());
     REQUIRE(o.problems.empty());
     out.push_back(o.scan);
   }
@@ -455,20 +460,19 @@ void ResignSegmentHeader(std::string& seg) {
 
 }  // namespace
 
-
 // Every scenario runs three times, as separate test cases: over plain
 // segments, over zstd-compressed ones (MemorySource(zstd bytes, true) /
 // .wal.zst files), and over plain ones read ahead (CheckedMemorySource in
 // small blocks / OpenSegmentSource's read_ahead), so a defect of one variant
 // is reported (and, if known, tagged) on its own.
-#define VARIANT_TEST_CASE(fn, name, tags, zstd_tags)                                          \
-  static void fn(Variant v);                                                                  \
-  TEST_CASE(name " (plain)", tags) { fn(Variant::kPlain); }                                   \
-  TEST_CASE(name " (zstd)", tags zstd_tags) { fn(Variant::kZstd); }                           \
-  TEST_CASE(name " (read-ahead)", tags) {                                                     \
-    ReadAheadScope scope;                                                                     \
-    fn(Variant::kReadAhead);                                                                  \
-  }                                                                                           \
+#define VARIANT_TEST_CASE(fn, name, tags, zstd_tags)                \
+  static void fn(Variant v);                                        \
+  TEST_CASE(name " (plain)", tags) { fn(Variant::kPlain); }         \
+  TEST_CASE(name " (zstd)", tags zstd_tags) { fn(Variant::kZstd); } \
+  TEST_CASE(name " (read-ahead)", tags) {                           \
+    ReadAheadScope scope;                                           \
+    fn(Variant::kReadAhead);                                        \
+  }                                                                 \
   static void fn(Variant v)
 
 // ===========================================================================
@@ -579,7 +583,8 @@ VARIANT_TEST_CASE(StopFromUnchecked, "reader: visitor stop, `from` and unchecked
 // ===========================================================================
 // 1. Truncation.
 
-VARIANT_TEST_CASE(TruncateLastSegmentScan, "reader: truncation at every byte offset of the last segment (ScanSegment)", "[reader][corruption]", "") {
+VARIANT_TEST_CASE(TruncateLastSegmentScan, "reader: truncation at every byte offset of the last segment (ScanSegment)",
+                  "[reader][corruption]", "") {
   const Log& log = DefaultLog();
   INFO(SeedInfo(kDefaultSpec));
   INFO(VariantName(v));
@@ -595,8 +600,10 @@ VARIANT_TEST_CASE(TruncateLastSegmentScan, "reader: truncation at every byte off
     std::vector<Rec> kept;
     const Rec* torn = nullptr;
     for (const Rec& r : in) {
-      if (r.end() <= cut) kept.push_back(r);
-      else if (r.lsn.offset < cut) torn = &r;
+      if (r.end() <= cut)
+        kept.push_back(r);
+      else if (r.lsn.offset < cut)
+        torn = &r;
     }
     for (RecoveryMode mode : kModes) {
       INFO(RecoveryModeName(mode));
@@ -605,7 +612,7 @@ VARIANT_TEST_CASE(TruncateLastSegmentScan, "reader: truncation at every byte off
       if (cut < kSegmentHeaderSize) {
         REQUIRE(o.problems.size() == 1);
         RequireProblem(o.problems[0], {ProblemKind::kBadSegmentHeader, true, last, 0, cut, "segment header cut short",
-                                     "64 bytes", fmt::format("{} bytes", cut), MemPath(last, v), std::nullopt});
+                                       "64 bytes", fmt::format("{} bytes", cut), MemPath(last, v), std::nullopt});
         REQUIRE_FALSE(o.problems[0].node_known);
         REQUIRE(o.recs.empty());
         REQUIRE_FALSE(s.header_ok);
@@ -628,16 +635,16 @@ VARIANT_TEST_CASE(TruncateLastSegmentScan, "reader: truncation at every byte off
       }
       const uint64_t at = torn->lsn.offset;
       const uint64_t have = cut - at;
-      const bool zero = std::all_of(bytes.begin() + static_cast<ptrdiff_t>(at), bytes.end(), [](char c) { return c == 0; });
+      const bool zero =
+          std::all_of(bytes.begin() + static_cast<ptrdiff_t>(at), bytes.end(), [](char c) { return c == 0; });
       const bool header_cut = have < kRecordHeaderSize;
       const std::string why = header_cut ? "record header cut short" : "record runs past the end of the segment";
       REQUIRE(o.problems.size() == 1);
-      RequireProblem(o.problems[0],
-                   {ProblemKind::kTornTail, mode == RecoveryMode::kStrict, last, at, have,
-                    zero ? "torn tail (zero-filled)" : "torn tail (" + why + ")",
-                    header_cut ? "16 header bytes" : fmt::format("{} bytes", torn->size()),
-                    header_cut ? fmt::format("{}", have) : fmt::format("{} bytes remain", have), MemPath(last, v),
-                    log.node});
+      RequireProblem(o.problems[0], {ProblemKind::kTornTail, mode == RecoveryMode::kStrict, last, at, have,
+                                     zero ? "torn tail (zero-filled)" : "torn tail (" + why + ")",
+                                     header_cut ? "16 header bytes" : fmt::format("{} bytes", torn->size()),
+                                     header_cut ? fmt::format("{}", have) : fmt::format("{} bytes remain", have),
+                                     MemPath(last, v), log.node});
       REQUIRE(s.end == SegmentEnd::kTornTail);
       REQUIRE(s.torn_offset == at);
       REQUIRE(s.valid_end == at);
@@ -687,7 +694,7 @@ VARIANT_TEST_CASE(TruncateLastSegmentNode, "reader: truncation at every byte off
         REQUIRE(o.problems.size() == 1);
         // The node is known from the predecessor even though this header is unreadable.
         RequireProblem(o.problems[0], {ProblemKind::kBadSegmentHeader, true, last, 0, cut, "segment header cut short",
-                                     "64 bytes", fmt::format("{} bytes", cut), dir.FilePath(last), log.node});
+                                       "64 bytes", fmt::format("{} bytes", cut), dir.FilePath(last), log.node});
         REQUIRE(o.read.failed);
         REQUIRE(o.read.end == end_before);
         REQUIRE(s.bytes_dropped == cut);
@@ -714,7 +721,8 @@ VARIANT_TEST_CASE(TruncateLastSegmentNode, "reader: truncation at every byte off
   }
 }
 
-VARIANT_TEST_CASE(MiddleSegmentCutShort, "reader: a middle segment cut short is damage, not a torn tail", "[reader][corruption]", "") {
+VARIANT_TEST_CASE(MiddleSegmentCutShort, "reader: a middle segment cut short is damage, not a torn tail",
+                  "[reader][corruption]", "") {
   const Log& log = DefaultLog();
   INFO(SeedInfo(kDefaultSpec));
   INFO(VariantName(v));
@@ -735,13 +743,13 @@ VARIANT_TEST_CASE(MiddleSegmentCutShort, "reader: a middle segment cut short is 
       const ScanOutcome o = ScanBytes(log.segs[m].substr(0, cut), v, m, Opts(mode, false), &prev[m - 1]);
       CHECK(Diff(o.recs, log.Where([&](const Rec& r) { return r.lsn.segment == m && r.end() <= cut; })) == "");
       REQUIRE(o.problems.size() == 1);
-      CheckProblem(o.problems[0],
-                   {ProblemKind::kBadLength, true, m, torn.lsn.offset, have,
-                    (header_cut ? "record header cut short" : "record runs past the end of the segment") +
-                        std::string(" (not the last segment)"),
-                    header_cut ? "16 header bytes" : fmt::format("{} bytes", torn.size()),
-                    header_cut ? fmt::format("{}", have) : fmt::format("{} bytes remain", have), MemPath(m, v),
-                    log.node});
+      CheckProblem(
+          o.problems[0],
+          {ProblemKind::kBadLength, true, m, torn.lsn.offset, have,
+           (header_cut ? "record header cut short" : "record runs past the end of the segment") +
+               std::string(" (not the last segment)"),
+           header_cut ? "16 header bytes" : fmt::format("{} bytes", torn.size()),
+           header_cut ? fmt::format("{}", have) : fmt::format("{} bytes remain", have), MemPath(m, v), log.node});
       CHECK(o.scan.end == (mode == RecoveryMode::kSalvage ? SegmentEnd::kSalvaged : SegmentEnd::kDamaged));
       CHECK(o.scan.bytes_dropped == have);
       CHECK(o.scan.valid_end == torn.lsn.offset);
@@ -761,12 +769,27 @@ Want ChecksumProblem(const std::string& seg, const Rec& r, uint64_t pos, const s
                      const std::string& file, uint32_t node) {
   const uint64_t o = r.lsn.offset;
   if (pos < kRecordHeaderSize) {
-    return {ProblemKind::kHeaderChecksum, true, r.lsn.segment, o, r.size(), "record header checksum mismatch" + suffix,
-            Hex8(ComputeRecordHeaderCrc(U8(seg) + o)), Hex8(LoadU32(U8(seg) + o)), file, node};
+    return {ProblemKind::kHeaderChecksum,
+            true,
+            r.lsn.segment,
+            o,
+            r.size(),
+            "record header checksum mismatch" + suffix,
+            Hex8(ComputeRecordHeaderCrc(U8(seg) + o)),
+            Hex8(LoadU32(U8(seg) + o)),
+            file,
+            node};
   }
-  return {ProblemKind::kPayloadChecksum, true, r.lsn.segment, o, r.size(), "record payload checksum mismatch" + suffix,
-          Hex8(ComputePayloadCrc({U8(seg) + o + kRecordHeaderSize, r.payload.size()})), Hex8(LoadU32(U8(seg) + o + 12)),
-          file, node};
+  return {ProblemKind::kPayloadChecksum,
+          true,
+          r.lsn.segment,
+          o,
+          r.size(),
+          "record payload checksum mismatch" + suffix,
+          Hex8(ComputePayloadCrc({U8(seg) + o + kRecordHeaderSize, r.payload.size()})),
+          Hex8(LoadU32(U8(seg) + o + 12)),
+          file,
+          node};
 }
 
 // Positions worth damaging in a record: each header field (header crc, length,
@@ -795,11 +818,11 @@ VARIANT_TEST_CASE(DamagedMiddleRecord, "reader: a damaged record in a middle seg
       std::string seg = log.segs[m];
       ++seg[r.lsn.offset + pos];
       dir.Put(m, seg);
-      const Want want = ChecksumProblem(
-          seg, r, pos,
-          last_in_seg ? std::string(" (not the last segment)")
-                      : fmt::format(" (next intact record at {})", Lsn{m, r.end()}.ToString()),
-          dir.FilePath(m), log.node);
+      const Want want =
+          ChecksumProblem(seg, r, pos,
+                          last_in_seg ? std::string(" (not the last segment)")
+                                      : fmt::format(" (next intact record at {})", Lsn{m, r.end()}.ToString()),
+                          dir.FilePath(m), log.node);
       for (RecoveryMode mode : kModes) {
         INFO(RecoveryModeName(mode));
         const NodeOutcome o = ReadNode(files, mode);
@@ -867,7 +890,8 @@ VARIANT_TEST_CASE(SalvageKeepsCheckingTheChain, "reader: salvage still checks th
   CHECK(Diff(o.recs, log.Where([&](const Rec& x) { return x.lsn != r.lsn; })) == "");
 }
 
-VARIANT_TEST_CASE(DamagedLastSegment, "reader: a damaged record in the last segment is corruption, not a torn tail", "[reader][corruption]", "") {
+VARIANT_TEST_CASE(DamagedLastSegment, "reader: a damaged record in the last segment is corruption, not a torn tail",
+                  "[reader][corruption]", "") {
   const Log& log = DefaultLog();
   INFO(SeedInfo(kDefaultSpec));
   INFO(VariantName(v));
@@ -909,9 +933,9 @@ VARIANT_TEST_CASE(DamagedLastSegment, "reader: a damaged record in the last segm
         std::string seg = log.segs[last];
         ++seg[r.lsn.offset + pos];
         dir.Put(last, seg);
-        const Want want = ChecksumProblem(seg, r, pos,
-                                          fmt::format(" (next intact record at {})", Lsn{last, r.end()}.ToString()),
-                                          dir.FilePath(last), log.node);
+        const Want want =
+            ChecksumProblem(seg, r, pos, fmt::format(" (next intact record at {})", Lsn{last, r.end()}.ToString()),
+                            dir.FilePath(last), log.node);
         for (RecoveryMode mode : kModes) {
           INFO(RecoveryModeName(mode));
           const NodeOutcome o = ReadNode(files, mode);
@@ -978,9 +1002,10 @@ VARIANT_TEST_CASE(ForeignSegments, "reader: missing, swapped and foreign segment
       INFO(RecoveryModeName(mode));
       const NodeOutcome o = ReadNode(files, mode);
       REQUIRE(o.problems.size() == 1);
-      CheckProblem(o.problems[0],
-                   {ProblemKind::kMissingSegment, true, m + 1, 0, 0, fmt::format("missing segment {:X} before this one", m),
-                    fmt::format("segment {:X}", m), fmt::format("segment {:X}", m + 1), dir.FilePath(m + 1), log.node});
+      CheckProblem(
+          o.problems[0],
+          {ProblemKind::kMissingSegment, true, m + 1, 0, 0, fmt::format("missing segment {:X} before this one", m),
+           fmt::format("segment {:X}", m), fmt::format("segment {:X}", m + 1), dir.FilePath(m + 1), log.node});
       if (mode == RecoveryMode::kSalvage) {
         CHECK(Diff(o.recs, log.Where([&](const Rec& r) { return r.lsn.segment != m; })) == "");
         CHECK_FALSE(o.read.failed);
@@ -996,10 +1021,10 @@ VARIANT_TEST_CASE(ForeignSegments, "reader: missing, swapped and foreign segment
     dir.Remove(m + 1);
     const NodeOutcome o = ReadNode(dir.List(), RecoveryMode::kTolerateTornTail);
     REQUIRE(o.problems.size() == 1);
-    CheckProblem(o.problems[0], {ProblemKind::kMissingSegment, true, m + 2, 0, 0,
-                                 fmt::format("missing segments {:X}..{:X} before this one", m, m + 1),
-                                 fmt::format("segment {:X}", m), fmt::format("segment {:X}", m + 2),
-                                 dir.FilePath(m + 2), log.node});
+    CheckProblem(o.problems[0],
+                 {ProblemKind::kMissingSegment, true, m + 2, 0, 0,
+                  fmt::format("missing segments {:X}..{:X} before this one", m, m + 1), fmt::format("segment {:X}", m),
+                  fmt::format("segment {:X}", m + 2), dir.FilePath(m + 2), log.node});
     CHECK(Diff(o.recs, log.Where([&](const Rec& r) { return r.lsn.segment < m; })) == "");
     CHECK(o.read.failed);
   }
@@ -1021,16 +1046,16 @@ VARIANT_TEST_CASE(ForeignSegments, "reader: missing, swapped and foreign segment
       INFO(RecoveryModeName(mode));
       const NodeOutcome o = ReadNode(files, mode);
       REQUIRE_FALSE(o.problems.empty());
-      CheckProblem(o.problems[0],
-                   {ProblemKind::kSegmentMismatch, true, m, 24, 0, "segment header names another index than the file name",
-                    fmt::format("{:X}", m), fmt::format("{:X}", m + 1), dir.FilePath(m), log.node});
+      CheckProblem(o.problems[0], {ProblemKind::kSegmentMismatch, true, m, 24, 0,
+                                   "segment header names another index than the file name", fmt::format("{:X}", m),
+                                   fmt::format("{:X}", m + 1), dir.FilePath(m), log.node});
       if (mode == RecoveryMode::kSalvage) {
         // Salvage reads on; the second file names the wrong index as well.
         REQUIRE(o.problems.size() >= 2);
-        CheckProblem(o.problems[1],
-                     {ProblemKind::kSegmentMismatch, true, m + 1, 24, 0,
-                      "segment header names another index than the file name", fmt::format("{:X}", m + 1),
-                      fmt::format("{:X}", m), dir.FilePath(m + 1), log.node});
+        CheckProblem(
+            o.problems[1],
+            {ProblemKind::kSegmentMismatch, true, m + 1, 24, 0, "segment header names another index than the file name",
+             fmt::format("{:X}", m + 1), fmt::format("{:X}", m), dir.FilePath(m + 1), log.node});
         continue;
       }
       CHECK(o.problems.size() == 1);
@@ -1044,8 +1069,10 @@ VARIANT_TEST_CASE(ForeignSegments, "reader: missing, swapped and foreign segment
     for (int which = 0; which < 2; ++which) {
       LogSpec spec;
       spec.seed = 0xF0E16;  // another history
-      if (which == 0) spec.node = log.node + 1;
-      else spec.cluster = log.cluster ^ 0xFFFF;
+      if (which == 0)
+        spec.node = log.node + 1;
+      else
+        spec.cluster = log.cluster ^ 0xFFFF;
       INFO("other " << SeedInfo(spec));
       const Log other = BuildLog(spec);
       REQUIRE(other.segs.size() > m);
@@ -1061,10 +1088,9 @@ VARIANT_TEST_CASE(ForeignSegments, "reader: missing, swapped and foreign segment
                                        fmt::format("node {}", log.node), fmt::format("node {}", log.node + 1),
                                        dir.FilePath(m), log.node + 1});
         } else {
-          CheckProblem(o.problems[0],
-                       {ProblemKind::kSegmentMismatch, true, m, 16, 0, "segment belongs to another cluster",
-                        fmt::format("{:016x}", log.cluster), fmt::format("{:016x}", log.cluster ^ 0xFFFF),
-                        dir.FilePath(m), log.node});
+          CheckProblem(o.problems[0], {ProblemKind::kSegmentMismatch, true, m, 16, 0,
+                                       "segment belongs to another cluster", fmt::format("{:016x}", log.cluster),
+                                       fmt::format("{:016x}", log.cluster ^ 0xFFFF), dir.FilePath(m), log.node});
         }
         if (mode != RecoveryMode::kSalvage) {
           CHECK(o.problems.size() == 1);
@@ -1075,7 +1101,8 @@ VARIANT_TEST_CASE(ForeignSegments, "reader: missing, swapped and foreign segment
           // Salvage keeps reading: the foreign records are intact records.
           std::vector<Rec> want = log.Where([&](const Rec& r) { return r.lsn.segment < m; });
           for (const Rec& r : other.In(m)) want.push_back(r);
-          const std::vector<Rec> got(o.recs.begin(), o.recs.begin() + static_cast<ptrdiff_t>(std::min(want.size(), o.recs.size())));
+          const std::vector<Rec> got(o.recs.begin(),
+                                     o.recs.begin() + static_cast<ptrdiff_t>(std::min(want.size(), o.recs.size())));
           CHECK(Diff(got, want) == "");
           CHECK_FALSE(o.read.failed);
         }
@@ -1093,25 +1120,24 @@ VARIANT_TEST_CASE(ForeignSegments, "reader: missing, swapped and foreign segment
     std::vector<Problem> ps;
     CHECK_FALSE(CheckContinuity(mine[m - 1], theirs[m], [&](const Problem& p) { ps.push_back(p); }));
     REQUIRE(ps.size() == 2);
-    CheckProblem(ps[0], {ProblemKind::kSegmentMismatch, true, m, 12, 0, "segment belongs to another node than its predecessor",
-                         fmt::format("node {}", log.node), fmt::format("node {}", log.node + 2), MemPath(m, v),
-                         log.node + 2});
-    CheckProblem(ps[1],
-                 {ProblemKind::kBrokenChain, true, m, 32, 0, "segment does not continue its predecessor",
-                  fmt::format("predecessor ending at {:X}/{:08X} with record crc {:08x}", m - 1,
-                              log.segs[m - 1].size(), log.In(m - 1).back().header_crc),
-                  fmt::format("{:X}/{:08X} with record crc {:08x}", m - 1, other.segs[m - 1].size(),
-                              other.In(m - 1).back().header_crc),
-                  MemPath(m, v), log.node + 2});
+    CheckProblem(ps[0],
+                 {ProblemKind::kSegmentMismatch, true, m, 12, 0, "segment belongs to another node than its predecessor",
+                  fmt::format("node {}", log.node), fmt::format("node {}", log.node + 2), MemPath(m, v), log.node + 2});
+    CheckProblem(ps[1], {ProblemKind::kBrokenChain, true, m, 32, 0, "segment does not continue its predecessor",
+                         fmt::format("predecessor ending at {:X}/{:08X} with record crc {:08x}", m - 1,
+                                     log.segs[m - 1].size(), log.In(m - 1).back().header_crc),
+                         fmt::format("{:X}/{:08X} with record crc {:08x}", m - 1, other.segs[m - 1].size(),
+                                     other.In(m - 1).back().header_crc),
+                         MemPath(m, v), log.node + 2});
     ps.clear();
     CHECK(CheckContinuity(mine[m - 1], mine[m], [&](const Problem& p) { ps.push_back(p); }));
     CHECK(ps.empty());
     // Out of order.
     CHECK_FALSE(CheckContinuity(mine[m], mine[m - 1], [&](const Problem& p) { ps.push_back(p); }));
     REQUIRE(ps.size() == 1);
-    CheckProblem(ps[0], {ProblemKind::kMissingSegment, true, m - 1, 0, 0, "segment out of order",
-                         fmt::format("segment {:X}", m + 1), fmt::format("segment {:X}", m - 1), MemPath(m - 1, v),
-                         log.node});
+    CheckProblem(ps[0],
+                 {ProblemKind::kMissingSegment, true, m - 1, 0, 0, "segment out of order",
+                  fmt::format("segment {:X}", m + 1), fmt::format("segment {:X}", m - 1), MemPath(m - 1, v), log.node});
   }
   SECTION("a middle segment that lost its last record breaks the chain") {
     const std::vector<Rec> in = log.In(m);
@@ -1149,22 +1175,28 @@ VARIANT_TEST_CASE(ForeignSegments, "reader: missing, swapped and foreign segment
       bool salvage_follow_on = false;
     };
     const Rec before = log.In(m - 1).back();
-    const std::string chain_expected = fmt::format("predecessor ending at {:X}/{:08X} with record crc {:08x}", m - 1,
-                                                   before.end(), before.header_crc);
+    const std::string chain_expected =
+        fmt::format("predecessor ending at {:X}/{:08X} with record crc {:08x}", m - 1, before.end(), before.header_crc);
     const std::vector<Case> cases = {
-        {"index + 1", [&](std::string& s) { StoreU32(reinterpret_cast<uint8_t*>(s.data()) + 24, static_cast<uint32_t>(m + 1)); },
+        {"index + 1",
+         [&](std::string& s) { StoreU32(reinterpret_cast<uint8_t*>(s.data()) + 24, static_cast<uint32_t>(m + 1)); },
          {ProblemKind::kSegmentMismatch, true, m, 24, 0, "segment header names another index than the file name",
           fmt::format("{:X}", m), fmt::format("{:X}", m + 1), dir.FilePath(m), log.node},
          true},
-        {"prev_end_offset - 1", [&](std::string& s) { StoreU32(reinterpret_cast<uint8_t*>(s.data()) + 32, static_cast<uint32_t>(before.end() - 1)); },
+        {"prev_end_offset - 1",
+         [&](std::string& s) {
+           StoreU32(reinterpret_cast<uint8_t*>(s.data()) + 32, static_cast<uint32_t>(before.end() - 1));
+         },
          {ProblemKind::kBrokenChain, true, m, 32, 0, "segment does not continue its predecessor", chain_expected,
           fmt::format("{:X}/{:08X} with record crc {:08x}", m - 1, before.end() - 1, before.header_crc),
           dir.FilePath(m), log.node}},
-        {"prev_last_crc + 1", [&](std::string& s) { StoreU32(reinterpret_cast<uint8_t*>(s.data()) + 40, before.header_crc + 1); },
+        {"prev_last_crc + 1",
+         [&](std::string& s) { StoreU32(reinterpret_cast<uint8_t*>(s.data()) + 40, before.header_crc + 1); },
          {ProblemKind::kBrokenChain, true, m, 32, 0, "segment does not continue its predecessor", chain_expected,
           fmt::format("{:X}/{:08X} with record crc {:08x}", m - 1, before.end(), before.header_crc + 1),
           dir.FilePath(m), log.node}},
-        {"no predecessor flag", [&](std::string& s) { StoreU32(reinterpret_cast<uint8_t*>(s.data()) + 44, 0); },
+        {"no predecessor flag",
+         [&](std::string& s) { StoreU32(reinterpret_cast<uint8_t*>(s.data()) + 44, 0); },
          {ProblemKind::kBrokenChain, true, m, 32, 0, "segment does not continue its predecessor", chain_expected,
           fmt::format("{:X}/{:08X} with record crc {:08x}", m - 1, before.end(), before.header_crc), dir.FilePath(m),
           log.node}},
@@ -1203,8 +1235,7 @@ VARIANT_TEST_CASE(ForeignSegments, "reader: missing, swapped and foreign segment
 // Found by this suite (reader.cpp at b065e0b: ScanSegment set valid_end = 64
 // before the identity checks, so ReadNodeWal moved NodeRead::end into a
 // segment it rejected); fixed in 66cda30.
-TEST_CASE("reader: NodeRead::end stays at the last record read when a segment is rejected",
-          "[reader][corruption]") {
+TEST_CASE("reader: NodeRead::end stays at the last record read when a segment is rejected", "[reader][corruption]") {
   const Log& log = DefaultLog();
   INFO(SeedInfo(kDefaultSpec));
   const uint64_t m = log.segs.size() / 2;
@@ -1247,9 +1278,9 @@ VARIANT_TEST_CASE(BadSegmentHeaders, "reader: unusable segment headers", "[reade
       INFO(RecoveryModeName(mode));
       const ScanOutcome o = ScanBytes(text, v, 0, Opts(mode, true));
       REQUIRE(o.problems.size() == 1);
-      CheckProblem(o.problems[0], {ProblemKind::kBadSegmentHeader, true, 0, 0, text.size(),
-                                   "not a walcut WAL segment (bad magic)", "57414c4355545347 (\"WALCUTSG\")",
-                                   "5468697320697320", MemPath(0, v), std::nullopt});
+      CheckProblem(o.problems[0],
+                   {ProblemKind::kBadSegmentHeader, true, 0, 0, text.size(), "not a walcut WAL segment (bad magic)",
+                    "57414c4355545347 (\"WALCUTSG\")", "5468697320697320", MemPath(0, v), std::nullopt});
       CHECK_FALSE(o.problems[0].node_known);
       CHECK(o.scan.bytes_dropped == text.size());
       CHECK(o.scan.file_bytes == text.size());
@@ -1267,10 +1298,9 @@ VARIANT_TEST_CASE(BadSegmentHeaders, "reader: unusable segment headers", "[reade
       INFO(RecoveryModeName(mode));
       const NodeOutcome o = ReadNode(files, mode);
       REQUIRE(o.problems.size() == 1);
-      CheckProblem(o.problems[0],
-                   {ProblemKind::kBadSegmentHeader, true, m, 60, segs[m].size(), "segment header checksum mismatch",
-                    Hex8(MaskCrc(crc32c::Value(segs[m].data(), 60))), Hex8(LoadU32(U8(segs[m]) + 60)), dir.FilePath(m),
-                    log.node});
+      CheckProblem(o.problems[0], {ProblemKind::kBadSegmentHeader, true, m, 60, segs[m].size(),
+                                   "segment header checksum mismatch", Hex8(MaskCrc(crc32c::Value(segs[m].data(), 60))),
+                                   Hex8(LoadU32(U8(segs[m]) + 60)), dir.FilePath(m), log.node});
       if (mode == RecoveryMode::kSalvage) {
         // The successor cannot be checked against an unreadable header: no second finding.
         CHECK(Diff(o.recs, log.Where([&](const Rec& r) { return r.lsn.segment != m; })) == "");
@@ -1384,11 +1414,12 @@ VARIANT_TEST_CASE(BadLengths, "reader: re-signed record headers with bad lengths
     SetLengthResigned(seg, r.lsn.offset, static_cast<uint32_t>(r.payload.size() + 5));
     const ScanOutcome o = ScanBytes(seg, v, m, Opts(RecoveryMode::kSalvage, false), &prev[m - 1]);
     REQUIRE(o.problems.size() == 1);
-    CheckProblem(o.problems[0],
-                 {ProblemKind::kPayloadChecksum, true, m, r.lsn.offset, r.size(),
-                  fmt::format("record payload checksum mismatch (next intact record at {})", Lsn{m, r.end()}.ToString()),
-                  Hex8(ComputePayloadCrc({U8(seg) + r.lsn.offset + kRecordHeaderSize, r.payload.size() + 5})),
-                  Hex8(LoadU32(U8(seg) + r.lsn.offset + 12)), MemPath(m, v), log.node});
+    CheckProblem(
+        o.problems[0],
+        {ProblemKind::kPayloadChecksum, true, m, r.lsn.offset, r.size(),
+         fmt::format("record payload checksum mismatch (next intact record at {})", Lsn{m, r.end()}.ToString()),
+         Hex8(ComputePayloadCrc({U8(seg) + r.lsn.offset + kRecordHeaderSize, r.payload.size() + 5})),
+         Hex8(LoadU32(U8(seg) + r.lsn.offset + 12)), MemPath(m, v), log.node});
     CHECK(Diff(o.recs, log.Where([&](const Rec& x) { return x.lsn.segment == m && x.lsn != r.lsn; })) == "");
   }
 }
@@ -1410,8 +1441,8 @@ VARIANT_TEST_CASE(ZeroFilledTail, "reader: a zero-filled tail", "[reader][corrup
       INFO(RecoveryModeName(mode));
       const ScanOutcome o = ScanBytes(seg, v, last, Opts(mode, true), &prev[last - 1]);
       REQUIRE(o.problems.size() == 1);
-      CheckProblem(o.problems[0], {ProblemKind::kTornTail, mode == RecoveryMode::kStrict, last, log.segs[last].size(), n,
-                                   "torn tail (zero-filled)", header_cut ? "16 header bytes" : zero_hdr_crc,
+      CheckProblem(o.problems[0], {ProblemKind::kTornTail, mode == RecoveryMode::kStrict, last, log.segs[last].size(),
+                                   n, "torn tail (zero-filled)", header_cut ? "16 header bytes" : zero_hdr_crc,
                                    header_cut ? fmt::format("{}", n) : "00000000", MemPath(last, v), log.node});
       CHECK(o.scan.zero_filled_tail);
       CHECK(o.scan.end == SegmentEnd::kTornTail);
@@ -1443,10 +1474,10 @@ VARIANT_TEST_CASE(ZeroFilledTail, "reader: a zero-filled tail", "[reader][corrup
     std::fill(seg.begin() + static_cast<ptrdiff_t>(r.lsn.offset), seg.begin() + static_cast<ptrdiff_t>(r.end()), '\0');
     const ScanOutcome o = ScanBytes(seg, v, last, Opts(RecoveryMode::kTolerateTornTail, true), &prev[last - 1]);
     REQUIRE(o.problems.size() == 1);
-    CheckProblem(o.problems[0],
-                 {ProblemKind::kHeaderChecksum, true, last, r.lsn.offset, r.size(),
-                  fmt::format("record header checksum mismatch (next intact record at {})", Lsn{last, r.end()}.ToString()),
-                  zero_hdr_crc, "00000000", MemPath(last, v), log.node});
+    CheckProblem(o.problems[0], {ProblemKind::kHeaderChecksum, true, last, r.lsn.offset, r.size(),
+                                 fmt::format("record header checksum mismatch (next intact record at {})",
+                                             Lsn{last, r.end()}.ToString()),
+                                 zero_hdr_crc, "00000000", MemPath(last, v), log.node});
     CHECK(o.scan.failed);
     CHECK_FALSE(o.scan.zero_filled_tail);
   }
@@ -1462,18 +1493,38 @@ VARIANT_TEST_CASE(TypesAndFlags, "reader: record types and flags", "[reader][cor
     std::string expected, actual, detail;
   };
   const std::vector<Case> cases = {
-      {"type 200", {200, 0, payload}, ProblemKind::kUnknownType, "a type up to 9", "type 200",
+      {"type 200",
+       {200, 0, payload},
+       ProblemKind::kUnknownType,
+       "a type up to 9",
+       "type 200",
        "unknown record type (not marked skippable)"},
       {"type 200, skippable", {200, kRecordFlagSkippable, payload}, std::nullopt, "", "", ""},
       {"type 10, skippable", {10, kRecordFlagSkippable, payload}, std::nullopt, "", "", ""},
-      {"type 0", {0, 0, payload}, ProblemKind::kInvalidType, "a non-zero type and known flags", "type 0 flags 0000",
+      {"type 0",
+       {0, 0, payload},
+       ProblemKind::kInvalidType,
+       "a non-zero type and known flags",
+       "type 0 flags 0000",
        "invalid record type"},
-      {"type 0, skippable", {0, kRecordFlagSkippable, payload}, ProblemKind::kInvalidType,
-       "a non-zero type and known flags", "type 0 flags 0001", "invalid record type"},
-      {"unknown flag 0x0002", {3, 0x0002, payload}, ProblemKind::kInvalidType, "a non-zero type and known flags",
-       "type 3 flags 0002", "invalid record type"},
-      {"unknown flag 0x8000", {200, 0x8000 | kRecordFlagSkippable, payload}, ProblemKind::kInvalidType,
-       "a non-zero type and known flags", "type 200 flags 8001", "invalid record type"},
+      {"type 0, skippable",
+       {0, kRecordFlagSkippable, payload},
+       ProblemKind::kInvalidType,
+       "a non-zero type and known flags",
+       "type 0 flags 0001",
+       "invalid record type"},
+      {"unknown flag 0x0002",
+       {3, 0x0002, payload},
+       ProblemKind::kInvalidType,
+       "a non-zero type and known flags",
+       "type 3 flags 0002",
+       "invalid record type"},
+      {"unknown flag 0x8000",
+       {200, 0x8000 | kRecordFlagSkippable, payload},
+       ProblemKind::kInvalidType,
+       "a non-zero type and known flags",
+       "type 200 flags 8001",
+       "invalid record type"},
   };
   for (const Case& c : cases) {
     // One such record in the middle of the last segment, one in the middle of a
@@ -1484,7 +1535,8 @@ VARIANT_TEST_CASE(TypesAndFlags, "reader: record types and flags", "[reader][cor
     spec.raw[60] = c.raw;
     INFO(SeedInfo(spec));
     const Log log = BuildLog(spec);
-    std::vector<Rec> odd = log.Where([&](const Rec& r) { return r.type == c.raw.type && r.flags == c.raw.flags && r.payload == payload; });
+    std::vector<Rec> odd =
+        log.Where([&](const Rec& r) { return r.type == c.raw.type && r.flags == c.raw.flags && r.payload == payload; });
     REQUIRE(odd.size() == 2);
     REQUIRE(odd[1].lsn.segment == log.last());
     REQUIRE(odd[0].lsn.segment < log.last());
@@ -1513,9 +1565,10 @@ VARIANT_TEST_CASE(TypesAndFlags, "reader: record types and flags", "[reader][cor
       }
       REQUIRE_FALSE(o.problems.empty());
       const Rec& r = odd[0];
-      CheckProblem(o.problems[0], {*c.kind, true, r.lsn.segment, r.lsn.offset, r.size(),
-                                   c.detail + fmt::format(" (next intact record at {})", Lsn{r.lsn.segment, r.end()}.ToString()),
-                                   c.expected, c.actual, dir.FilePath(r.lsn.segment), log.node});
+      CheckProblem(o.problems[0],
+                   {*c.kind, true, r.lsn.segment, r.lsn.offset, r.size(),
+                    c.detail + fmt::format(" (next intact record at {})", Lsn{r.lsn.segment, r.end()}.ToString()),
+                    c.expected, c.actual, dir.FilePath(r.lsn.segment), log.node});
       if (mode == RecoveryMode::kSalvage) {
         // Salvage continues past both.
         CHECK(Diff(o.recs, visible) == "");
@@ -1587,12 +1640,13 @@ TEST_CASE("reader: truncated and garbage .wal.zst", "[reader][corruption]") {
     const std::vector<uint8_t> buf(data.begin(), data.end());
     auto src = MemorySource({buf.data(), buf.size()}, true);
     ScanOutcome out;
-    out.scan = ScanSegment(*src, {MemPath(m, Variant::kZstd), m, true}, Opts(mode, is_last),
-                           [&](const RecordView& rv) {
-                             out.recs.push_back(FromView(rv));
-                             return true;
-                           },
-                           [&](const Problem& p) { out.problems.push_back(p); }, &prev[m - 1]);
+    out.scan = ScanSegment(
+        *src, {MemPath(m, Variant::kZstd), m, true}, Opts(mode, is_last),
+        [&](const RecordView& rv) {
+          out.recs.push_back(FromView(rv));
+          return true;
+        },
+        [&](const Problem& p) { out.problems.push_back(p); }, &prev[m - 1]);
     return out;
   };
 
@@ -1615,8 +1669,8 @@ TEST_CASE("reader: truncated and garbage .wal.zst", "[reader][corruption]") {
         CHECK(o.scan.damaged_to_end);
         // Whatever was decoded before the cut is intact and in order.
         CHECK(p.offset == o.scan.valid_end);
-        CHECK(Diff(o.recs, log.Where([&](const Rec& r) { return r.lsn.segment == m && r.end() <= o.scan.valid_end; })) ==
-              "");
+        CHECK(Diff(o.recs,
+                   log.Where([&](const Rec& r) { return r.lsn.segment == m && r.end() <= o.scan.valid_end; })) == "");
       }
     }
   }
@@ -1684,8 +1738,8 @@ TEST_CASE("reader: truncated and garbage .wal.zst", "[reader][corruption]") {
   SECTION("a missing file") {
     const SegmentFile f{"/nonexistent/dir/" + SegmentFileName(3, true), 3, true};
     std::vector<Problem> ps;
-    const SegmentScan s = ScanSegmentFile(f, Opts(RecoveryMode::kSalvage, true), nullptr,
-                                          [&](const Problem& p) { ps.push_back(p); });
+    const SegmentScan s =
+        ScanSegmentFile(f, Opts(RecoveryMode::kSalvage, true), nullptr, [&](const Problem& p) { ps.push_back(p); });
     REQUIRE(ps.size() == 1);
     CHECK(ps[0].kind == ProblemKind::kIo);
     CHECK(ps[0].file == f.path);
@@ -1862,7 +1916,7 @@ TEST_CASE("reader: a scan from `start` reads the records from there; growing dat
   // once, in order.
   std::vector<Rec> all;
   uint64_t pos = 0;
-  for (size_t len = 100; ; len = std::min<size_t>(len + 997, seg.size())) {
+  for (size_t len = 100;; len = std::min<size_t>(len + 997, seg.size())) {
     std::vector<Rec> got;
     const SegmentScan s = scan(seg.substr(0, len), pos, got);
     INFO("pass at " << len << " bytes from " << pos);
@@ -1920,8 +1974,8 @@ TEST_CASE("reader: a read of a plain segment that fails (pread) fails the node's
   for (bool read_ahead : {false, true}) {
     for (RecoveryMode mode : {RecoveryMode::kStrict, RecoveryMode::kTolerateTornTail, RecoveryMode::kSalvage}) {
       for (uint64_t from : {uint64_t{0}, uint64_t{kSegmentHeaderSize}, uint64_t{20000}}) {
-        INFO((read_ahead ? "read ahead" : "window") << ", mode " << static_cast<int>(mode) << ", fails from byte "
-                                                    << from);
+        INFO((read_ahead ? "read ahead" : "window")
+             << ", mode " << static_cast<int>(mode) << ", fails from byte " << from);
         WalDir dir(Variant::kPlain);
         dir.PutAll(log.segs);
         std::optional<ReadAheadScope> ahead;
@@ -1936,8 +1990,7 @@ TEST_CASE("reader: a read of a plain segment that fails (pread) fails the node's
         CHECK(o.read.failed);
         const std::vector<Rec> before = log.Where([&](const Rec& r) { return r.lsn.segment < m; });
         REQUIRE(o.recs.size() >= before.size());
-        CHECK(Diff(std::vector<Rec>(o.recs.begin(), o.recs.begin() + static_cast<long>(before.size())), before) ==
-              "");
+        CHECK(Diff(std::vector<Rec>(o.recs.begin(), o.recs.begin() + static_cast<long>(before.size())), before) == "");
         for (size_t i = before.size(); i < o.recs.size(); ++i) {
           INFO("record " << i);
           CHECK(o.recs[i].lsn.segment == m);

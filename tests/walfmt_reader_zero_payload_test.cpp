@@ -32,8 +32,7 @@ std::string BuildSegment(uint64_t index, int records, std::vector<uint64_t>& off
                           payload)
                 .ok());
     uint8_t rh[kRecordHeaderSize];
-    EncodeRecordHeader(RecordType::kTxData, 0,
-                       {reinterpret_cast<const uint8_t*>(payload.data()), payload.size()}, rh);
+    EncodeRecordHeader(RecordType::kTxData, 0, {reinterpret_cast<const uint8_t*>(payload.data()), payload.size()}, rh);
     offsets.push_back(seg.size());
     seg.append(reinterpret_cast<char*>(rh), sizeof(rh));
     seg += payload;
@@ -53,12 +52,13 @@ Scanned Scan(const std::string& seg, RecoveryMode mode, bool is_last) {
   ScanOptions so;
   so.mode = mode;
   so.is_last = is_last;
-  out.scan = ScanSegment(*src, SegmentFile{"mem", 0, false}, so,
-                         [&](const RecordView&) {
-                           ++out.visited;
-                           return true;
-                         },
-                         [&](const Problem& p) { out.problems.push_back(p); });
+  out.scan = ScanSegment(
+      *src, SegmentFile{"mem", 0, false}, so,
+      [&](const RecordView&) {
+        ++out.visited;
+        return true;
+      },
+      [&](const Problem& p) { out.problems.push_back(p); });
   return out;
 }
 

@@ -12,8 +12,8 @@
 #include <string>
 #include <vector>
 
-#include <catch2/catch.hpp>
 #include <fmt/format.h>
+#include <catch2/catch.hpp>
 
 #include "walfmt/bytes.h"
 #include "walfmt/lsn.h"
@@ -118,10 +118,14 @@ Record RandomRecord(std::mt19937_64& rng, size_t type_index) {
       }
       return r;
     }
-    case 1: return TxPrepare{RandomTx(rng), rng(), RandomNodes(rng, 8)};
-    case 2: return TxCommit{RandomTx(rng), rng(), rng(), static_cast<uint16_t>(rng()), RandomNodes(rng, 8)};
-    case 3: return TxRollback{RandomTx(rng), rng(), static_cast<uint16_t>(rng()), RandomNodes(rng, 8)};
-    case 4: return CutStart{rng(), rng()};
+    case 1:
+      return TxPrepare{RandomTx(rng), rng(), RandomNodes(rng, 8)};
+    case 2:
+      return TxCommit{RandomTx(rng), rng(), rng(), static_cast<uint16_t>(rng()), RandomNodes(rng, 8)};
+    case 3:
+      return TxRollback{RandomTx(rng), rng(), static_cast<uint16_t>(rng()), RandomNodes(rng, 8)};
+    case 4:
+      return CutStart{rng(), rng()};
     case 5: {
       CutFinish r{rng(), rng(), {}, {}};
       r.before.resize(rng() % 5);
@@ -130,17 +134,23 @@ Record RandomRecord(std::mt19937_64& rng, size_t type_index) {
       for (auto& t : r.after) t = RandomTx(rng);
       return r;
     }
-    case 6: return CutAbort{rng(), rng(), static_cast<CutAbortReason>(1 + rng() % 4), RandomString(rng, 60)};
-    case 7: return Snapshot{RandomString(rng, 30), rng(), rng()};
-    default: return NodeStart{static_cast<uint32_t>(rng()), rng()};
+    case 6:
+      return CutAbort{rng(), rng(), static_cast<CutAbortReason>(1 + rng() % 4), RandomString(rng, 60)};
+    case 7:
+      return Snapshot{RandomString(rng, 30), rng(), rng()};
+    default:
+      return NodeStart{static_cast<uint32_t>(rng()), rng()};
   }
 }
 
 // One representative of every type, with edge values where they matter.
 std::vector<Record> EveryType() {
   return {
-      TxData{{1, 2}, {{WriteOp::kPut, "k", "v"}, {WriteOp::kDelete, "gone", ""}, {WriteOp::kPut, "", ""},
-                      {WriteOp::kPut, std::string("\0bin\xff", 5), std::string(300, 'x')}}},
+      TxData{{1, 2},
+             {{WriteOp::kPut, "k", "v"},
+              {WriteOp::kDelete, "gone", ""},
+              {WriteOp::kPut, "", ""},
+              {WriteOp::kPut, std::string("\0bin\xff", 5), std::string(300, 'x')}}},
       TxData{{0, 0}, {}},
       TxPrepare{{3, 4}, 123456789, {0, 1, 2}},
       TxPrepare{{3, 5}, 0, {}},
@@ -322,9 +332,9 @@ TEST_CASE("record: counts larger than the remaining bytes are rejected before al
        "CUT_FINISH payload: after count 4294967295 needs 51539607540 bytes, 0 remain"},
       {RecordType::kCutAbort, u64 + u64 + std::string("\x01\0", 2) + std::string("\xff\xff", 2),
        "CUT_ABORT payload: detail of 65535 bytes, 0 remain"},
-      {RecordType::kSnapshot, std::string("\xff\xff", 2) + "abc", "SNAPSHOT payload: snapshot name of 65535 bytes, 3 remain"},
-      {RecordType::kTxData,
-       tx12 + std::string("\x01\0\0\0", 4) + "\x01" + std::string("\0\0", 2) + ff32,
+      {RecordType::kSnapshot, std::string("\xff\xff", 2) + "abc",
+       "SNAPSHOT payload: snapshot name of 65535 bytes, 3 remain"},
+      {RecordType::kTxData, tx12 + std::string("\x01\0\0\0", 4) + "\x01" + std::string("\0\0", 2) + ff32,
        "TX_DATA payload: value of 4294967295 bytes, 0 remain"},
   };
   for (const Case& c : cases) {
@@ -391,8 +401,9 @@ TEST_CASE("record: the encoder enforces the limits and leaves the output untouch
           "record payload of 1048600 bytes exceeds the limit of 1048576");
 
   // The largest legal values encode and decode.
-  const Record at_limit =
-      TxData{{1, 1}, {{WriteOp::kPut, std::string(kMaxKeyBytes, 'k'), std::string(kMaxRecordPayload - 16 - 7 - kMaxKeyBytes, 'v')}}};
+  const Record at_limit = TxData{
+      {1, 1},
+      {{WriteOp::kPut, std::string(kMaxKeyBytes, 'k'), std::string(kMaxRecordPayload - 16 - 7 - kMaxKeyBytes, 'v')}}};
   const std::string enc = Encode(at_limit);
   CHECK(enc.size() == kMaxRecordPayload);
   auto dec = DecodePayload(RecordType::kTxData, Bytes(enc));
@@ -500,8 +511,7 @@ TEST_CASE("record: Describe and Printable", "[record]") {
   CHECK(Printable("abcd", 4) == "abcd");
   CHECK(Describe(CutStart{7, 100}) == "cut 7 time 100us");
   CHECK(Describe(TxCommit{{1, 2}, 3, 4, kTxFlagOnePhase, {0, 2}}) == "marker 3 participants 0,2 1pc");
-  CHECK(Describe(TxData{{1, 2}, {{WriteOp::kPut, "k", "v"}, {WriteOp::kDelete, "d", ""}}}) ==
-        "writes 2: k=v del d");
+  CHECK(Describe(TxData{{1, 2}, {{WriteOp::kPut, "k", "v"}, {WriteOp::kDelete, "d", ""}}}) == "writes 2: k=v del d");
   CHECK(Describe(CutAbort{5, 6, CutAbortReason::kRecoveredTx, "x"}) ==
         "cut 5 time 6us reason recovered-transaction: x");
   CHECK(Describe(Snapshot{"s", 1, 0xAB}) == "name s time 1us fingerprint 00000000000000ab");
@@ -591,8 +601,7 @@ TEST_CASE("record: DecimalDigits and Hex8Upper agree with fmt", "[record][dump]"
   }
 }
 
-TEST_CASE("record: ParseTxOutcome accepts what DecodePayload accepts, and the descriptions agree",
-          "[record][dump]") {
+TEST_CASE("record: ParseTxOutcome accepts what DecodePayload accepts, and the descriptions agree", "[record][dump]") {
   const uint64_t seed = 0x5EED0011;
   INFO("seed " << seed);
   std::mt19937_64 rng(seed);
@@ -611,16 +620,16 @@ TEST_CASE("record: ParseTxOutcome accepts what DecodePayload accepts, and the de
       v[at + 1] = static_cast<char>(rng());
       variants.push_back(v);
     }
-    for (RecordType type : {RecordType::kTxPrepare, RecordType::kTxCommit, RecordType::kTxRollback,
-                            RecordType::kTxData, RecordType::kCutStart}) {
+    for (RecordType type : {RecordType::kTxPrepare, RecordType::kTxCommit, RecordType::kTxRollback, RecordType::kTxData,
+                            RecordType::kCutStart}) {
       for (const std::string& v : variants) {
         const std::vector<uint8_t> bytes(v.begin(), v.end());  // exact size, for ASan
         const std::span<const uint8_t> payload(bytes.data(), bytes.size());
         TxOutcomeView view;
         const bool fast = ParseTxOutcome(type, payload, view);
         auto dec = DecodePayload(type, payload);
-        const bool outcome_type = type == RecordType::kTxPrepare || type == RecordType::kTxCommit ||
-                                  type == RecordType::kTxRollback;
+        const bool outcome_type =
+            type == RecordType::kTxPrepare || type == RecordType::kTxCommit || type == RecordType::kTxRollback;
         INFO(RecordTypeName(type) << " payload of " << v.size() << " bytes from " << TypeName(r));
         REQUIRE(fast == (outcome_type && dec.ok()));
         if (!fast) continue;
@@ -683,7 +692,7 @@ TEST_CASE("record: CUT_ABORT with an invalid reason is rejected", "[record]") {
     payload[16] = static_cast<char>(reason & 0xFF);
     payload[17] = static_cast<char>(reason >> 8);
     auto r = walfmt::DecodePayload(walfmt::RecordType::kCutAbort,
-                           {reinterpret_cast<const uint8_t*>(payload.data()), payload.size()});
+                                   {reinterpret_cast<const uint8_t*>(payload.data()), payload.size()});
     REQUIRE_FALSE(r.ok());
     CHECK(r.status().message() == "CUT_ABORT payload: invalid cut abort reason " + std::to_string(reason));
   }

@@ -7,8 +7,8 @@
 #include <string>
 #include <vector>
 
-#include <catch2/catch.hpp>
 #include <fmt/format.h>
+#include <catch2/catch.hpp>
 
 #include "walfmt/bytes.h"
 #include "walfmt/crc32c.h"
@@ -186,11 +186,11 @@ TEST_CASE("segment: file names", "[segment]") {
     REQUIRE(back_c == compressed);
   }
 
-  for (const char* bad : {"", ".wal", "000000000000000.wal", "00000000000000000.wal", "0000000000000000.WAL",
-                          "0000000000000000.wal.gz", "0000000000000000.wal.zst.tmp", "0000000000000000.walx",
-                          "0000000000000000.wal ", " 000000000000000.wal", "000000000000000G.wal",
-                          "000000000000000-.wal", "0000000000000000", "0000000000000000.zst",
-                          "x000000000000000.wal", "0000000000000000.wal.ZST", "0000000000000000.wal.zstd"}) {
+  for (const char* bad :
+       {"", ".wal", "000000000000000.wal", "00000000000000000.wal", "0000000000000000.WAL", "0000000000000000.wal.gz",
+        "0000000000000000.wal.zst.tmp", "0000000000000000.walx", "0000000000000000.wal ", " 000000000000000.wal",
+        "000000000000000G.wal", "000000000000000-.wal", "0000000000000000", "0000000000000000.zst",
+        "x000000000000000.wal", "0000000000000000.wal.ZST", "0000000000000000.wal.zstd"}) {
     INFO("'" << bad << "'");
     uint64_t index = 77;
     bool compressed = true;

@@ -10,8 +10,8 @@
 #include <string_view>
 #include <vector>
 
-#include <catch2/catch.hpp>
 #include <fmt/format.h>
+#include <catch2/catch.hpp>
 
 #include "scratch_dir.h"
 #include "walfmt/snapshot.h"
@@ -216,7 +216,8 @@ TEST_CASE("snapshot stream writer: a write that fails is returned by Add or Fini
   SnapshotFile s = Many(48000);  // about 6 MiB: six buffers
   struct rlimit old {};
   REQUIRE(getrlimit(RLIMIT_FSIZE, &old) == 0);
-  struct sigaction ign {}, old_action {};
+  struct sigaction ign {
+  }, old_action{};
   ign.sa_handler = SIG_IGN;
   REQUIRE(sigaction(SIGXFSZ, &ign, &old_action) == 0);
   struct rlimit small = old;

@@ -10,9 +10,9 @@
 #include <string>
 #include <vector>
 
-#include <catch2/catch.hpp>
 #include <fmt/format.h>
 #include <zstd.h>
+#include <catch2/catch.hpp>
 
 #include "test_files.h"
 #include "walfmt/segment.h"
@@ -24,8 +24,6 @@ using namespace walfmt;
 using walcut::testing::ReadFileBytes;
 using walcut::testing::TempDir;
 using walcut::testing::WriteFileBytes;
-
-
 
 std::span<const uint8_t> Span(const std::string& s) { return {reinterpret_cast<const uint8_t*>(s.data()), s.size()}; }
 
@@ -394,7 +392,8 @@ TEST_CASE("source: a .wal.zst file decoded ahead on a thread", "[source]") {
     Status st;
     const std::string back = ReadLikeTheReader(**z, r2, st);
     CHECK(st.code() == ErrorCode::kCorruption);
-    CHECK(st.message() == fmt::format("{}/cut: zstd frame cut short after {} compressed bytes", tmp.path(), cut.size()));
+    CHECK(st.message() ==
+          fmt::format("{}/cut: zstd frame cut short after {} compressed bytes", tmp.path(), cut.size()));
     // More than the first block: the error came from the decoding thread.
     CHECK(back.size() > (2u << 20));
     CHECK(data.compare(0, back.size(), back) == 0);

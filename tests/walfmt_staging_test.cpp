@@ -11,8 +11,8 @@
 #include <filesystem>
 #include <string>
 
-#include <catch2/catch.hpp>
 #include <fmt/format.h>
+#include <catch2/catch.hpp>
 
 #include "test_files.h"
 #include "walfmt/file_io.h"
@@ -107,7 +107,7 @@ TEST_CASE("FindStaleStaging names the leftovers of a dead process and RemoveStal
   WriteFileBytes(d.path() + "/" + stale_file, "partial");
   fs::create_directory(d.path() + "/" + live_dir);
   WriteFileBytes(d.path() + "/.out.lock", fmt::format("{}\n", dead));  // nobody holds it
-  WriteFileBytes(d.path() + "/.notours.lock", "");                    // no pid: not walcut's
+  WriteFileBytes(d.path() + "/.notours.lock", "");                     // no pid: not walcut's
   WriteFileBytes(d.path() + "/.out.tmp-x-1", "");                      // not a staging name
   // A lock file that is held is not stale.
   auto held = walfmt::OutputLock::Acquire(d.path() + "/busy");

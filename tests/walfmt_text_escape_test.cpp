@@ -18,15 +18,15 @@ TEST_CASE("EscapeBytes: valid UTF-8 passes, every other byte becomes \\xhh") {
   CHECK(EscapeBytes("plain/path-1.wal") == "plain/path-1.wal");
   CHECK(EscapeBytes("caf\xc3\xa9 \xe2\x86\x92 \xf0\x9f\x98\x80") == "caf\xc3\xa9 \xe2\x86\x92 \xf0\x9f\x98\x80");
   CHECK(EscapeBytes("dir-\xff\xfe/x") == "dir-\\xff\\xfe/x");
-  CHECK(EscapeBytes("a\\b") == "a\\x5cb");                          // the backslash: escapes stay unambiguous
+  CHECK(EscapeBytes("a\\b") == "a\\x5cb");                                    // the backslash: escapes stay unambiguous
   CHECK(EscapeBytes(std::string("a\0b\x01\x1f", 5)) == "a\\x00b\\x01\\x1f");  // controls XML cannot carry
-  CHECK(EscapeBytes("t\tn\nr\r") == "t\tn\nr\r");                  // those it can
+  CHECK(EscapeBytes("t\tn\nr\r") == "t\tn\nr\r");                             // those it can
   CHECK(EscapeBytes("\xef\xbf\xbe\xef\xbf\xbf") == "\\xef\\xbf\\xbe\\xef\\xbf\\xbf");  // U+FFFE, U+FFFF
-  CHECK(EscapeBytes("\xef\xbf\xbd") == "\xef\xbf\xbd");            // U+FFFD is a character
-  CHECK(EscapeBytes("\xc0\xaf") == "\\xc0\\xaf");                  // overlong
-  CHECK(EscapeBytes("\xed\xa0\x80") == "\\xed\\xa0\\x80");         // a UTF-16 surrogate
-  CHECK(EscapeBytes("\xf4\x90\x80\x80") == "\\xf4\\x90\\x80\\x80");  // above U+10FFFF
-  CHECK(EscapeBytes("\xe2\x86") == "\\xe2\\x86");                  // cut short
+  CHECK(EscapeBytes("\xef\xbf\xbd") == "\xef\xbf\xbd");                                // U+FFFD is a character
+  CHECK(EscapeBytes("\xc0\xaf") == "\\xc0\\xaf");                                      // overlong
+  CHECK(EscapeBytes("\xed\xa0\x80") == "\\xed\\xa0\\x80");                             // a UTF-16 surrogate
+  CHECK(EscapeBytes("\xf4\x90\x80\x80") == "\\xf4\\x90\\x80\\x80");                    // above U+10FFFF
+  CHECK(EscapeBytes("\xe2\x86") == "\\xe2\\x86");                                      // cut short
   CHECK(EscapeBytes("\xe2\x86x") == "\\xe2\\x86x");
   CHECK(IsCleanText("caf\xc3\xa9"));
   CHECK_FALSE(IsCleanText("a\\b"));
@@ -41,8 +41,8 @@ TEST_CASE("UnescapeBytes inverts EscapeBytes for every byte string") {
   for (int round = 0; round < 2000; ++round) {
     std::string s(rng() % 24, '\0');
     // Mostly bytes that make UTF-8 sequences and escapes likely.
-    static const char kPool[] = {'a', '\\', 'x', 'f', '0', '\xc3', '\xa9', '\xe2', '\x86', '\x92', '\xf0',
-                                 '\x9f', '\xff', '\xfe', '\x80', '\xbf', '\xef', '\x01', '\n', '\xed'};
+    static const char kPool[] = {'a',    '\\',   'x',    'f',    '0',    '\xc3', '\xa9', '\xe2', '\x86', '\x92',
+                                 '\xf0', '\x9f', '\xff', '\xfe', '\x80', '\xbf', '\xef', '\x01', '\n',   '\xed'};
     for (char& c : s) c = kPool[rng() % sizeof(kPool)];
     const std::string e = EscapeBytes(s);
     INFO("round " << round);
@@ -50,7 +50,8 @@ TEST_CASE("UnescapeBytes inverts EscapeBytes for every byte string") {
     CHECK(IsCleanText(s) == (e == s));
     // Valid UTF-8 (json::dump throws otherwise), no character XML cannot carry.
     CHECK_NOTHROW(nlohmann::json(e).dump());
-    CHECK(std::none_of(e.begin(), e.end(), [](char c) { return c >= 0 && c < 0x20 && c != '\t' && c != '\n' && c != '\r'; }));
+    CHECK(std::none_of(e.begin(), e.end(),
+                       [](char c) { return c >= 0 && c < 0x20 && c != '\t' && c != '\n' && c != '\r'; }));
   }
   // Text EscapeBytes did not write: a backslash without two hex digits stays.
   CHECK(UnescapeBytes("a\\b\\x4") == "a\\b\\x4");

@@ -9,9 +9,9 @@
 #include <string>
 #include <vector>
 
-#include <catch2/catch.hpp>
 #include <fmt/format.h>
 #include <zstd.h>
+#include <catch2/catch.hpp>
 
 #include "test_files.h"
 #include "walfmt/bytes.h"
@@ -26,9 +26,6 @@ using namespace walfmt;
 using walcut::testing::ReadFileBytes;
 using walcut::testing::TempDir;
 using walcut::testing::WriteFileBytes;
-
-
-
 
 std::string Unzstd(const std::string& packed) {
   const unsigned long long n = ZSTD_getFrameContentSize(packed.data(), packed.size());
@@ -62,11 +59,16 @@ Record RandomRecord(std::mt19937_64& rng, uint64_t n) {
       }
       return r;
     }
-    case 3: return TxPrepare{tx, rng(), {0, 1}};
-    case 4: return TxCommit{tx, rng() % 5, rng(), 0, {0, 1}};
-    case 5: return CutStart{rng() % 5, rng()};
-    case 6: return CutFinish{rng() % 5, rng(), {tx}, {}};
-    default: return NodeStart{static_cast<uint32_t>(rng() % 3), rng()};
+    case 3:
+      return TxPrepare{tx, rng(), {0, 1}};
+    case 4:
+      return TxCommit{tx, rng() % 5, rng(), 0, {0, 1}};
+    case 5:
+      return CutStart{rng() % 5, rng()};
+    case 6:
+      return CutFinish{rng() % 5, rng(), {tx}, {}};
+    default:
+      return NodeStart{static_cast<uint32_t>(rng() % 3), rng()};
   }
 }
 
@@ -124,7 +126,8 @@ ReadBack ReadAll(const std::string& dir, RecoveryMode mode = RecoveryMode::kStri
   out.read = ReadNodeWal(
       *segs, opt,
       [&](const RecordView& v) {
-        out.recs.push_back(Written{v.lsn, std::string(reinterpret_cast<const char*>(v.payload.data()), v.payload.size()),
+        out.recs.push_back(Written{v.lsn,
+                                   std::string(reinterpret_cast<const char*>(v.payload.data()), v.payload.size()),
                                    static_cast<uint16_t>(v.type), 0});
         return true;
       },

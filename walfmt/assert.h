@@ -16,7 +16,7 @@
 namespace walfmt {
 
 [[noreturn, gnu::cold]] inline void AssertionFailed(const char* file, int line, const char* condition,
-                                                     const char* message) {
+                                                    const char* message) {
   std::fprintf(stderr, "%s:%d: internal error: %s: %s\n", file, line, condition, message);
   std::fflush(stderr);
   std::abort();
@@ -24,7 +24,7 @@ namespace walfmt {
 
 }  // namespace walfmt
 
-#define WALCUT_ASSERT(condition, message)                                                 \
-  (__builtin_expect(static_cast<bool>(condition), 1)                                      \
-       ? static_cast<void>(0)                                                             \
+#define WALCUT_ASSERT(condition, message)            \
+  (__builtin_expect(static_cast<bool>(condition), 1) \
+       ? static_cast<void>(0)                        \
        : ::walfmt::AssertionFailed(__FILE__, __LINE__, #condition, (message)))

@@ -2,8 +2,8 @@
 // little-endian; these helpers never read past the span they are given.
 #pragma once
 
-#include <cstdint>
 #include <bit>
+#include <cstdint>
 #include <cstring>
 #include <span>
 #include <string>

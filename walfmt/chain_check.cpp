@@ -39,7 +39,8 @@ void ChainCheck::Feed(const uint8_t* p, size_t n) {
         return;
       }
       if (avail - kRecordHeaderSize >= len) {
-        const uint32_t pcrc = hw ? PayloadCrc<true>(q + kRecordHeaderSize, len) : PayloadCrc<false>(q + kRecordHeaderSize, len);
+        const uint32_t pcrc =
+            hw ? PayloadCrc<true>(q + kRecordHeaderSize, len) : PayloadCrc<false>(q + kRecordHeaderSize, len);
         if (MaskCrc(pcrc) != LoadU32(q + 12)) {
           broken_ = true;
           return;

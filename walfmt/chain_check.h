@@ -33,16 +33,16 @@ class ChainCheck {
   void HeaderComplete(const uint8_t* h);
   void PayloadComplete();
 
-  uint64_t pos_ = 0;                      // offset of the next byte fed
-  uint64_t next_ = kSegmentHeaderSize;    // start of the record being put together
-  bool broken_ = false;                   // a record failed: nothing more is checked
+  uint64_t pos_ = 0;                    // offset of the next byte fed
+  uint64_t next_ = kSegmentHeaderSize;  // start of the record being put together
+  bool broken_ = false;                 // a record failed: nothing more is checked
   uint8_t header_[kRecordHeaderSize] = {};
-  size_t header_have_ = 0;                // bytes of a header split between pieces
-  bool in_payload_ = false;               // its header is in and passed; the payload arrives
+  size_t header_have_ = 0;   // bytes of a header split between pieces
+  bool in_payload_ = false;  // its header is in and passed; the payload arrives
   uint32_t payload_len_ = 0;
   uint32_t payload_left_ = 0;
-  uint32_t payload_crc_ = 0;              // CRC32C of the payload bytes so far (unmasked)
-  uint32_t want_crc_ = 0;                 // the header's payload_crc (masked)
+  uint32_t payload_crc_ = 0;  // CRC32C of the payload bytes so far (unmasked)
+  uint32_t want_crc_ = 0;     // the header's payload_crc (masked)
 };
 
 // The read-ahead's source over bytes in memory, on the calling thread: the

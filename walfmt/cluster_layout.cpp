@@ -111,7 +111,8 @@ class Reader {
                const json*& out) const {
     if (Status st = Member(obj, path, key, out); !st.ok()) return st;
     if (!out->is_array()) return Error(path, fmt::format("expected an array, found {}", Shown(*out)));
-    if (out->size() > max_size) return Error(path, fmt::format("{} elements, more than the limit {}", out->size(), max_size));
+    if (out->size() > max_size)
+      return Error(path, fmt::format("{} elements, more than the limit {}", out->size(), max_size));
     return Status::Ok();
   }
 
@@ -144,7 +145,8 @@ Status ParseSnapshots(const Reader& r, const json& doc, ClusterInfo& ci) {
     FullSnapshotInfo fs;
     if (Status st = r.String(e, base + ".name", "name", fs.name); !st.ok()) return st;
     if (fs.name.empty()) return r.Error(base + ".name", "empty");
-    if (ci.FindSnapshot(fs.name) != nullptr) return r.Error(base + ".name", fmt::format("{} is listed twice", Quoted(fs.name)));
+    if (ci.FindSnapshot(fs.name) != nullptr)
+      return r.Error(base + ".name", fmt::format("{} is listed twice", Quoted(fs.name)));
     if (Status st = r.String(e, base + ".dir", "dir", fs.dir); !st.ok()) return st;
     if (Status st = r.Unsigned(e, base + ".at_tx", "at_tx", UINT64_MAX, fs.at_tx); !st.ok()) return st;
     if (Status st = r.Unsigned(e, base + ".time_us", "time_us", UINT64_MAX, fs.time_us); !st.ok()) return st;
@@ -163,7 +165,8 @@ Status ParseSnapshots(const Reader& r, const json& doc, ClusterInfo& ci) {
       std::string text;
       if (Status st = r.String(n, nb + ".wal_position", "wal_position", text); !st.ok()) return st;
       auto lsn = Lsn::Parse(text);
-      if (!lsn) return r.Error(nb + ".wal_position", fmt::format("{} is not a position (SEGMENT/OFFSET in hex)", Quoted(text)));
+      if (!lsn)
+        return r.Error(nb + ".wal_position", fmt::format("{} is not a position (SEGMENT/OFFSET in hex)", Quoted(text)));
       fn.wal_position = *lsn;
       if (Status st = r.String(n, nb + ".fingerprint", "fingerprint", text); !st.ok()) return st;
       if (!ParseHex64(text, fn.fingerprint)) {
@@ -177,7 +180,9 @@ Status ParseSnapshots(const Reader& r, const json& doc, ClusterInfo& ci) {
 }
 
 // Version 1 (older walcut): "format"/"format_version" instead of "schema".
-bool IsVersion1(const json& doc) { return doc.is_object() && doc.find("schema") == doc.end() && doc.find("format") != doc.end(); }
+bool IsVersion1(const json& doc) {
+  return doc.is_object() && doc.find("schema") == doc.end() && doc.find("format") != doc.end();
+}
 
 Status ParseDocument(const Reader& r, const json& doc, ClusterInfo& ci) {
   if (!doc.is_object()) return r.Error("(document)", fmt::format("expected an object, found {}", Shown(doc)));
@@ -191,8 +196,9 @@ Status ParseDocument(const Reader& r, const json& doc, ClusterInfo& ci) {
     uint64_t version = 0;
     if (Status st = r.Unsigned(doc, "format_version", "format_version", UINT64_MAX, version); !st.ok()) return st;
     if (version != 1) {
-      return r.Error("format_version", fmt::format("version {} is not supported (this walcut reads 1, and \"schema\": \"{}\")",
-                                                   version, kClusterSchema));
+      return r.Error("format_version",
+                     fmt::format("version {} is not supported (this walcut reads 1, and \"schema\": \"{}\")", version,
+                                 kClusterSchema));
     }
   } else {
     if (Status st = r.String(doc, "schema", "schema", text); !st.ok()) return st;
@@ -250,8 +256,7 @@ Status ParseDocument(const Reader& r, const json& doc, ClusterInfo& ci) {
       same = (*backups)[i].is_number_unsigned() && (*backups)[i].get<uint64_t>() == want[i];
     }
     if (!same) {
-      return r.Error(base + ".backups",
-                     fmt::format("expected [{}], found {}", fmt::join(want, ","), Shown(*backups)));
+      return r.Error(base + ".backups", fmt::format("expected [{}], found {}", fmt::join(want, ","), Shown(*backups)));
     }
   }
 
@@ -377,7 +382,8 @@ std::string ClusterJsonText(const ClusterInfo& info, const ClusterRunRecord& run
   json nodes = json::array();
   for (uint32_t n = 0; n < info.node_wal_dirs.size(); ++n) {
     nodes.push_back({{"id", n}, {"wal_dir", info.node_wal_dirs[n]}});
-    if (!info.wal_retention.empty()) nodes.back()["first_segment"] = n < info.first_segment.size() ? info.first_segment[n] : 0;
+    if (!info.wal_retention.empty())
+      nodes.back()["first_segment"] = n < info.first_segment.size() ? info.first_segment[n] : 0;
   }
   j["node_dirs"] = nodes;
   if (!info.wal_retention.empty()) j["wal_retention"] = info.wal_retention;

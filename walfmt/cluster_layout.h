@@ -53,9 +53,9 @@ std::optional<uint32_t> NodeIdFromDirName(std::string_view name);
 // One node's file of a full snapshot, as cluster.json lists it.
 struct FullSnapshotNode {
   uint32_t node = 0;
-  std::string file;            // relative to the snapshot directory: "node-<i>.snap"
-  uint64_t fingerprint = 0;    // walfmt::StateFingerprint of the node's state
-  Lsn wal_position;            // of the SNAPSHOT record in the node's WAL
+  std::string file;          // relative to the snapshot directory: "node-<i>.snap"
+  uint64_t fingerprint = 0;  // walfmt::StateFingerprint of the node's state
+  Lsn wal_position;          // of the SNAPSHOT record in the node's WAL
   // With WAL retention: the segments the node deleted right after this
   // snapshot (written by `walcut run`, not read back).
   std::optional<uint64_t> segments_deleted;
@@ -63,30 +63,30 @@ struct FullSnapshotNode {
 
 struct FullSnapshotInfo {
   std::string name;
-  std::string dir;             // relative to the cluster directory: "snapshots/<name>"
-  uint64_t at_tx = 0;          // workload transactions started before it
+  std::string dir;     // relative to the cluster directory: "snapshots/<name>"
+  uint64_t at_tx = 0;  // workload transactions started before it
   uint64_t time_us = 0;
   std::vector<FullSnapshotNode> nodes;  // by node id, one per node
 };
 
 struct ClusterInfo {
-  std::string origin;          // where it was read from (for messages)
+  std::string origin;  // where it was read from (for messages)
   uint64_t cluster_id = 0;
   uint64_t seed = 0;
   uint32_t nodes = 0;
-  uint32_t backups = 0;        // < nodes
-  uint32_t partitions = 0;     // > 0
+  uint32_t backups = 0;     // < nodes
+  uint32_t partitions = 0;  // > 0
   Workload workload = Workload::kBank;
-  uint32_t accounts = 0;       // bank keys acct/000000 .. acct/<accounts-1>
-  uint32_t ring_keys = 0;      // cycle keys ring/000000 .. ring/<ring_keys-1>
+  uint32_t accounts = 0;   // bank keys acct/000000 .. acct/<accounts-1>
+  uint32_t ring_keys = 0;  // cycle keys ring/000000 .. ring/<ring_keys-1>
   int64_t initial_balance = 0;
-  int64_t initial_bank_total = 0;  // what the bank total must always be
+  int64_t initial_bank_total = 0;                // what the bank total must always be
   std::vector<std::string> node_wal_dirs;        // by node id, relative to the cluster directory
   std::vector<FullSnapshotInfo> full_snapshots;  // in the order they were taken
   // WAL retention of the run ("" when every segment is kept; else
   // "after-snapshot") and, with it, the first segment each node still has.
   std::string wal_retention;
-  std::vector<uint64_t> first_segment;           // by node id; empty without retention
+  std::vector<uint64_t> first_segment;  // by node id; empty without retention
   // The wall-clock time of cluster time 0, in microseconds since the Unix
   // epoch ("epoch_unix_us"; walfmt/duration.h): record time T happened at
   // epoch + T. Absent in a cluster.json written before walcut recorded it.
@@ -119,7 +119,7 @@ Result<ClusterInfo> LoadClusterInfo(const std::string& cluster_dir);
 // cluster was produced. Written for people and scripts; the tools never read
 // it back (ParseClusterInfo ignores these fields).
 struct ClusterRunRecord {
-  uint32_t initiator = 0;      // the node that starts the cuts
+  uint32_t initiator = 0;  // the node that starts the cuts
   uint64_t txs = 0;
   uint64_t concurrency = 0;
   uint64_t cuts = 0;
@@ -137,7 +137,7 @@ struct ClusterRunRecord {
   };
   std::vector<Crash> crashes;  // the explicit crash schedule
   uint64_t random_crashes = 0;
-  bool complete = false;       // false while the run is in progress
+  bool complete = false;  // false while the run is in progress
 };
 
 // The text of cluster.json (pretty-printed, keys sorted, a final newline).
@@ -154,9 +154,9 @@ Status WriteClusterJson(const std::string& cluster_dir, const ClusterInfo& info,
 struct ClusterLayout {
   std::string dir;
   bool has_cluster_json = false;
-  uint64_t cluster_id = 0;            // 0 without cluster.json
+  uint64_t cluster_id = 0;                // 0 without cluster.json
   std::optional<uint64_t> epoch_unix_us;  // from cluster.json, when it records one
-  std::vector<std::string> wal_dirs;  // by node id: DIR joined with the relative WAL directory
+  std::vector<std::string> wal_dirs;      // by node id: DIR joined with the relative WAL directory
 };
 Result<ClusterLayout> FindClusterLayout(const std::string& dir);
 

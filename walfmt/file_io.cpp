@@ -83,7 +83,8 @@ Status ReadFileChunks(const std::string& path, size_t chunk, const std::function
   if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
     const int err = errno;
     ::close(fd);
-    return Status::Io(fmt::format("{}: {}", path, S_ISREG(st.st_mode) ? "cannot stat: " + Why(err) : "not a regular file"));
+    return Status::Io(
+        fmt::format("{}: {}", path, S_ISREG(st.st_mode) ? "cannot stat: " + Why(err) : "not a regular file"));
   }
   std::string buf(std::max<size_t>(chunk, 1), '\0');
   uint64_t done = 0;
@@ -104,7 +105,8 @@ Status ReadFileChunks(const std::string& path, size_t chunk, const std::function
   return result;
 }
 
-Status CopyToNewFile(const std::string& from, const std::string& to, const std::function<void(std::string_view)>& each) {
+Status CopyToNewFile(const std::string& from, const std::string& to,
+                     const std::function<void(std::string_view)>& each) {
   const int fd = ::open(to.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
   if (fd < 0) return Status::Io(fmt::format("{}: cannot create: {}", to, Why(errno)));
   Status st = ReadFileChunks(from, size_t{1} << 20, [&](std::string_view piece) {
@@ -176,7 +178,8 @@ Status SyncDir(const std::string& dir) {
   Status st;
   // Some file systems refuse fsync on a directory (EINVAL); there is nothing
   // more durable to do on them.
-  if (::fsync(fd) != 0 && errno != EINVAL) st = Status::Io(fmt::format("{}: cannot sync directory: {}", dir, Why(errno)));
+  if (::fsync(fd) != 0 && errno != EINVAL)
+    st = Status::Io(fmt::format("{}: cannot sync directory: {}", dir, Why(errno)));
   ::close(fd);
   return st;
 }

@@ -14,7 +14,7 @@
 namespace walfmt {
 
 struct NodeSegments {
-  std::vector<SegmentFile> segments;  // in index order
+  std::vector<SegmentFile> segments;      // in index order
   std::optional<uint32_t> expected_node;  // from the directory name, when known
 };
 

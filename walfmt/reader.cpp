@@ -45,13 +45,13 @@ struct Damage {
 struct Examined {
   enum class Kind : uint8_t { kRecord, kEnd, kDamage, kIoError };
   Kind kind = Kind::kEnd;
-  RecordHeader rh{};                  // kRecord; kDamage once the header was read
-  std::span<const uint8_t> payload;   // kRecord
-  uint64_t total = 0;                 // kRecord: its size
-  Damage dmg;                         // kDamage
-  uint64_t zero_payload_end = 0;      // kDamage: end of a record whose payload is all zeros
-  uint64_t skip_to = 0;               // kDamage: end of an intact record of an unknown type
-  Status io;                          // kIoError
+  RecordHeader rh{};                 // kRecord; kDamage once the header was read
+  std::span<const uint8_t> payload;  // kRecord
+  uint64_t total = 0;                // kRecord: its size
+  Damage dmg;                        // kDamage
+  uint64_t zero_payload_end = 0;     // kDamage: end of a record whose payload is all zeros
+  uint64_t skip_to = 0;              // kDamage: end of an intact record of an unknown type
+  Status io;                         // kIoError
 };
 
 using detail::HeaderCrc;
@@ -288,17 +288,21 @@ Status DataEnd(ByteSource& src, uint64_t from, uint64_t& end, bool& all_zero) {
 
 std::string_view RecoveryModeName(RecoveryMode m) {
   switch (m) {
-    case RecoveryMode::kStrict: return "strict";
-    case RecoveryMode::kTolerateTornTail: return "tolerate-torn-tail";
-    case RecoveryMode::kPointInTime: return "point-in-time";
-    case RecoveryMode::kSalvage: return "salvage";
+    case RecoveryMode::kStrict:
+      return "strict";
+    case RecoveryMode::kTolerateTornTail:
+      return "tolerate-torn-tail";
+    case RecoveryMode::kPointInTime:
+      return "point-in-time";
+    case RecoveryMode::kSalvage:
+      return "salvage";
   }
   return "invalid";
 }
 
 bool ParseRecoveryMode(std::string_view name, RecoveryMode& out) {
-  for (RecoveryMode m : {RecoveryMode::kStrict, RecoveryMode::kTolerateTornTail, RecoveryMode::kPointInTime,
-                         RecoveryMode::kSalvage}) {
+  for (RecoveryMode m :
+       {RecoveryMode::kStrict, RecoveryMode::kTolerateTornTail, RecoveryMode::kPointInTime, RecoveryMode::kSalvage}) {
     if (name == RecoveryModeName(m)) {
       out = m;
       return true;
@@ -309,21 +313,36 @@ bool ParseRecoveryMode(std::string_view name, RecoveryMode& out) {
 
 std::string_view ProblemKindName(ProblemKind k) {
   switch (k) {
-    case ProblemKind::kTornTail: return "torn-tail";
-    case ProblemKind::kHeaderChecksum: return "header-checksum";
-    case ProblemKind::kPayloadChecksum: return "payload-checksum";
-    case ProblemKind::kBadLength: return "bad-length";
-    case ProblemKind::kInvalidType: return "invalid-type";
-    case ProblemKind::kUnknownType: return "unknown-type";
-    case ProblemKind::kBadPayload: return "bad-payload";
-    case ProblemKind::kBadSegmentHeader: return "bad-segment-header";
-    case ProblemKind::kSegmentMismatch: return "segment-mismatch";
-    case ProblemKind::kMissingSegment: return "missing-segment";
-    case ProblemKind::kBrokenChain: return "broken-chain";
-    case ProblemKind::kDuplicateSegment: return "duplicate-segment";
-    case ProblemKind::kCompression: return "compression";
-    case ProblemKind::kIo: return "io";
-    case ProblemKind::kMisnamedSegment: return "misnamed-segment";
+    case ProblemKind::kTornTail:
+      return "torn-tail";
+    case ProblemKind::kHeaderChecksum:
+      return "header-checksum";
+    case ProblemKind::kPayloadChecksum:
+      return "payload-checksum";
+    case ProblemKind::kBadLength:
+      return "bad-length";
+    case ProblemKind::kInvalidType:
+      return "invalid-type";
+    case ProblemKind::kUnknownType:
+      return "unknown-type";
+    case ProblemKind::kBadPayload:
+      return "bad-payload";
+    case ProblemKind::kBadSegmentHeader:
+      return "bad-segment-header";
+    case ProblemKind::kSegmentMismatch:
+      return "segment-mismatch";
+    case ProblemKind::kMissingSegment:
+      return "missing-segment";
+    case ProblemKind::kBrokenChain:
+      return "broken-chain";
+    case ProblemKind::kDuplicateSegment:
+      return "duplicate-segment";
+    case ProblemKind::kCompression:
+      return "compression";
+    case ProblemKind::kIo:
+      return "io";
+    case ProblemKind::kMisnamedSegment:
+      return "misnamed-segment";
   }
   return "invalid";
 }
@@ -358,7 +377,11 @@ class SegmentPolicy {
  public:
   SegmentPolicy(ByteSource& src, const SegmentFile& file, const ScanOptions& opt, const RecordVisitor& visit,
                 const ProblemSink& sink)
-      : src_(src), file_(file), opt_(opt), visit_(visit), sink_(sink),
+      : src_(src),
+        file_(file),
+        opt_(opt),
+        visit_(visit),
+        sink_(sink),
         fr_(src, std::max<uint64_t>(kSegmentHeaderSize, opt.start), opt.check_payload_crc) {
     s_.file = file;
   }
@@ -370,7 +393,7 @@ class SegmentPolicy {
 
  private:
   void Report(ProblemKind kind, bool fatal, uint64_t offset, uint64_t length, std::string detail,
-               std::string expected = {}, std::string actual = {}) {
+              std::string expected = {}, std::string actual = {}) {
     Problem p;
     p.kind = kind;
     p.fatal = fatal;
@@ -434,17 +457,17 @@ class SegmentPolicy {
     bool identity_ok = true;
     if (s_.header.segment_index != file_.index) {
       Report(ProblemKind::kSegmentMismatch, true, 24, 0, "segment header names another index than the file name",
-              fmt::format("{:X}", file_.index), fmt::format("{:X}", s_.header.segment_index));
+             fmt::format("{:X}", file_.index), fmt::format("{:X}", s_.header.segment_index));
       identity_ok = false;
     }
     if (opt_.expect_node && s_.header.node_id != opt_.node_id) {
       Report(ProblemKind::kSegmentMismatch, true, 12, 0, "segment belongs to another node",
-              fmt::format("node {}", opt_.node_id), fmt::format("node {}", s_.header.node_id));
+             fmt::format("node {}", opt_.node_id), fmt::format("node {}", s_.header.node_id));
       identity_ok = false;
     }
     if (opt_.expect_cluster && s_.header.cluster_id != opt_.cluster_id) {
       Report(ProblemKind::kSegmentMismatch, true, 16, 0, "segment belongs to another cluster",
-              fmt::format("{:016x}", opt_.cluster_id), fmt::format("{:016x}", s_.header.cluster_id));
+             fmt::format("{:016x}", opt_.cluster_id), fmt::format("{:016x}", s_.header.cluster_id));
       identity_ok = false;
     }
     if (identity_ok && prev != nullptr && !CheckContinuity(*prev, s_, sink_)) {
@@ -584,20 +607,20 @@ class SegmentPolicy {
         s_.bytes_dropped += end - off;
         const bool fatal = opt_.mode == RecoveryMode::kStrict;
         Report(ProblemKind::kTornTail, fatal, off, end - off,
-                zero ? std::string("torn tail (zero-filled)") : fmt::format("torn tail ({})", dmg.detail),
-                dmg.expected, dmg.actual);
+               zero ? std::string("torn tail (zero-filled)") : fmt::format("torn tail ({})", dmg.detail), dmg.expected,
+               dmg.actual);
         return false;
       }
       s_.bytes_dropped += end - off;
-      Report(dmg.kind, true, off, end - off, dmg.detail + (opt_.is_last ? "" : " (not the last segment)"),
-              dmg.expected, dmg.actual);
+      Report(dmg.kind, true, off, end - off, dmg.detail + (opt_.is_last ? "" : " (not the last segment)"), dmg.expected,
+             dmg.actual);
       s_.end = opt_.mode == RecoveryMode::kSalvage ? SegmentEnd::kSalvaged : SegmentEnd::kDamaged;
       return false;
     }
     s_.bytes_dropped += next - off;
     Report(dmg.kind, true, off, next - off,
-            dmg.detail + fmt::format(" (next intact record at {})", Lsn{file_.index, next}.ToString()), dmg.expected,
-            dmg.actual);
+           dmg.detail + fmt::format(" (next intact record at {})", Lsn{file_.index, next}.ToString()), dmg.expected,
+           dmg.actual);
     if (opt_.mode != RecoveryMode::kSalvage) {
       s_.end = SegmentEnd::kDamaged;
       uint64_t data_end = next;
@@ -742,8 +765,8 @@ Result<std::vector<SegmentFile>> ListSegments(const std::string& wal_dir, const 
       p.fatal = false;
       p.file = have.compressed ? f.path : have.path;
       p.segment = index;
-      p.detail = fmt::format("segment present as both {} and {}; reading the .wal",
-                             BaseName(have.path), BaseName(f.path));
+      p.detail =
+          fmt::format("segment present as both {} and {}; reading the .wal", BaseName(have.path), BaseName(f.path));
       if (sink) sink(p);
       if (have.compressed) have = f;
     }
@@ -801,8 +824,8 @@ void NodeWalReader::Step() {
     if (s.valid_end > 0) r_.end = Lsn{s.file.index, s.valid_end};
     const bool failed = s.failed;
     const bool stopped = s.end == SegmentEnd::kStopped;
-    const bool damaged = s.end == SegmentEnd::kDamaged || s.end == SegmentEnd::kBadHeader ||
-                         s.end == SegmentEnd::kIoError;
+    const bool damaged =
+        s.end == SegmentEnd::kDamaged || s.end == SegmentEnd::kBadHeader || s.end == SegmentEnd::kIoError;
     r_.segments.push_back(std::move(s));
     if (failed) {
       r_.failed = true;
@@ -819,8 +842,8 @@ void NodeWalReader::Step() {
   if (next_ >= segments_.size()) done_ = true;
 }
 
-NodeRead ReadNodeWal(const std::vector<SegmentFile>& segments, const NodeReadOptions& opt,
-                     const RecordVisitor& visit, const ProblemSink& sink) {
+NodeRead ReadNodeWal(const std::vector<SegmentFile>& segments, const NodeReadOptions& opt, const RecordVisitor& visit,
+                     const ProblemSink& sink) {
   NodeWalReader reader(segments, opt, visit, sink);
   while (!reader.done()) reader.Step();
   return reader.Take();

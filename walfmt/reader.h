@@ -41,33 +41,33 @@ std::string_view RecoveryModeName(RecoveryMode m);
 bool ParseRecoveryMode(std::string_view name, RecoveryMode& out);
 
 enum class ProblemKind : uint8_t {
-  kTornTail = 1,          // last record of the last segment cut short (or a zero-filled tail)
-  kHeaderChecksum,        // record header checksum mismatch
-  kPayloadChecksum,       // record payload checksum mismatch
-  kBadLength,             // payload length over the limit or past the end of the segment
-  kInvalidType,           // type 0, or flags this version does not know
-  kUnknownType,           // intact record of a type this version does not know, not skippable
-  kBadPayload,            // intact record whose payload does not decode
-  kBadSegmentHeader,      // magic, version, size or header checksum wrong, or header cut short
-  kSegmentMismatch,       // header names another index, node or cluster than expected
-  kMissingSegment,        // a hole in the segment indexes
-  kBrokenChain,           // header's predecessor fields do not match the predecessor
-  kDuplicateSegment,      // the same index as .wal and .wal.zst
-  kCompression,           // an archived (.wal.zst) segment does not decompress
-  kIo,                    // the file could not be opened or read
-  kMisnamedSegment,       // a file in a WAL directory named like a segment but not as the writer names one (a note)
+  kTornTail = 1,      // last record of the last segment cut short (or a zero-filled tail)
+  kHeaderChecksum,    // record header checksum mismatch
+  kPayloadChecksum,   // record payload checksum mismatch
+  kBadLength,         // payload length over the limit or past the end of the segment
+  kInvalidType,       // type 0, or flags this version does not know
+  kUnknownType,       // intact record of a type this version does not know, not skippable
+  kBadPayload,        // intact record whose payload does not decode
+  kBadSegmentHeader,  // magic, version, size or header checksum wrong, or header cut short
+  kSegmentMismatch,   // header names another index, node or cluster than expected
+  kMissingSegment,    // a hole in the segment indexes
+  kBrokenChain,       // header's predecessor fields do not match the predecessor
+  kDuplicateSegment,  // the same index as .wal and .wal.zst
+  kCompression,       // an archived (.wal.zst) segment does not decompress
+  kIo,                // the file could not be opened or read
+  kMisnamedSegment,   // a file in a WAL directory named like a segment but not as the writer names one (a note)
 };
 std::string_view ProblemKindName(ProblemKind k);
 
 struct Problem {
   ProblemKind kind = ProblemKind::kIo;
-  bool fatal = true;         // false: a notice (torn tail where the mode tolerates it)
+  bool fatal = true;  // false: a notice (torn tail where the mode tolerates it)
   uint32_t node = 0;
   bool node_known = false;
   std::string file;
   uint64_t segment = 0;
   uint64_t offset = 0;
-  uint64_t length = 0;       // bytes dropped from this point (0 when not applicable)
+  uint64_t length = 0;  // bytes dropped from this point (0 when not applicable)
   std::string expected;
   std::string actual;
   std::string detail;
@@ -99,7 +99,7 @@ struct SegmentFile {
 
 struct ScanOptions {
   RecoveryMode mode = RecoveryMode::kTolerateTornTail;
-  bool is_last = true;          // a short tail here is a torn tail, not damage
+  bool is_last = true;  // a short tail here is a torn tail, not damage
   bool check_payload_crc = true;
   // Expected identity; a header that disagrees is reported (kSegmentMismatch).
   bool expect_node = false;
@@ -118,12 +118,12 @@ struct ScanOptions {
 };
 
 enum class SegmentEnd : uint8_t {
-  kClean = 0,      // every byte is part of an intact record
-  kTornTail,       // ends in a torn record (tolerated or not, per mode)
-  kDamaged,        // stopped at damage (strict, tolerate, point in time)
-  kSalvaged,       // damage was skipped (salvage)
-  kBadHeader,      // the segment header is unusable: nothing was read
-  kStopped,        // the visitor asked to stop
+  kClean = 0,  // every byte is part of an intact record
+  kTornTail,   // ends in a torn record (tolerated or not, per mode)
+  kDamaged,    // stopped at damage (strict, tolerate, point in time)
+  kSalvaged,   // damage was skipped (salvage)
+  kBadHeader,  // the segment header is unusable: nothing was read
+  kStopped,    // the visitor asked to stop
   kIoError,
 };
 
@@ -131,21 +131,21 @@ struct SegmentScan {
   SegmentFile file;
   SegmentHeader header;
   bool header_ok = false;
-  uint64_t file_bytes = 0;        // decompressed size for .wal.zst
-  uint64_t valid_end = 0;         // end of the intact prefix of records
-  uint32_t last_record_crc = 0;   // header_crc of the last record of that prefix
-  uint64_t records = 0;           // intact records seen (skipped unknown ones included)
+  uint64_t file_bytes = 0;       // decompressed size for .wal.zst
+  uint64_t valid_end = 0;        // end of the intact prefix of records
+  uint32_t last_record_crc = 0;  // header_crc of the last record of that prefix
+  uint64_t records = 0;          // intact records seen (skipped unknown ones included)
   uint64_t record_bytes = 0;
-  uint64_t skipped_unknown = 0;   // skippable records of unknown type
+  uint64_t skipped_unknown = 0;  // skippable records of unknown type
   uint64_t skipped_unknown_bytes = 0;
-  uint64_t last_end = 0;          // end of the last intact record anywhere (salvage reads past damage)
-  uint32_t last_crc = 0;          // its header_crc
-  bool damaged_to_end = false;    // damage runs to the end of the data: the true end is unknown
-  uint64_t bytes_dropped = 0;     // bytes not part of any intact record
-  uint64_t torn_offset = 0;       // where the torn tail starts (SegmentEnd::kTornTail)
+  uint64_t last_end = 0;        // end of the last intact record anywhere (salvage reads past damage)
+  uint32_t last_crc = 0;        // its header_crc
+  bool damaged_to_end = false;  // damage runs to the end of the data: the true end is unknown
+  uint64_t bytes_dropped = 0;   // bytes not part of any intact record
+  uint64_t torn_offset = 0;     // where the torn tail starts (SegmentEnd::kTornTail)
   bool zero_filled_tail = false;
   SegmentEnd end = SegmentEnd::kClean;
-  bool failed = false;            // the mode says this read fails
+  bool failed = false;  // the mode says this read fails
 };
 
 // Reads one segment from `src`, calling `visit` for each intact record of a
@@ -178,21 +178,21 @@ Result<std::vector<SegmentFile>> ListSegments(const std::string& wal_dir, const 
 struct NodeReadOptions {
   RecoveryMode mode = RecoveryMode::kTolerateTornTail;
   bool check_payload_crc = true;
-  Lsn from{0, 0};       // skip records before this position
+  Lsn from{0, 0};           // skip records before this position
   bool read_ahead = false;  // plain segments read on a thread ahead of the parse (ScanOptions::read_ahead)
 };
 
 struct NodeRead {
   std::vector<SegmentScan> segments;
-  bool failed = false;     // the mode says the read failed (see problems)
-  bool stopped = false;    // the visitor stopped it, or point-in-time stopped at damage
-  Lsn end;                 // position after the last intact record read
+  bool failed = false;   // the mode says the read failed (see problems)
+  bool stopped = false;  // the visitor stopped it, or point-in-time stopped at damage
+  Lsn end;               // position after the last intact record read
 };
 
 // Reads one node's segments in order (as ListSegments returns them), checking
 // continuity between them, and calls `visit` for every intact record.
-NodeRead ReadNodeWal(const std::vector<SegmentFile>& segments, const NodeReadOptions& opt,
-                     const RecordVisitor& visit, const ProblemSink& sink);
+NodeRead ReadNodeWal(const std::vector<SegmentFile>& segments, const NodeReadOptions& opt, const RecordVisitor& visit,
+                     const ProblemSink& sink);
 
 // ReadNodeWal one segment at a time, so that a caller can interleave the
 // reads of several nodes on fewer threads (a node's read may move from one

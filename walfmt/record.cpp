@@ -14,8 +14,8 @@ namespace walfmt {
 namespace {
 
 constexpr std::array<std::string_view, kMaxKnownRecordType + 1> kTypeNames = {
-    "INVALID",    "TX_DATA",    "TX_PREPARE", "TX_COMMIT", "TX_ROLLBACK",
-    "CUT_START",  "CUT_FINISH", "CUT_ABORT",  "SNAPSHOT",  "NODE_START"};
+    "INVALID",   "TX_DATA",    "TX_PREPARE", "TX_COMMIT", "TX_ROLLBACK",
+    "CUT_START", "CUT_FINISH", "CUT_ABORT",  "SNAPSHOT",  "NODE_START"};
 
 void PutTx(std::string& out, const TxId& t) {
   PutU32(out, t.node);
@@ -57,7 +57,8 @@ struct Decoder {
     uint32_t n = 0;
     if (!U32(n, what)) return false;
     if (static_cast<uint64_t>(n) * 12 > r.remaining()) {
-      return Fail(fmt::format("{} {} needs {} bytes, {} remain", what, n, static_cast<uint64_t>(n) * 12, r.remaining()));
+      return Fail(
+          fmt::format("{} {} needs {} bytes, {} remain", what, n, static_cast<uint64_t>(n) * 12, r.remaining()));
     }
     v.resize(n);
     for (auto& t : v) Tx(t, what);
@@ -73,23 +74,40 @@ struct Decoder {
   }
 };
 
-
 std::string DescribeTxDataError(const detail::TxDataError& e) {
   std::string why;
   switch (e.kind) {
-    case detail::TxDataError::kNone: break;
-    case detail::TxDataError::kTxId: why = "TX_DATA: transaction id cut short"; break;
-    case detail::TxDataError::kCount: why = "write count cut short"; break;
+    case detail::TxDataError::kNone:
+      break;
+    case detail::TxDataError::kTxId:
+      why = "TX_DATA: transaction id cut short";
+      break;
+    case detail::TxDataError::kCount:
+      why = "write count cut short";
+      break;
     case detail::TxDataError::kCountFit:
       why = fmt::format("write count {} cannot fit in the {} bytes that remain", e.index, e.remain);
       break;
-    case detail::TxDataError::kWrite: why = fmt::format("write {} cut short", e.index); break;
-    case detail::TxDataError::kOp: why = fmt::format("write {} has invalid op {}", e.index, e.need); break;
-    case detail::TxDataError::kKeyLength: why = "key length cut short"; break;
-    case detail::TxDataError::kKey: why = fmt::format("key of {} bytes, {} remain", e.need, e.remain); break;
-    case detail::TxDataError::kValueLength: why = "value length cut short"; break;
-    case detail::TxDataError::kValue: why = fmt::format("value of {} bytes, {} remain", e.need, e.remain); break;
-    case detail::TxDataError::kTrailing: return fmt::format("TX_DATA payload: {} trailing bytes after the last field", e.remain);
+    case detail::TxDataError::kWrite:
+      why = fmt::format("write {} cut short", e.index);
+      break;
+    case detail::TxDataError::kOp:
+      why = fmt::format("write {} has invalid op {}", e.index, e.need);
+      break;
+    case detail::TxDataError::kKeyLength:
+      why = "key length cut short";
+      break;
+    case detail::TxDataError::kKey:
+      why = fmt::format("key of {} bytes, {} remain", e.need, e.remain);
+      break;
+    case detail::TxDataError::kValueLength:
+      why = "value length cut short";
+      break;
+    case detail::TxDataError::kValue:
+      why = fmt::format("value of {} bytes, {} remain", e.need, e.remain);
+      break;
+    case detail::TxDataError::kTrailing:
+      return fmt::format("TX_DATA payload: {} trailing bytes after the last field", e.remain);
   }
   return fmt::format("TX_DATA payload: {}", why);
 }
@@ -163,11 +181,16 @@ bool TxId::Parse(std::string_view text, TxId& out) {
 
 std::string_view CutAbortReasonName(CutAbortReason r) {
   switch (r) {
-    case CutAbortReason::kNodeRestart: return "node-restart";
-    case CutAbortReason::kRecoveredTx: return "recovered-transaction";
-    case CutAbortReason::kParticipantLost: return "participant-lost";
-    case CutAbortReason::kOther: return "other";
-    case CutAbortReason::kInvalid: break;
+    case CutAbortReason::kNodeRestart:
+      return "node-restart";
+    case CutAbortReason::kRecoveredTx:
+      return "recovered-transaction";
+    case CutAbortReason::kParticipantLost:
+      return "participant-lost";
+    case CutAbortReason::kOther:
+      return "other";
+    case CutAbortReason::kInvalid:
+      break;
   }
   return "invalid";
 }
@@ -264,10 +287,11 @@ Result<Record> DecodePayload(RecordType type, std::span<const uint8_t> payload) 
   switch (type) {
     case RecordType::kTxData: {
       TxData r;
-      const detail::TxDataError e = detail::WalkTxData(payload, r.tx, [&](uint32_t n) { r.writes.reserve(n); },
-                                       [&](const WriteView& w) {
-                                         r.writes.push_back({w.op, std::string(w.key), std::string(w.value)});
-                                       });
+      const detail::TxDataError e = detail::WalkTxData(
+          payload, r.tx, [&](uint32_t n) { r.writes.reserve(n); },
+          [&](const WriteView& w) {
+            r.writes.push_back({w.op, std::string(w.key), std::string(w.value)});
+          });
       if (e.kind != detail::TxDataError::kNone) return Status::Corruption(DescribeTxDataError(e));
       return Record(std::move(r));
     }
@@ -333,8 +357,9 @@ Result<Record> DecodePayload(RecordType type, std::span<const uint8_t> payload) 
 
 bool ParseTxData(std::span<const uint8_t> payload, TxId& tx, std::vector<WriteView>& writes) {
   writes.clear();
-  return detail::WalkTxData(payload, tx, [](uint32_t) {}, [&](const WriteView& w) { writes.push_back(w); }).kind ==
-         detail::TxDataError::kNone;
+  return detail::WalkTxData(
+             payload, tx, [](uint32_t) {}, [&](const WriteView& w) { writes.push_back(w); })
+             .kind == detail::TxDataError::kNone;
 }
 
 }  // namespace walfmt

@@ -107,9 +107,9 @@ struct CutFinish {
 };
 enum class CutAbortReason : uint16_t {
   kInvalid = 0,
-  kNodeRestart = 1,     // the node crashed and restarted while the cut ran
-  kRecoveredTx = 2,     // a tracked transaction was finished by the recovery protocol
-  kParticipantLost = 3, // a participant of a tracked transaction crashed
+  kNodeRestart = 1,      // the node crashed and restarted while the cut ran
+  kRecoveredTx = 2,      // a tracked transaction was finished by the recovery protocol
+  kParticipantLost = 3,  // a participant of a tracked transaction crashed
   kOther = 4,
 };
 std::string_view CutAbortReasonName(CutAbortReason r);
@@ -159,13 +159,13 @@ Result<Record> DecodePayload(RecordType type, std::span<const uint8_t> payload);
 //   TX_ROLLBACK  tx(12) time(8)          flags(2)   count(2) participants
 // with `count` u32 node ids after the fixed part and nothing after them.
 namespace layout {
-constexpr size_t kTxIdNode = 0;   // u32
-constexpr size_t kTxIdSeq = 4;    // u64
+constexpr size_t kTxIdNode = 0;  // u32
+constexpr size_t kTxIdSeq = 4;   // u64
 constexpr size_t kTxIdSize = 12;
-constexpr size_t kTxDataCount = kTxIdSize;           // u32 write count, then the writes
+constexpr size_t kTxDataCount = kTxIdSize;  // u32 write count, then the writes
 constexpr size_t kTxDataWrites = kTxDataCount + 4;
-constexpr size_t kWriteMinSize = 1 + 2 + 4;          // op, key length, value length
-constexpr size_t kCutId = 0;                          // u64, first in CUT_START/FINISH/ABORT
+constexpr size_t kWriteMinSize = 1 + 2 + 4;  // op, key length, value length
+constexpr size_t kCutId = 0;                 // u64, first in CUT_START/FINISH/ABORT
 
 struct TxOutcome {
   bool has_marker;
@@ -177,18 +177,21 @@ struct TxOutcome {
   size_t fixed;   // where the participants start
 };
 constexpr TxOutcome kTxPrepare{false, false, 0, kTxIdSize, 0, kTxIdSize + 8, kTxIdSize + 8 + 2};
-constexpr TxOutcome kTxCommit{true, true, kTxIdSize, kTxIdSize + 8, kTxIdSize + 16, kTxIdSize + 18,
-                              kTxIdSize + 20};
+constexpr TxOutcome kTxCommit{true, true, kTxIdSize, kTxIdSize + 8, kTxIdSize + 16, kTxIdSize + 18, kTxIdSize + 20};
 constexpr TxOutcome kTxRollback{false, true, 0, kTxIdSize, kTxIdSize + 8, kTxIdSize + 10, kTxIdSize + 12};
 static_assert(kTxCommit.fixed == 32 && kTxRollback.fixed == 24 && kTxPrepare.fixed == 22);
 
 // The layout of an outcome type; nullptr for any other type.
 constexpr const TxOutcome* ForOutcome(RecordType type) {
   switch (type) {
-    case RecordType::kTxPrepare: return &kTxPrepare;
-    case RecordType::kTxCommit: return &kTxCommit;
-    case RecordType::kTxRollback: return &kTxRollback;
-    default: return nullptr;
+    case RecordType::kTxPrepare:
+      return &kTxPrepare;
+    case RecordType::kTxCommit:
+      return &kTxCommit;
+    case RecordType::kTxRollback:
+      return &kTxRollback;
+    default:
+      return nullptr;
   }
 }
 }  // namespace layout

@@ -110,7 +110,6 @@ std::string Printable(std::string_view bytes, size_t max_bytes) {
   return out;
 }
 
-
 void AppendWritesDescription(std::string& out, const std::vector<WriteView>& writes, size_t max_bytes) {
   out += "writes ";
   AppendU64(out, writes.size());
@@ -178,7 +177,7 @@ inline bool AllPlain8(uint64_t x) {
   constexpr uint64_t kOnes = 0x0101010101010101ull;
   constexpr uint64_t kHigh = 0x8080808080808080ull;
   auto has_zero = [](uint64_t v) { return ((v - kOnes) & ~v & kHigh) != 0; };
-  if ((x & kHigh) != 0) return false;                  // a byte >= 0x80
+  if ((x & kHigh) != 0) return false;                        // a byte >= 0x80
   if (((x - kOnes * 0x20) & ~x & kHigh) != 0) return false;  // a byte < 0x20
   return !has_zero(x ^ (kOnes * 0x7F)) && !has_zero(x ^ (kOnes * '\\'));
 }
@@ -189,7 +188,8 @@ inline bool AllPlain8(uint64_t x) {
 // kPlainByte). Signed compares: bytes >= 0x80 are negative, below 0x20.
 inline unsigned NotPlain16(const unsigned char* s) {
   const __m128i x = _mm_loadu_si128(reinterpret_cast<const __m128i*>(s));
-  const __m128i printable = _mm_and_si128(_mm_cmpgt_epi8(x, _mm_set1_epi8(0x1F)), _mm_cmplt_epi8(x, _mm_set1_epi8(0x7F)));
+  const __m128i printable =
+      _mm_and_si128(_mm_cmpgt_epi8(x, _mm_set1_epi8(0x1F)), _mm_cmplt_epi8(x, _mm_set1_epi8(0x7F)));
   const __m128i plain = _mm_andnot_si128(_mm_cmpeq_epi8(x, _mm_set1_epi8('\\')), printable);
   return ~static_cast<unsigned>(_mm_movemask_epi8(plain)) & 0xFFFFu;
 }
@@ -284,7 +284,6 @@ char* WriteWritesDescription(char* p, std::span<const WriteView> writes, size_t 
   }
   return p;
 }
-
 
 size_t TxOutcomeDescriptionBound(const TxOutcomeView& v) {
   // "marker N participants " + up to 10 digits and a comma per node + flags.

@@ -24,8 +24,7 @@ struct ClusterClock;  // walfmt/duration.h
 // given the cluster's clock, as clock->Format prints them ("time
 // 2026-11-30T12:00:00.001234Z"; walfmt/duration.h).
 std::string Describe(const Record& r, size_t max_bytes = 32);
-void AppendDescription(std::string& out, const Record& r, size_t max_bytes = 32,
-                       const ClusterClock* clock = nullptr);
+void AppendDescription(std::string& out, const Record& r, size_t max_bytes = 32, const ClusterClock* clock = nullptr);
 
 // Escapes a key or value for printing: printable ASCII as is, other bytes
 // (and the backslash) as \xNN; longer than max_bytes (0 = no limit) ends in

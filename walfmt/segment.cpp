@@ -30,8 +30,8 @@ void EncodeSegmentHeader(const SegmentHeader& h, uint8_t out[kSegmentHeaderSize]
 
 bool DecodeSegmentHeader(std::span<const uint8_t> bytes, SegmentHeader& h, HeaderError& err) {
   if (bytes.size() < kSegmentHeaderSize) {
-    err = {"segment header cut short", fmt::format("{} bytes", kSegmentHeaderSize), fmt::format("{} bytes", bytes.size()),
-           0};
+    err = {"segment header cut short", fmt::format("{} bytes", kSegmentHeaderSize),
+           fmt::format("{} bytes", bytes.size()), 0};
     return false;
   }
   const uint8_t* p = bytes.data();

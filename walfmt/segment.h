@@ -79,10 +79,10 @@ void EncodeSegmentHeader(const SegmentHeader& h, uint8_t out[kSegmentHeaderSize]
 
 // Why a header was rejected, with the expected and the found value.
 struct HeaderError {
-  std::string what;      // "bad magic", "header checksum mismatch", ...
+  std::string what;  // "bad magic", "header checksum mismatch", ...
   std::string expected;
   std::string actual;
-  uint64_t offset = 0;   // of the offending field
+  uint64_t offset = 0;  // of the offending field
 };
 // Decodes and checks magic, version, size and checksum. On failure fills `err`.
 bool DecodeSegmentHeader(std::span<const uint8_t> bytes, SegmentHeader& h, HeaderError& err);

@@ -112,12 +112,12 @@ Status DecodeInto(std::string_view bytes, SnapshotFile& s, const EntryFn& each) 
   const uint32_t want = walfmt::MaskCrc(walfmt::crc32c::Value(p, 60));
   const uint32_t have = walfmt::LoadU32(p + 60);
   if (want != have) {
-    return Status::Corruption(fmt::format("snapshot: header checksum at offset 60: expected {:08x}, found {:08x}", want,
-                                          have));
+    return Status::Corruption(
+        fmt::format("snapshot: header checksum at offset 60: expected {:08x}, found {:08x}", want, have));
   }
   if (walfmt::LoadU16(p + 8) != kSnapshotVersion) {
-    return Status::Corruption(fmt::format("snapshot: version {} at offset 8, expected {}", walfmt::LoadU16(p + 8),
-                                          kSnapshotVersion));
+    return Status::Corruption(
+        fmt::format("snapshot: version {} at offset 8, expected {}", walfmt::LoadU16(p + 8), kSnapshotVersion));
   }
   if (walfmt::LoadU16(p + 10) != kSnapshotHeaderSize) return Status::Corruption("snapshot: header size at offset 10");
   s.node_id = walfmt::LoadU32(p + 12);
@@ -141,12 +141,14 @@ Status DecodeInto(std::string_view bytes, SnapshotFile& s, const EntryFn& each) 
     if (at + 2 > end) return Status::Corruption(fmt::format("snapshot: entry {} cut short at offset {}", i, at));
     const size_t kl = walfmt::LoadU16(p + at);
     at += 2;
-    if (at + kl + 4 > end) return Status::Corruption(fmt::format("snapshot: key of entry {} overruns at offset {}", i, at));
+    if (at + kl + 4 > end)
+      return Status::Corruption(fmt::format("snapshot: key of entry {} overruns at offset {}", i, at));
     const std::string_view key = bytes.substr(at, kl);
     at += kl;
     const uint64_t vl = walfmt::LoadU32(p + at);
     at += 4;
-    if (vl > end - at) return Status::Corruption(fmt::format("snapshot: value of entry {} overruns at offset {}", i, at));
+    if (vl > end - at)
+      return Status::Corruption(fmt::format("snapshot: value of entry {} overruns at offset {}", i, at));
     if (i > 0 && !(prev < key)) return Status::Corruption(fmt::format("snapshot: entry {} is out of order", i));
     prev = key;
     each(key, bytes.substr(at, vl));
@@ -165,8 +167,8 @@ Status DecodeInto(std::string_view bytes, SnapshotFile& s, const EntryFn& each) 
   s.fingerprint = walfmt::LoadU64(p + end + 8);
   const uint64_t fp = Fnv(bytes.substr(entries_start, end - entries_start));
   if (fp != s.fingerprint) {
-    return Status::Corruption(fmt::format("snapshot: fingerprint at offset {}: expected {:016x}, found {:016x}", end + 8,
-                                          fp, s.fingerprint));
+    return Status::Corruption(
+        fmt::format("snapshot: fingerprint at offset {}: expected {:016x}, found {:016x}", end + 8, fp, s.fingerprint));
   }
   return Status::Ok();
 }
@@ -201,7 +203,8 @@ Result<SnapshotFile> ReadSnapshotFile(const std::string& path,
   auto bytes = ReadWholeFile(path, kMaxSnapshotFileBytes);
   if (!bytes.ok()) return bytes.status();
   SnapshotFile s;
-  if (Status st = DecodeInto(*bytes, s, each); !st.ok()) return Status::Corruption(fmt::format("{}: {}", path, st.message()));
+  if (Status st = DecodeInto(*bytes, s, each); !st.ok())
+    return Status::Corruption(fmt::format("{}: {}", path, st.message()));
   return s;
 }
 
@@ -278,7 +281,8 @@ struct SnapshotStreamWriter::Helper {
 SnapshotStreamWriter::SnapshotStreamWriter() = default;
 
 Result<std::unique_ptr<SnapshotStreamWriter>> SnapshotStreamWriter::Create(const std::string& path,
-                                                                         const SnapshotFile& h, uint64_t entry_count) {
+                                                                           const SnapshotFile& h,
+                                                                           uint64_t entry_count) {
   if (h.name.size() > kMaxName) {
     return Status::InvalidArgument(fmt::format("snapshot name of {} bytes exceeds {}", h.name.size(), kMaxName));
   }

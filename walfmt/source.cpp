@@ -206,8 +206,8 @@ constexpr size_t kMaxBlocks = kBlocksAhead + 2;
 struct Block {
   std::unique_ptr<uint8_t[]> mem{new uint8_t[kBlockPrefix + kBlockBytes]};  // not zeroed
   uint8_t* data() { return mem.get() + kBlockPrefix; }
-  size_t len = 0;      // bytes at data()
-  bool last = false;   // nothing follows: the data ended, or reading it failed (error)
+  size_t len = 0;     // bytes at data()
+  bool last = false;  // nothing follows: the data ended, or reading it failed (error)
   Status error;
   uint64_t chain_end = 0;  // the chain check's verified_end after this block (0: not checked)
 };
@@ -337,9 +337,9 @@ class ZstdDecoder final : public BlockFiller {
                                             ZSTD_getErrorName(rc), compressed_read_));
     }
     if (produced_ + out.pos > kMaxSegmentBytes) {
-      return Status::Corruption(fmt::format(
-          "{}: decompresses to more than {} bytes, the most a segment may hold (compressed bytes read: {})", path_,
-          kMaxSegmentBytes, compressed_read_));
+      return Status::Corruption(
+          fmt::format("{}: decompresses to more than {} bytes, the most a segment may hold (compressed bytes read: {})",
+                      path_, kMaxSegmentBytes, compressed_read_));
     }
     produced_ += out.pos;
     len += out.pos;
@@ -353,8 +353,8 @@ class ZstdDecoder final : public BlockFiller {
     if (out.pos == 0 && in_.pos == before_in && in_.pos == in_.size && in_eof_) {
       eof_ = true;
       if (!frame_done_ && (compressed_read_ > 0)) {
-        return Status::Corruption(fmt::format("{}: zstd frame cut short after {} compressed bytes", path_,
-                                              compressed_read_));
+        return Status::Corruption(
+            fmt::format("{}: zstd frame cut short after {} compressed bytes", path_, compressed_read_));
       }
       if (compressed_read_ == 0) {
         return Status::Corruption(fmt::format("{}: empty file, not a zstd frame", path_));
@@ -581,7 +581,7 @@ class BlockSource final : public ByteSource {
   uint64_t win_len_ = 0;
   bool ended_ = false;
   Status pending_;
-  uint64_t floor_ = 0;  // the highest offset asked for: a stream does not go back
+  uint64_t floor_ = 0;    // the highest offset asked for: a stream does not go back
   uint64_t checked_ = 0;  // the window's last block's chain_end
 };
 
@@ -735,7 +735,8 @@ Result<std::unique_ptr<ByteSource>> OpenSegmentSource(const std::string& path, b
   }
   posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL);  // larger read-ahead when the file is not cached
   if (compressed) {
-    return std::unique_ptr<ByteSource>(new BlockSource(std::make_unique<ZstdDecoder>(fd, path), true, std::nullopt, true));
+    return std::unique_ptr<ByteSource>(
+        new BlockSource(std::make_unique<ZstdDecoder>(fd, path), true, std::nullopt, true));
   }
   if (read_ahead) {
     const auto size = static_cast<uint64_t>(sb.st_size);
@@ -778,8 +779,7 @@ std::unique_ptr<ByteSource> CheckedMemorySource(std::span<const uint8_t> data, s
   block_bytes = std::clamp<size_t>(block_bytes, 1, kBlockBytes);
   // Recycled: its blocks go to this thread's spares, as a file's do (and a
   // fuzzer's next input does not allocate them again).
-  return std::make_unique<BlockSource>(std::make_unique<MemFiller>(data, block_bytes), false, data.size(), true,
-                                       true);
+  return std::make_unique<BlockSource>(std::make_unique<MemFiller>(data, block_bytes), false, data.size(), true, true);
 }
 
 }  // namespace detail

@@ -11,8 +11,8 @@
 #include <charconv>
 #include <cstring>
 #include <filesystem>
-#include <mutex>
 #include <map>
+#include <mutex>
 #include <set>
 
 #include <fmt/format.h>
@@ -76,9 +76,7 @@ int64_t StagingPid(const std::string& name) {
   return pid;
 }
 
-bool IsLockName(const std::string& name) {
-  return name.size() > 6 && name[0] == '.' && name.ends_with(".lock");
-}
+bool IsLockName(const std::string& name) { return name.size() > 6 && name[0] == '.' && name.ends_with(".lock"); }
 
 int64_t ReadPid(int fd) {
   char buf[32] = {};
@@ -98,7 +96,8 @@ int OpenLock(const std::string& path, bool create) {
 // Whether `fd` is still the file at `path` (a lock file unlinked by its last
 // holder after we opened it is a dead inode: locking it protects nothing).
 bool SameFile(int fd, const std::string& path) {
-  struct stat a {}, b {};
+  struct stat a {
+  }, b{};
   if (::fstat(fd, &a) != 0 || ::lstat(path.c_str(), &b) != 0) return false;
   return a.st_dev == b.st_dev && a.st_ino == b.st_ino;
 }
@@ -163,7 +162,8 @@ Result<std::unique_ptr<OutputLock>> OutputLock::Acquire(const std::string& targe
   // our open and our flock by a holder that finished (see SameFile).
   for (int attempt = 0; attempt < 16; ++attempt) {
     const int fd = OpenLock(path, true);
-    if (fd < 0) return Status::Io(fmt::format("{}: cannot create lock file {}: {}", target, path, std::strerror(errno)));
+    if (fd < 0)
+      return Status::Io(fmt::format("{}: cannot create lock file {}: {}", target, path, std::strerror(errno)));
     struct stat st {};
     if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
       ::close(fd);

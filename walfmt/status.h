@@ -12,10 +12,10 @@ namespace walfmt {
 
 enum class ErrorCode : uint8_t {
   kOk = 0,
-  kCorruption = 1,   // the input is damaged or inconsistent: a finding
+  kCorruption = 1,       // the input is damaged or inconsistent: a finding
   kInvalidArgument = 2,  // the caller asked for something meaningless: usage
-  kIo = 3,           // the operating system refused (open, read, write, rename)
-  kNotFound = 4,     // a path names nothing usable
+  kIo = 3,               // the operating system refused (open, read, write, rename)
+  kNotFound = 4,         // a path names nothing usable
   kInternal = 5,
 };
 
@@ -45,7 +45,7 @@ class [[nodiscard]] Status {
 template <class T>
 class [[nodiscard]] Result {
  public:
-  Result(T value) : v_(std::move(value)) {}  // NOLINT: implicit by design
+  Result(T value) : v_(std::move(value)) {}                                    // NOLINT: implicit by design
   Result(Status s) : v_(std::move(s)) { assert(!std::get<Status>(v_).ok()); }  // NOLINT
 
   bool ok() const { return std::holds_alternative<T>(v_); }

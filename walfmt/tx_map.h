@@ -36,7 +36,8 @@ class FlatTxMap {
   // (`inserted` says which): one probe where Find and then Insert take two.
   // The reference is valid until the table next changes.
   [[gnu::always_inline]] V& FindOrInsert(const TxId& t, V at, bool& inserted) {
-    if (size_ >= limit_) [[unlikely]] Grow();
+    if (size_ >= limit_) [[unlikely]]
+      Grow();
     for (size_t i = Home(t);; i = Next(i)) {
       Slot& s = slots_[i];
       if (!s.used) {
@@ -107,7 +108,7 @@ class FlatTxMap {
     bool Is(const TxId& t) const { return seq == t.seq && node == t.node; }
     TxId id() const { return TxId{node, seq}; }
   };
-  size_t Home(const TxId& t) const { return TxIdHash{}(t) * 0x9E3779B97F4A7C15ull >> shift_; }
+  size_t Home(const TxId& t) const { return TxIdHash{}(t)*0x9E3779B97F4A7C15ull >> shift_; }
   size_t Next(size_t i) const { return (i + 1) & mask_; }
   void SetLimit() {
     mask_ = slots_.size() - 1;

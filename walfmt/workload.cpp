@@ -20,18 +20,25 @@ std::optional<uint32_t> ParseIndexedKey(std::string_view key, std::string_view p
 
 const char* WorkloadName(Workload w) {
   switch (w) {
-    case Workload::kBank: return "bank";
-    case Workload::kCycle: return "cycle";
-    case Workload::kMixed: return "mixed";
+    case Workload::kBank:
+      return "bank";
+    case Workload::kCycle:
+      return "cycle";
+    case Workload::kMixed:
+      return "mixed";
   }
   return "?";
 }
 
 bool ParseWorkload(std::string_view s, Workload& out) {
-  if (s == "bank") out = Workload::kBank;
-  else if (s == "cycle") out = Workload::kCycle;
-  else if (s == "mixed") out = Workload::kMixed;
-  else return false;
+  if (s == "bank")
+    out = Workload::kBank;
+  else if (s == "cycle")
+    out = Workload::kCycle;
+  else if (s == "mixed")
+    out = Workload::kMixed;
+  else
+    return false;
   return true;
 }
 

@@ -20,13 +20,13 @@ struct ZSTD_CCtx_s;  // zstd.h stays out of this header
 namespace walfmt {
 
 struct WriterOptions {
-  std::string wal_dir;              // created if missing
+  std::string wal_dir;  // created if missing
   uint32_t node_id = 0;
   uint64_t cluster_id = 0;
   uint64_t segment_bytes = 16u << 20;  // roll before crossing this (a larger record gets a segment of its own)
-  bool archive_compressed = false;  // compress each rolled segment to .wal.zst
+  bool archive_compressed = false;     // compress each rolled segment to .wal.zst
   int zstd_level = 1;
-  bool fsync = false;               // fdatasync on Sync(); off in simulation
+  bool fsync = false;  // fdatasync on Sync(); off in simulation
 };
 
 class WalWriter {
@@ -71,10 +71,10 @@ class WalWriter {
   WriterOptions opt_;
   int fd_ = -1;
   uint64_t index_ = 0;
-  uint64_t seg_bytes_ = 0;     // bytes in the current segment, buffered ones included
-  uint32_t last_crc_ = 0;      // header_crc of the last record appended
+  uint64_t seg_bytes_ = 0;  // bytes in the current segment, buffered ones included
+  uint32_t last_crc_ = 0;   // header_crc of the last record appended
   uint64_t time_us_ = 0;
-  std::string buf_;            // appended, not yet written
+  std::string buf_;  // appended, not yet written
   std::string scratch_;
   // Archive() state kept from one rolled segment to the next: a fresh zstd
   // context and fresh megabyte buffers per segment cost page faults and
