@@ -11,6 +11,7 @@
 #include "recovery/state_set.h"
 #include "walfmt/record.h"
 #include "walfmt/record_text.h"
+#include "walfmt/strings.h"
 #include "walfmt/text_escape.h"
 
 namespace walcut::cli {
@@ -37,14 +38,12 @@ int ExitForLoad(const walfmt::Status& st) {
   }
 }
 
-std::string Hex(uint64_t v) { return fmt::format("{:016x}", v); }
-
 nlohmann::json SideJson(const recovery::StateSet& s) {
   nlohmann::json names = nlohmann::json::array();
   for (const auto& n : s.nodes) names.push_back(walfmt::Printable(n.name, 0));
   return {{"dir", s.dir},
           {"nodes", s.nodes.size()},
-          {"cluster_id", Hex(s.nodes.empty() ? 0 : s.nodes[0].cluster_id)},
+          {"cluster_id", walfmt::Hex16(s.nodes.empty() ? 0 : s.nodes[0].cluster_id)},
           {"names", names}};
 }
 
@@ -97,8 +96,8 @@ int RunDiff(const DiffCommandOptions& o) {
                        {"equal", n.equal()},
                        {"entries_a", n.entries_a},
                        {"entries_b", n.entries_b},
-                       {"fingerprint_a", Hex(n.fingerprint_a)},
-                       {"fingerprint_b", Hex(n.fingerprint_b)},
+                       {"fingerprint_a", walfmt::Hex16(n.fingerprint_a)},
+                       {"fingerprint_b", walfmt::Hex16(n.fingerprint_b)},
                        {"only_a_count", n.only_a_count},
                        {"only_b_count", n.only_b_count},
                        {"changed_count", n.changed_count},
@@ -129,12 +128,12 @@ int RunDiff(const DiffCommandOptions& o) {
   fmt::print("B: {} ({} node{}, {})\n", b->dir, b->nodes.size(), b->nodes.size() == 1 ? "" : "s", NameOf(*b));
   for (const auto& n : d->nodes) {
     if (n.equal()) {
-      fmt::print("node {}: equal, {} keys, fingerprint {}\n", n.node, n.entries_a, Hex(n.fingerprint_a));
+      fmt::print("node {}: equal, {} keys, fingerprint {}\n", n.node, n.entries_a, walfmt::Hex16(n.fingerprint_a));
       continue;
     }
     fmt::print("node {}: differs: {} only in A, {} only in B, {} changed; keys A {} B {}; fingerprint A {} B {}\n",
-               n.node, n.only_a_count, n.only_b_count, n.changed_count, n.entries_a, n.entries_b, Hex(n.fingerprint_a),
-               Hex(n.fingerprint_b));
+               n.node, n.only_a_count, n.only_b_count, n.changed_count, n.entries_a, n.entries_b,
+               walfmt::Hex16(n.fingerprint_a), walfmt::Hex16(n.fingerprint_b));
     // The listed keys in key order, whatever their kind.
     size_t ia = 0, ib = 0, ic = 0;
     for (;;) {

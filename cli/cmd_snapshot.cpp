@@ -14,6 +14,7 @@
 #include "recovery/state_set.h"
 #include "walfmt/record.h"
 #include "walfmt/record_text.h"
+#include "walfmt/strings.h"
 #include "walfmt/text_escape.h"
 
 namespace walcut::cli {
@@ -34,8 +35,6 @@ int ExitForLoad(const walfmt::Status& st) {
       return kExitIo;
   }
 }
-
-std::string Hex(uint64_t v) { return fmt::format("{:016x}", v); }
 
 // The directory must exist before anything else is said about it.
 std::optional<int> CheckDirExists(const std::string& dir) {
@@ -135,7 +134,8 @@ int RunCheck(const CheckOptions& o) {
     for (const auto& f : report.findings) findings.push_back(FindingJson(f));
     nlohmann::json nodes = nlohmann::json::array();
     for (const auto& n : set->nodes) {
-      nodes.push_back({{"node", n.node_id}, {"entries", n.entries.size()}, {"fingerprint", Hex(n.fingerprint)}});
+      nodes.push_back(
+          {{"node", n.node_id}, {"entries", n.entries.size()}, {"fingerprint", walfmt::Hex16(n.fingerprint)}});
     }
     nlohmann::json doc{
         {"schema", kSnapshotCheckSchema},
@@ -143,7 +143,7 @@ int RunCheck(const CheckOptions& o) {
         {"cluster",
          {{"path", src->path},
           {"from_manifest", src->from_manifest},
-          {"cluster_id", Hex(info.cluster_id)},
+          {"cluster_id", walfmt::Hex16(info.cluster_id)},
           {"workload", recovery::WorkloadName(info.workload)},
           {"nodes", info.nodes},
           {"backups", info.backups},
@@ -167,7 +167,8 @@ int RunCheck(const CheckOptions& o) {
   }
 
   fmt::print("snapshot {}: {} node{}, cluster {}, workload {} ({})\n", o.dir, set->nodes.size(),
-             set->nodes.size() == 1 ? "" : "s", Hex(info.cluster_id), recovery::WorkloadName(info.workload), src->path);
+             set->nodes.size() == 1 ? "" : "s", walfmt::Hex16(info.cluster_id), recovery::WorkloadName(info.workload),
+             src->path);
   fmt::print("checks: {}\n", fmt::join(checks, ", "));
   for (const auto& f : recorded) fmt::print("FINDING {}: {}\n", f.check, f.message);
   for (const auto& f : report.findings) fmt::print("FINDING {}: {}\n", f.check, f.message);
@@ -222,7 +223,7 @@ int RunShow(const ShowOptions& o) {
                         {"name", walfmt::Printable(n.name, 0)},
                         {"entries", n.entries.size()},
                         {"bytes", set->file_bytes[i]},
-                        {"fingerprint", Hex(n.fingerprint)},
+                        {"fingerprint", walfmt::Hex16(n.fingerprint)},
                         {"wal_position", n.wal_position.ToString()},
                         {"time_us", n.time_us},
                         {"time", clock.Format(n.time_us)}};
@@ -236,7 +237,7 @@ int RunShow(const ShowOptions& o) {
     }
     nlohmann::json doc{{"schema", kSnapshotShowSchema},
                        {"dir", o.dir},
-                       {"cluster_id", Hex(set->nodes[0].cluster_id)},
+                       {"cluster_id", walfmt::Hex16(set->nodes[0].cluster_id)},
                        {"node_count", set->nodes.size()},
                        {"nodes", nodes}};
     fmt::print("{}\n", walfmt::DumpJson(doc, 2));
@@ -244,12 +245,12 @@ int RunShow(const ShowOptions& o) {
   }
 
   fmt::print("snapshot {}: {} node{}, cluster {}\n", o.dir, set->nodes.size(), set->nodes.size() == 1 ? "" : "s",
-             Hex(set->nodes[0].cluster_id));
+             walfmt::Hex16(set->nodes[0].cluster_id));
   for (uint32_t i = 0; i < set->nodes.size(); ++i) {
     if (!shown(i)) continue;
     const auto& n = set->nodes[i];
     fmt::print("node {}: {} entries, {}, fingerprint {}, wal position {}, name {}, time {}\n", i, n.entries.size(),
-               HumanBytes(set->file_bytes[i]), Hex(n.fingerprint), n.wal_position.ToString(),
+               HumanBytes(set->file_bytes[i]), walfmt::Hex16(n.fingerprint), n.wal_position.ToString(),
                walfmt::Printable(n.name, 64), clock.Format(n.time_us));
     if (!o.keys) continue;
     for (const auto& [k, v] : n.entries) {

@@ -17,6 +17,7 @@
 #include "walfmt/cluster_layout.h"
 #include "walfmt/segment.h"
 #include "walfmt/source.h"
+#include "walfmt/strings.h"
 
 namespace walcut::cli {
 namespace {
@@ -27,10 +28,6 @@ using walfmt::Status;
 bool IsDir(const std::string& p) {
   struct stat sb {};
   return stat(p.c_str(), &sb) == 0 && S_ISDIR(sb.st_mode);
-}
-
-std::string Join(const std::string& dir, const std::string& name) {
-  return (dir.empty() || dir.back() == '/') ? dir + name : dir + "/" + name;
 }
 
 std::string BaseName(std::string p) {
@@ -161,17 +158,19 @@ Result<Inputs> ResolveInputs(const std::vector<std::string>& paths) {
     const std::vector<std::string> names = ListDir(path);
     std::vector<std::string> node_dirs;
     for (const std::string& n : names) {
-      if (NodeIdFromName(n) && IsDir(Join(path, n))) node_dirs.push_back(n);
+      if (NodeIdFromName(n) && IsDir(walfmt::JoinPath(path, n))) node_dirs.push_back(n);
     }
     if (!node_dirs.empty()) {  // a cluster directory
       for (const std::string& n : node_dirs) {
-        const std::string node_dir = Join(path, n);
-        if (Status st = AddClusterNode(Join(node_dir, "wal"), node_dir, NodeIdFromName(n), in); !st.ok()) return st;
+        const std::string node_dir = walfmt::JoinPath(path, n);
+        if (Status st = AddClusterNode(walfmt::JoinPath(node_dir, "wal"), node_dir, NodeIdFromName(n), in); !st.ok())
+          return st;
       }
       continue;
     }
-    if (IsDir(Join(path, "wal"))) {  // a node directory
-      if (Status st = AddWalDir(Join(path, "wal"), path, NodeIdFromName(BaseName(path)), in); !st.ok()) return st;
+    if (IsDir(walfmt::JoinPath(path, "wal"))) {  // a node directory
+      if (Status st = AddWalDir(walfmt::JoinPath(path, "wal"), path, NodeIdFromName(BaseName(path)), in); !st.ok())
+        return st;
       continue;
     }
     const size_t before = in.nodes.size();

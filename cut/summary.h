@@ -117,6 +117,21 @@ struct NodeCut {
   // (then that TrackedTx::first_seen is kFirstSeenPruned). Only a WAL that
   // starts after genesis (NodeSummary::pruned) has such cuts.
   bool evidence_pruned = false;
+
+  // Where a restore based on this cut must start reading on this node: the
+  // earliest of CUT_START and the first record of every finished transaction
+  // whose side of the cut the before/after sets decide (it may have been
+  // prepared, or even committed, before CUT_START). Nothing outside the cut
+  // was written before it.
+  Lsn ContinueFrom() const {
+    Lsn from = start;
+    for (const auto* list : {&before, &after}) {
+      for (const auto& t : *list) {
+        if ((t.committed || t.rolled_back) && t.first_seen < from) from = t.first_seen;
+      }
+    }
+    return from;
+  }
 };
 
 // Order-independent digest of a set of transactions (XOR of a 64-bit hash of

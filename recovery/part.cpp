@@ -15,6 +15,7 @@
 #include "walfmt/segment.h"
 #include "walfmt/snapshot.h"
 #include "walfmt/source.h"
+#include "walfmt/strings.h"
 #include "walfmt/text_escape.h"
 
 namespace walcut::recovery {
@@ -25,8 +26,6 @@ using walfmt::Status;
 using walfmt::TxId;
 
 namespace {
-
-std::string Hex(uint64_t x) { return fmt::format("{:016x}", x); }
 
 // The header of the first segment of a WAL directory: whose WAL it is.
 walfmt::Result<walfmt::SegmentHeader> FirstHeader(const walfmt::SegmentFile& seg) {
@@ -54,7 +53,7 @@ std::vector<detail::ExpectedRecord> Expectations(const Verdict& v, const Verdict
     e.type = walfmt::RecordType::kSnapshot;
     e.snapshot = v.base_name;
     e.fingerprint = n.snapshot_fingerprint;
-    e.what = fmt::format("SNAPSHOT({}) with fingerprint {}", v.base_name, Hex(n.snapshot_fingerprint));
+    e.what = fmt::format("SNAPSHOT({}) with fingerprint {}", v.base_name, walfmt::Hex16(n.snapshot_fingerprint));
     out.push_back(std::move(e));
   }
   if (n.started && in_range(n.start)) {
@@ -157,7 +156,8 @@ walfmt::Result<RestoreResult> RestorePart(const PartRequest& req) {
   }
   if (v.cluster_known && head->cluster_id != v.cluster_id) {
     return Status::InvalidArgument(fmt::format("{}: the WAL is from cluster {}, the verdict is for cluster {}",
-                                               req.wal_dir, Hex(head->cluster_id), Hex(v.cluster_id)));
+                                               req.wal_dir, walfmt::Hex16(head->cluster_id),
+                                               walfmt::Hex16(v.cluster_id)));
   }
   const Lsn to = vn.finished ? vn.finish : vn.start;
   if (listed->front().index > vn.from.segment) {
@@ -194,7 +194,7 @@ walfmt::Result<RestoreResult> RestorePart(const PartRequest& req) {
   o.to = to;
   o.cut_start = vn.start;
   o.cut_start_time_us = vn.start_time_us;
-  o.continue_from = detail::ContinueFrom(nc);
+  o.continue_from = nc.ContinueFrom();
   if (v.base_kind == BaseKind::kFull) {
     if (req.base_dir.empty()) {
       return Status::InvalidArgument(
@@ -210,8 +210,8 @@ walfmt::Result<RestoreResult> RestorePart(const PartRequest& req) {
       return Status::InvalidArgument(fmt::format("{}: holds node {}, expected node {}", file, snap->node_id, req.node));
     }
     if (snap->cluster_id != head->cluster_id) {
-      return Status::InvalidArgument(
-          fmt::format("{}: from cluster {}, the WAL is from {}", file, Hex(snap->cluster_id), Hex(head->cluster_id)));
+      return Status::InvalidArgument(fmt::format("{}: from cluster {}, the WAL is from {}", file,
+                                                 walfmt::Hex16(snap->cluster_id), walfmt::Hex16(head->cluster_id)));
     }
     if (snap->name != v.base_name || snap->wal_position != vn.from) {
       return Status::InvalidArgument(fmt::format("{}: snapshot {} taken at {}, the verdict's base is {} at {}", file,
@@ -220,7 +220,8 @@ walfmt::Result<RestoreResult> RestorePart(const PartRequest& req) {
     }
     if (snap->fingerprint != vn.snapshot_fingerprint) {
       return Status::InvalidArgument(fmt::format("{}: fingerprint {}, the verdict's SNAPSHOT record says {}", file,
-                                                 Hex(snap->fingerprint), Hex(vn.snapshot_fingerprint)));
+                                                 walfmt::Hex16(snap->fingerprint),
+                                                 walfmt::Hex16(vn.snapshot_fingerprint)));
     }
     job.base_file = file;
     job.base_fingerprint = snap->fingerprint;
@@ -298,7 +299,7 @@ walfmt::Status WritePart(RestoreResult& r, const Verdict& v, const std::string& 
   m["verdict"] = v.id;
   m["node"] = nr.node;
   m["nodes"] = v.nodes.size();
-  m["cluster_id"] = Hex(v.file_cluster_id);
+  m["cluster_id"] = walfmt::Hex16(v.file_cluster_id);
   m["base"] = {{"kind", BaseKindName(r.base.kind)}, {"name", r.base.name}};
   if (!r.base.dir.empty()) m["base"]["dir"] = r.base.dir;
   m["entry"] = detail::NodeEntryJson(nr);
@@ -487,10 +488,10 @@ walfmt::Result<RestoreResult> AssembleParts(const std::vector<std::string>& part
     if (snap->node_id != node)
       wrong = fmt::format("holds node {}", snap->node_id);
     else if (snap->cluster_id != cluster_id)
-      wrong = fmt::format("is from cluster {}, the part says {}", Hex(snap->cluster_id), first.cluster_id);
+      wrong = fmt::format("is from cluster {}, the part says {}", walfmt::Hex16(snap->cluster_id), first.cluster_id);
     else if (snap->fingerprint != e.fingerprint)
-      wrong =
-          fmt::format("has fingerprint {}, the part's manifest says {}", Hex(snap->fingerprint), Hex(e.fingerprint));
+      wrong = fmt::format("has fingerprint {}, the part's manifest says {}", walfmt::Hex16(snap->fingerprint),
+                          walfmt::Hex16(e.fingerprint));
     else if (entries != e.entries)
       wrong = fmt::format("holds {} keys, the part's manifest says {}", entries, e.entries);
     else if (snap->name != fmt::format("cut-{}", first.cut) || snap->wal_position != e.cut_start) {

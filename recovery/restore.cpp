@@ -209,16 +209,6 @@ CutRule RuleOf(const cut::NodeCut& nc) {
   return r;
 }
 
-Lsn ContinueFrom(const cut::NodeCut& nc) {
-  Lsn from = nc.start;
-  for (const auto* list : {&nc.before, &nc.after}) {
-    for (const auto& t : *list) {
-      if ((t.committed || t.rolled_back) && t.first_seen < from) from = t.first_seen;
-    }
-  }
-  return from;
-}
-
 namespace {
 
 // Whether the record `v` is the one `e` expects; "" when it is, else what
@@ -542,7 +532,6 @@ json NodeEntryJson(const NodeRestore& nr) {
 
 namespace {
 
-using detail::ContinueFrom;
 using detail::CutRule;
 using detail::NodeJob;
 using detail::RuleOf;
@@ -610,7 +599,7 @@ walfmt::Result<BaseInfo> ResolveBase(const cut::ClusterCuts& cc, const cut::Clus
     }
     for (size_t i = 0; i < n; ++i) {
       base_rules[i] = RuleOf(*g->nodes[i]);
-      b.position[i] = ContinueFrom(*g->nodes[i]);
+      b.position[i] = g->nodes[i]->ContinueFrom();
     }
   } else if (req.base.find('/') == std::string::npos && fs::is_directory(named, ec)) {
     b.kind = BaseKind::kFull;
@@ -751,7 +740,7 @@ bool ConfirmsBase(const cut::ClusterCuts& cc, const RestoredBase& b) {
   if (j == nullptr || !cc.EvidenceComplete(*j) || j->nodes.size() != b.cut_start.size()) return false;
   if (j->status != cut::CutStatus::kConsistent && j->status != cut::CutStatus::kUnavailable) return false;
   for (size_t i = 0; i < j->nodes.size(); ++i) {
-    if (j->nodes[i]->start != b.cut_start[i] || ContinueFrom(*j->nodes[i]) != b.continue_from[i]) return false;
+    if (j->nodes[i]->start != b.cut_start[i] || j->nodes[i]->ContinueFrom() != b.continue_from[i]) return false;
   }
   return true;
 }
@@ -915,7 +904,7 @@ walfmt::Result<RestoreResult> Restore(const cut::ClusterCuts& cc, const cut::Clu
     o.to = nc.finished ? nc.finish : nc.start;
     o.cut_start = nc.start;
     o.cut_start_time_us = nc.start_time_us;
-    o.continue_from = ContinueFrom(nc);
+    o.continue_from = nc.ContinueFrom();
     o.base_entries = base_files[i].entries;
     if (r.base.kind == BaseKind::kFull && !(o.from < nc.start)) {
       return Status::InvalidArgument(fmt::format("base {} was taken on node {} at {}, after CUT_START({}) at {}",

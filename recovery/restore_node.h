@@ -47,10 +47,6 @@ struct CutRule {
 
 CutRule RuleOf(const cut::NodeCut& nc);
 
-// Where a restore based on cut J must start reading on this node: nothing
-// outside cut J was written before it.
-walfmt::Lsn ContinueFrom(const cut::NodeCut& nc);
-
 // A record the pass must meet at a given position (the per-node restore
 // checks that the summaries it was given describe this WAL): its type and
 // what it names.

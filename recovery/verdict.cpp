@@ -5,6 +5,7 @@
 
 #include "walfmt/cluster_layout.h"
 #include "walfmt/file_io.h"
+#include "walfmt/strings.h"
 #include "walfmt/text_escape.h"
 
 namespace walcut::recovery {
@@ -21,8 +22,6 @@ uint64_t Fnv1a64(std::string_view s) {
   }
   return h;
 }
-
-std::string Hex(uint64_t x) { return fmt::format("{:016x}", x); }
 
 json TrackedJson(const cut::TrackedTx& t) {
   json j = {{"tx", t.tx.ToString()}};
@@ -42,8 +41,8 @@ json Body(const Verdict& v) {
   j["cut"] = v.cut;
   j["status"] = cut::CutStatusName(v.status);
   if (!v.reason.empty()) j["reason"] = v.reason;
-  j["cluster_id"] = v.cluster_known ? json(Hex(v.cluster_id)) : json(nullptr);
-  j["file_cluster_id"] = Hex(v.file_cluster_id);
+  j["cluster_id"] = v.cluster_known ? json(walfmt::Hex16(v.cluster_id)) : json(nullptr);
+  j["file_cluster_id"] = walfmt::Hex16(v.file_cluster_id);
   if (!v.cluster_json.empty()) j["cluster_json"] = v.cluster_json;
   j["base"] = {{"kind", BaseKindName(v.base_kind)}, {"name", v.base_name}, {"why", v.base_why}};
   json nodes = json::array();
@@ -53,7 +52,7 @@ json Body(const Verdict& v) {
     if (n.started) e["start"] = n.start.ToString();
     if (n.started) e["start_time_us"] = n.start_time_us;
     if (n.finished) e["finish"] = n.finish.ToString();
-    if (v.base_kind == BaseKind::kFull) e["snapshot_fingerprint"] = Hex(n.snapshot_fingerprint);
+    if (v.base_kind == BaseKind::kFull) e["snapshot_fingerprint"] = walfmt::Hex16(n.snapshot_fingerprint);
     if (n.has_transactions) e["transactions"] = n.transactions;
     json b = json::array(), a = json::array();
     for (const auto& t : n.before) b.push_back(TrackedJson(t));
@@ -315,13 +314,13 @@ walfmt::Result<Verdict> MakeVerdict(const cut::ClusterCuts& cc, uint64_t k, cons
     }
     v.nodes.push_back(std::move(e));
   }
-  v.id = Hex(Fnv1a64(walfmt::DumpJson(Body(v))));
+  v.id = walfmt::Hex16(Fnv1a64(walfmt::DumpJson(Body(v))));
   return v;
 }
 
 std::string VerdictToJson(const Verdict& v) {
   json j = Body(v);
-  j["id"] = Hex(Fnv1a64(walfmt::DumpJson(j)));
+  j["id"] = walfmt::Hex16(Fnv1a64(walfmt::DumpJson(j)));
   return walfmt::DumpJson(j, 1) + "\n";
 }
 
@@ -335,7 +334,7 @@ walfmt::Result<Verdict> VerdictFromJson(const std::string& text, const std::stri
   try {
     const std::string id = Str(j, "id", "");
     j.erase("id");
-    const std::string digest = Hex(Fnv1a64(j.dump()));
+    const std::string digest = walfmt::Hex16(Fnv1a64(j.dump()));
     if (id != digest) {
       return Status::InvalidArgument(fmt::format(
           "{}: its content does not match its id {} (digest {}): the file was edited or damaged", origin, id, digest));

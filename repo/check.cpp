@@ -17,6 +17,7 @@
 #include "repo/repository.h"
 #include "walfmt/file_io.h"
 #include "walfmt/snapshot.h"
+#include "walfmt/strings.h"
 
 namespace walcut::repo {
 namespace fs = std::filesystem;
@@ -24,8 +25,6 @@ using walfmt::Result;
 using walfmt::Status;
 
 namespace {
-
-std::string Join(const std::string& a, const std::string& b) { return (fs::path(a) / b).string(); }
 
 RepoCheckItem& Add(RepoCheckReport& r, std::string level, std::string group, std::string name) {
   r.items.push_back(RepoCheckItem{std::move(level), std::move(group), std::move(name), false, false, "", {}});
@@ -50,7 +49,7 @@ void CheckFiles(const Artifact& a, RepoCheckReport& r) {
   for (const auto& f : a.m.files) {
     listed.insert(f.path);
     RepoCheckItem& it = Add(r, "files", a.name, "file " + f.path);
-    const std::string path = Join(a.dir, f.path);
+    const std::string path = walfmt::JoinPath(a.dir, f.path);
     uint64_t bytes = 0;
     auto sum = Xxh3File(path, &bytes);
     if (!sum.ok()) {
@@ -81,8 +80,9 @@ void CheckFiles(const Artifact& a, RepoCheckReport& r) {
     if (e->is_directory(ec)) continue;
     const std::string rel = fs::relative(e->path(), a.dir, ec).string();
     if (rel == kManifestFile || listed.count(rel)) continue;
-    RepoFinding x = Finding("unlisted-file", fmt::format("{}: not listed in the manifest", Join(a.dir, rel)));
-    x.file = Join(a.dir, rel);
+    RepoFinding x =
+        Finding("unlisted-file", fmt::format("{}: not listed in the manifest", walfmt::JoinPath(a.dir, rel)));
+    x.file = walfmt::JoinPath(a.dir, rel);
     Fail(it, std::move(x));
   }
 }
@@ -90,7 +90,8 @@ void CheckFiles(const Artifact& a, RepoCheckReport& r) {
 void CheckSnapFiles(const Artifact& a, RepoCheckReport& r) {
   RepoCheckItem& it = Add(r, "files", a.name, "snapshot files");
   for (const auto& n : a.m.nodes) {
-    const std::string path = Join(a.dir, n.snap_file.empty() ? fmt::format("node-{}.snap", n.node) : n.snap_file);
+    const std::string path =
+        walfmt::JoinPath(a.dir, n.snap_file.empty() ? fmt::format("node-{}.snap", n.node) : n.snap_file);
     auto snap = walfmt::ReadSnapshotFile(path, [](std::string_view, std::string_view) {});
     if (!snap.ok()) {
       RepoFinding x = Finding("snapshot", fmt::format("{}: {}", path, snap.status().message()));
@@ -154,7 +155,8 @@ void CheckCut(const Artifact& a, const RepoListing& l, RepoCheckReport& r, unsig
   layout.dir = a.dir;
   layout.has_cluster_json = true;
   layout.cluster_id = a.m.cluster_id;
-  for (size_t i = 0; i < a.m.nodes.size(); ++i) layout.wal_dirs.push_back(Join(a.dir, fmt::format("node-{}/wal", i)));
+  for (size_t i = 0; i < a.m.nodes.size(); ++i)
+    layout.wal_dirs.push_back(walfmt::JoinPath(a.dir, fmt::format("node-{}/wal", i)));
   cut::LoadOptions lo;
   lo.jobs = jobs;
   RepoCheckItem& st = Add(r, "cuts", group, fmt::format("cut {}: status", k));
@@ -245,7 +247,7 @@ void CrossCheckFingerprints(const RepoListing& l, const Artifact& step, const st
     }
     RepoCheckItem& it = Add(r, "restore", step.name, "fingerprints against " + f.name);
     for (const auto& n : f.m.nodes) {
-      const std::string path = Join(dir, fmt::format("node-{}.snap", n.node));
+      const std::string path = walfmt::JoinPath(dir, fmt::format("node-{}.snap", n.node));
       auto snap = walfmt::ReadSnapshotFile(path, [](std::string_view, std::string_view) {});
       if (!snap.ok()) {
         Fail(it, Finding("fingerprint", snap.status().message()));
@@ -266,9 +268,9 @@ void CrossCheckFingerprints(const RepoListing& l, const Artifact& step, const st
 }
 
 Status CheckInvariantsOf(const Artifact& last, const std::string& dir, RepoCheckItem& it) {
-  auto cj = walfmt::ReadWholeFile(Join(last.dir, "cluster.json"), 64u << 20);
+  auto cj = walfmt::ReadWholeFile(walfmt::JoinPath(last.dir, "cluster.json"), 64u << 20);
   if (!cj.ok()) return cj.status();
-  auto info = recovery::ParseClusterInfo(*cj, Join(last.dir, "cluster.json"));
+  auto info = recovery::ParseClusterInfo(*cj, walfmt::JoinPath(last.dir, "cluster.json"));
   if (!info.ok()) return info.status();
   recovery::LoadOptions lo;
   lo.expected_nodes = info->nodes;
@@ -340,7 +342,7 @@ Result<RepoCheckReport> CheckRepository(const RepoCheckOptions& o) {
     RepoCheckItem& man = Add(r, "files", a->name, "manifest");
     if (!a->status.ok()) {
       RepoFinding x = Finding("manifest", a->status.message());
-      x.file = Join(a->dir, kManifestFile);
+      x.file = walfmt::JoinPath(a->dir, kManifestFile);
       Fail(man, std::move(x));
       continue;
     }
@@ -402,7 +404,7 @@ Result<RepoCheckReport> CheckRepository(const RepoCheckOptions& o) {
       RepoRestoreRequest rq;
       rq.repo = o.repo;
       rq.name = a->name;
-      rq.out = Join(tmp, "out");
+      rq.out = walfmt::JoinPath(tmp, "out");
       rq.jobs = o.jobs;
       rq.after_step = [&](const ChainStep& step, const std::string& dir) -> Status {
         if (done.count(step.artifact)) return Status::Ok();

@@ -23,8 +23,10 @@
 #include "walfmt/cluster_layout.h"
 #include "walfmt/file_io.h"
 #include "walfmt/reader.h"
+#include "walfmt/segment.h"
 #include "walfmt/snapshot.h"
 #include "walfmt/staging.h"
+#include "walfmt/strings.h"
 #include "walfmt/text_escape.h"
 #include "walfmt/workers.h"
 
@@ -38,10 +40,7 @@ using walfmt::Status;
 namespace {
 
 constexpr uint64_t kMaxManifestBytes = 64ull << 20;
-constexpr uint64_t kMaxSegmentBytes = 1ull << 30;  // plain segments compressed in memory
 const std::string kZeroSum(32, '0');
-
-std::string Join(const std::string& a, const std::string& b) { return (fs::path(a) / b).string(); }
 
 json LsnJson(const Lsn& l) { return l.ToString(); }
 Lsn LsnOf(const json& j, const char* key) {
@@ -232,7 +231,8 @@ class Hasher {
 // and lists it with its checksum.
 Status AddFileCopy(const std::string& stage, const std::string& rel, const std::string& from, Manifest& m) {
   Hasher h;
-  if (Status st = walfmt::CopyToNewFile(from, Join(stage, rel), [&h](std::string_view p) { h.Update(p); }); !st.ok()) {
+  if (Status st = walfmt::CopyToNewFile(from, walfmt::JoinPath(stage, rel), [&h](std::string_view p) { h.Update(p); });
+      !st.ok()) {
     return st;
   }
   m.files.push_back({rel, h.bytes(), h.Hex()});
@@ -249,7 +249,7 @@ Result<walfmt::SnapshotFile> ReadBackSnapshot(const std::string& path, uint64_t&
 }
 
 Status AddFile(const std::string& stage, const std::string& rel, std::string_view data, Manifest& m) {
-  if (Status st = walfmt::WriteNewFile(Join(stage, rel), data); !st.ok()) return st;
+  if (Status st = walfmt::WriteNewFile(walfmt::JoinPath(stage, rel), data); !st.ok()) return st;
   m.files.push_back({rel, data.size(), Xxh3Hex(data)});
   return Status::Ok();
 }
@@ -257,8 +257,9 @@ Status AddFile(const std::string& stage, const std::string& rel, std::string_vie
 // Writes manifest.json last and renames the staging directory into place.
 Status Publish(Staging& s, const std::string& repo, Manifest& m) {
   if (Status st = walfmt::SyncDir(s.dir); !st.ok()) return st;
-  if (Status st = walfmt::WriteFileAtomic(Join(s.dir, kManifestFile), EncodeManifest(m)); !st.ok()) return st;
-  const std::string target = Join(repo, m.name);
+  if (Status st = walfmt::WriteFileAtomic(walfmt::JoinPath(s.dir, kManifestFile), EncodeManifest(m)); !st.ok())
+    return st;
+  const std::string target = walfmt::JoinPath(repo, m.name);
   std::error_code ec;
   if (fs::exists(target, ec)) {
     return Status::InvalidArgument(fmt::format("{}: an artifact of that name already exists", target));
@@ -279,16 +280,6 @@ Result<cut::ClusterCuts> Analyze(const cut::ClusterLayout& layout, unsigned jobs
   cut::ReconstructOptions ro;
   ro.attested_cut = attested;
   return cut::Reconstruct(std::move(sums.value()), ro);
-}
-
-Lsn ContinueFrom(const cut::NodeCut& nc) {
-  Lsn from = nc.start;
-  for (const auto* list : {&nc.before, &nc.after}) {
-    for (const auto& t : *list) {
-      if ((t.committed || t.rolled_back) && t.first_seen < from) from = t.first_seen;
-    }
-  }
-  return from;
 }
 
 void FillCutEvidence(const cut::GlobalCut& g, Manifest& m) {
@@ -352,7 +343,7 @@ Result<CreateResult> CreateRuntimeFull(const CreateRequest& req, const RepoListi
     return Status::NotFound(fmt::format("{}: no full snapshot '{}' in cluster.json (it has: {})", req.cluster_dir,
                                         req.from, names.empty() ? "none" : names));
   }
-  auto cj = walfmt::ReadWholeFile(Join(req.cluster_dir, "cluster.json"), kMaxManifestBytes);
+  auto cj = walfmt::ReadWholeFile(walfmt::JoinPath(req.cluster_dir, "cluster.json"), kMaxManifestBytes);
   if (!cj.ok()) return cj.status();
   m.name = req.name.empty() ? "f-" + req.from : req.name;
   if (Status st = CheckName(m.name); !st.ok()) return st;
@@ -364,17 +355,17 @@ Result<CreateResult> CreateRuntimeFull(const CreateRequest& req, const RepoListi
   m.time_us = fsi->time_us;
   m.verdict = "snapshot";
   m.evidence = {{"at_tx", fsi->at_tx}, {"snapshot_time_us", fsi->time_us}};
-  Staging s{walfmt::TempNameBeside(Join(req.repo, m.name))};
+  Staging s{walfmt::TempNameBeside(walfmt::JoinPath(req.repo, m.name))};
   if (Status st = MakeDir(s.dir); !st.ok()) {
     s.dir.clear();
     return st;
   }
   for (const auto& node : fsi->nodes) {
-    const std::string path = Join(Join(req.cluster_dir, fsi->dir), node.file);
+    const std::string path = walfmt::JoinPath(walfmt::JoinPath(req.cluster_dir, fsi->dir), node.file);
     const std::string rel = fmt::format("node-{}.snap", node.node);
     if (Status st = AddFileCopy(s.dir, rel, path, m); !st.ok()) return st;
     uint64_t entries = 0;
-    auto snap = ReadBackSnapshot(Join(s.dir, rel), entries);  // the copy is what is checked
+    auto snap = ReadBackSnapshot(walfmt::JoinPath(s.dir, rel), entries);  // the copy is what is checked
     if (!snap.ok()) return Status::Corruption(fmt::format("{} (copied from {})", snap.status().message(), path));
     if (snap->node_id != node.node || snap->fingerprint != node.fingerprint ||
         snap->wal_position != node.wal_position) {
@@ -399,13 +390,13 @@ Result<CreateResult> CreateRuntimeFull(const CreateRequest& req, const RepoListi
   if (Status st = Publish(s, req.repo, m); !st.ok()) return st;
   CreateResult r;
   r.m = m;
-  r.dir = Join(req.repo, m.name);
+  r.dir = walfmt::JoinPath(req.repo, m.name);
   return r;
 }
 
 // Copies a restore output (node files, its manifest) into the staging dir.
 Status IngestRestore(const std::string& restored, const std::string& stage, Manifest& m) {
-  auto text = ReadSmall(Join(restored, "manifest.json"));
+  auto text = ReadSmall(walfmt::JoinPath(restored, "manifest.json"));
   if (!text.ok()) return text.status();
   json rm = walfmt::UnescapeJsonStrings(json::parse(*text, nullptr, false));
   if (!rm.is_object() || !rm.contains("nodes") || !rm["nodes"].is_array()) {
@@ -418,9 +409,9 @@ Status IngestRestore(const std::string& restored, const std::string& stage, Mani
     if (i >= m.nodes.size())
       return Status::Corruption(fmt::format("{}/manifest.json: node {} out of range", restored, i));
     const std::string rel = fmt::format("node-{}.snap", i);
-    if (Status st = AddFileCopy(stage, rel, Join(restored, rel), m); !st.ok()) return st;
+    if (Status st = AddFileCopy(stage, rel, walfmt::JoinPath(restored, rel), m); !st.ok()) return st;
     uint64_t entries = 0;
-    auto snap = ReadBackSnapshot(Join(stage, rel), entries);
+    auto snap = ReadBackSnapshot(walfmt::JoinPath(stage, rel), entries);
     if (!snap.ok()) return snap.status();
     ArtifactNode& an = m.nodes[i];
     an.node = i;
@@ -447,12 +438,12 @@ Result<CreateResult> CreateSyntheticFull(const CreateRequest& req, const RepoLis
   m.type = "full";
   m.source = "restore";
   m.cut = k;
-  Staging s{walfmt::TempNameBeside(Join(req.repo, m.name))};
+  Staging s{walfmt::TempNameBeside(walfmt::JoinPath(req.repo, m.name))};
   if (Status st = MakeDir(s.dir); !st.ok()) {
     s.dir.clear();
     return st;
   }
-  const std::string restored = Join(s.dir, ".restore");
+  const std::string restored = walfmt::JoinPath(s.dir, ".restore");
   // Served by the repository when it holds cut K with a complete chain (no
   // need for the cluster); else restored from the cluster's WAL.
   std::optional<uint64_t> want_cluster;
@@ -545,7 +536,7 @@ Result<CreateResult> CreateSyntheticFull(const CreateRequest& req, const RepoLis
   if (Status st = Publish(s, req.repo, m); !st.ok()) return st;
   CreateResult r;
   r.m = m;
-  r.dir = Join(req.repo, m.name);
+  r.dir = walfmt::JoinPath(req.repo, m.name);
   return r;
 }
 
@@ -572,8 +563,9 @@ Status CompressFile(ZSTD_CCtx* cctx, const std::string& path, int level, std::un
   std::error_code ec;
   const uintmax_t size = fs::file_size(path, ec);
   if (ec) return Status::Io(fmt::format("{}: cannot stat: {}", path, ec.message()));
-  if (size > kMaxSegmentBytes) {
-    return Status::Io(fmt::format("{}: {} bytes, more than the {} a segment may hold", path, size, kMaxSegmentBytes));
+  if (size > walfmt::kMaxSegmentBytes) {
+    return Status::Io(
+        fmt::format("{}: {} bytes, more than the {} a segment may hold", path, size, walfmt::kMaxSegmentBytes));
   }
   ZSTD_CCtx_reset(cctx, ZSTD_reset_session_and_parameters);
   ZSTD_CCtx_setParameter(cctx, ZSTD_c_compressionLevel, level);
@@ -632,13 +624,14 @@ Status StoreSegments(const std::string& stage, std::vector<SegmentTask>& tasks, 
       Status st = Status::Ok();
       if (t.seg->compressed) {
         Hasher h;
-        st = walfmt::CopyToNewFile(t.seg->path, Join(stage, t.rel), [&h](std::string_view p) { h.Update(p); });
+        st = walfmt::CopyToNewFile(t.seg->path, walfmt::JoinPath(stage, t.rel),
+                                   [&h](std::string_view p) { h.Update(p); });
         if (st.ok()) t.entry = {t.rel, h.bytes(), h.Hex()};
       } else if (!cctx) {
         st = Status::Internal("zstd: cannot create a compression context");
       } else if (st = CompressFile(cctx.get(), t.seg->path, level, out, cap, n); st.ok()) {
         const std::string_view z(out.get(), n);
-        st = walfmt::WriteNewFile(Join(stage, t.rel), z);
+        st = walfmt::WriteNewFile(walfmt::JoinPath(stage, t.rel), z);
         if (st.ok()) t.entry = {t.rel, z.size(), Xxh3Hex(z)};
       }
       if (!st.ok()) {
@@ -718,7 +711,7 @@ Result<std::optional<cut::ClusterCuts>> PlannedCuts(const Artifact& a, std::opti
     const std::string rel = PlanFile(i);
     const auto entry = std::find_if(a.m.files.begin(), a.m.files.end(), [&](const auto& f) { return f.path == rel; });
     if (entry == a.m.files.end()) return std::optional<cut::ClusterCuts>();
-    const std::string path = Join(a.dir, rel);
+    const std::string path = walfmt::JoinPath(a.dir, rel);
     auto text = ReadSmall(path);
     if (!text.ok()) return text.status();
     if (text->size() != entry->bytes || Xxh3Hex(*text) != entry->xxh3_128) {
@@ -848,17 +841,17 @@ Result<CreateResult> CreateIncrement(const CreateRequest& req, const RepoListing
   m.cluster_id = cid;
   m.cut = k;
   FillCutEvidence(*g, m);
-  auto cj = walfmt::ReadWholeFile(Join(req.cluster_dir, "cluster.json"), kMaxManifestBytes);
+  auto cj = walfmt::ReadWholeFile(walfmt::JoinPath(req.cluster_dir, "cluster.json"), kMaxManifestBytes);
   if (!cj.ok()) return cj.status();
-  Staging s{walfmt::TempNameBeside(Join(req.repo, m.name))};
+  Staging s{walfmt::TempNameBeside(walfmt::JoinPath(req.repo, m.name))};
   if (Status st = MakeDir(s.dir); !st.ok()) {
     s.dir.clear();
     return st;
   }
   for (size_t i = 0; i < n; ++i) {
     const std::string nd = fmt::format("node-{}", i);
-    if (Status st = MakeDir(Join(s.dir, nd)); !st.ok()) return st;
-    if (Status st = MakeDir(Join(s.dir, nd + "/wal")); !st.ok()) return st;
+    if (Status st = MakeDir(walfmt::JoinPath(s.dir, nd)); !st.ok()) return st;
+    if (Status st = MakeDir(walfmt::JoinPath(s.dir, nd + "/wal")); !st.ok()) return st;
     ArtifactNode an;
     an.node = static_cast<uint32_t>(i);
     an.has_wal = true;
@@ -866,7 +859,7 @@ Result<CreateResult> CreateIncrement(const CreateRequest& req, const RepoListing
     an.wal_to = g->nodes[i]->finish;
     an.first_segment = an.wal_from.segment;
     an.last_segment = an.wal_to.segment;
-    an.continue_from = ContinueFrom(*g->nodes[i]);
+    an.continue_from = g->nodes[i]->ContinueFrom();
     FillNodeEvidence(*g->nodes[i], an);
     for (const auto& seg : segs[i]) an.segments.push_back(SegmentName(seg.index));
     m.nodes.push_back(an);
@@ -883,8 +876,8 @@ Result<CreateResult> CreateIncrement(const CreateRequest& req, const RepoListing
   for (auto& t : tasks) m.files.push_back(std::move(t.entry));
   for (size_t i = 0; i < n; ++i) {
     const std::string nd = fmt::format("node-{}", i);
-    if (Status st = walfmt::SyncDir(Join(s.dir, nd + "/wal")); !st.ok()) return st;
-    if (Status st = walfmt::SyncDir(Join(s.dir, nd)); !st.ok()) return st;
+    if (Status st = walfmt::SyncDir(walfmt::JoinPath(s.dir, nd + "/wal")); !st.ok()) return st;
+    if (Status st = walfmt::SyncDir(walfmt::JoinPath(s.dir, nd)); !st.ok()) return st;
   }
   if (Status st = AddFile(s.dir, "cluster.json", walfmt::CurrentClusterJsonText(*cj), m); !st.ok()) return st;
   for (size_t i = 0; i < n; ++i) {
@@ -894,7 +887,7 @@ Result<CreateResult> CreateIncrement(const CreateRequest& req, const RepoListing
   if (Status st = Publish(s, req.repo, m); !st.ok()) return st;
   CreateResult r;
   r.m = m;
-  r.dir = Join(req.repo, m.name);
+  r.dir = walfmt::JoinPath(req.repo, m.name);
   for (const auto* a : *chain) r.chain.push_back(a->name);
   r.chain.push_back(m.name);
   return r;
@@ -1001,13 +994,13 @@ Result<Manifest> DecodeManifest(const std::string& text, const std::string& orig
 
 bool IsRepository(const std::string& dir) {
   std::error_code ec;
-  return fs::is_regular_file(Join(dir, kMarkerFile), ec);
+  return fs::is_regular_file(walfmt::JoinPath(dir, kMarkerFile), ec);
 }
 
 Status InitRepository(const std::string& dir) {
   std::error_code ec;
   if (IsRepository(dir)) {
-    auto text = ReadSmall(Join(dir, kMarkerFile));
+    auto text = ReadSmall(walfmt::JoinPath(dir, kMarkerFile));
     if (!text.ok()) return text.status();
     json j = walfmt::UnescapeJsonStrings(json::parse(*text, nullptr, false));
     const bool v1 = j.is_object() && Str(j, "format") == kRepoFormatV1;
@@ -1040,7 +1033,7 @@ Status InitRepository(const std::string& dir) {
     if (ec) return Status::Io(fmt::format("{}: cannot create: {}", dir, ec.message()));
   }
   json j = {{"schema", kRepoSchema}, {"artifact_schema", kArtifactSchema}};
-  return walfmt::WriteFileAtomic(Join(dir, kMarkerFile), walfmt::DumpJson(j, 2) + "\n");
+  return walfmt::WriteFileAtomic(walfmt::JoinPath(dir, kMarkerFile), walfmt::DumpJson(j, 2) + "\n");
 }
 
 const Artifact* RepoListing::Find(std::string_view name) const {
@@ -1075,8 +1068,8 @@ Result<RepoListing> ListRepository(const std::string& dir) {
   for (const auto& name : names) {
     Artifact a;
     a.name = name;
-    a.dir = Join(dir, name);
-    const std::string mpath = Join(a.dir, kManifestFile);
+    a.dir = walfmt::JoinPath(dir, name);
+    const std::string mpath = walfmt::JoinPath(a.dir, kManifestFile);
     auto text = ReadSmall(mpath);
     if (!text.ok()) {
       a.status = text.status().code() == walfmt::ErrorCode::kNotFound
@@ -1263,7 +1256,7 @@ Result<RepoRestoreResult> RestoreFromRepository(const RepoRestoreRequest& req) {
     for (const auto& f : full.m.files) {
       if (f.path.find('/') != std::string::npos) continue;
       Hasher h;
-      if (Status st = walfmt::CopyToNewFile(Join(full.dir, f.path), Join(s.dir, f.path),
+      if (Status st = walfmt::CopyToNewFile(walfmt::JoinPath(full.dir, f.path), walfmt::JoinPath(s.dir, f.path),
                                             [&h](std::string_view p) { h.Update(p); });
           !st.ok()) {
         return st;
@@ -1274,9 +1267,9 @@ Result<RepoRestoreResult> RestoreFromRepository(const RepoRestoreRequest& req) {
       }
     }
     if (full.m.restore.is_object()) {  // a synthetic full is a restore output: its manifest goes along
-      auto data = ReadSmall(Join(full.dir, kManifestFile));
+      auto data = ReadSmall(walfmt::JoinPath(full.dir, kManifestFile));
       if (!data.ok()) return data.status();
-      if (Status st = walfmt::WriteNewFile(Join(s.dir, kManifestFile), *data); !st.ok()) return st;
+      if (Status st = walfmt::WriteNewFile(walfmt::JoinPath(s.dir, kManifestFile), *data); !st.ok()) return st;
     }
     if (Status st = walfmt::SyncDir(s.dir); !st.ok()) return st;
     if (Status st = walfmt::CommitStaging(s.dir, req.out); !st.ok()) return st;
@@ -1303,18 +1296,19 @@ Result<RepoRestoreResult> RestoreFromRepository(const RepoRestoreRequest& req) {
     layout.dir = a.dir;
     layout.has_cluster_json = true;
     layout.cluster_id = a.m.cluster_id;
-    for (size_t i = 0; i < a.m.nodes.size(); ++i) layout.wal_dirs.push_back(Join(a.dir, fmt::format("node-{}/wal", i)));
+    for (size_t i = 0; i < a.m.nodes.size(); ++i)
+      layout.wal_dirs.push_back(walfmt::JoinPath(a.dir, fmt::format("node-{}/wal", i)));
     if (base.empty()) {
       // A runtime full snapshot as the base: the restore finds it by name under
       // LAYOUT/snapshots/, so the first step gets a layout directory of its own
       // (cluster.json and a link to the full artifact).
-      const std::string ldir = Join(work.dir, "layout");
+      const std::string ldir = walfmt::JoinPath(work.dir, "layout");
       if (Status st = MakeDir(ldir); !st.ok()) return st;
-      auto cj = ReadSmall(Join(a.dir, "cluster.json"));
+      auto cj = ReadSmall(walfmt::JoinPath(a.dir, "cluster.json"));
       if (!cj.ok()) return cj.status();
-      if (Status st = walfmt::WriteNewFile(Join(ldir, "cluster.json"), *cj); !st.ok()) return st;
-      if (Status st = MakeDir(Join(ldir, "snapshots")); !st.ok()) return st;
-      fs::create_directory_symlink(fs::absolute(full.dir), Join(ldir, "snapshots/" + full.m.snapshot), ec);
+      if (Status st = walfmt::WriteNewFile(walfmt::JoinPath(ldir, "cluster.json"), *cj); !st.ok()) return st;
+      if (Status st = MakeDir(walfmt::JoinPath(ldir, "snapshots")); !st.ok()) return st;
+      fs::create_directory_symlink(fs::absolute(full.dir), walfmt::JoinPath(ldir, "snapshots/" + full.m.snapshot), ec);
       if (ec) return Status::Io(fmt::format("{}: cannot link the base: {}", ldir, ec.message()));
       layout.dir = ldir;
       base = full.m.snapshot;
@@ -1327,7 +1321,7 @@ Result<RepoRestoreResult> RestoreFromRepository(const RepoRestoreRequest& req) {
       cc.value() = std::move(analysed.value());
     }
     const bool last = j + 1 == chain->size();
-    const std::string out = last ? req.out : Join(work.dir, fmt::format("step-{}", j));
+    const std::string out = last ? req.out : walfmt::JoinPath(work.dir, fmt::format("step-{}", j));
     recovery::RestoreRequest rq;
     rq.cluster_dir = layout.dir;
     rq.cut = *a.m.cut;
@@ -1390,7 +1384,7 @@ Result<ExpireResult> Expire(const std::string& repo, uint64_t keep_full, bool dr
   for (const auto* a : doomed) {
     r.removed.push_back(a->name);
     if (dry_run) continue;
-    const std::string tmp = Join(repo, fmt::format(".{}.expire-{}", a->name, ::getpid()));
+    const std::string tmp = walfmt::JoinPath(repo, fmt::format(".{}.expire-{}", a->name, ::getpid()));
     if (Status st = walfmt::RenameDurable(a->dir, tmp); !st.ok()) return st;
     std::error_code ec;
     fs::remove_all(tmp, ec);
@@ -1407,7 +1401,7 @@ Result<ExpireResult> Expire(const std::string& repo, uint64_t keep_full, bool dr
     r.leftovers_removed.push_back(left);
     if (dry_run) continue;
     std::error_code ec;
-    fs::remove_all(Join(repo, left), ec);
+    fs::remove_all(walfmt::JoinPath(repo, left), ec);
   }
   if (!dry_run) {
     if (Status st = walfmt::SyncDir(repo); !st.ok()) return st;
