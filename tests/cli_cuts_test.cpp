@@ -83,7 +83,7 @@ TEST_CASE("walcut cuts: a damaged segment limits the restore window and names th
   CHECK(t.out.find("node 2 ends in a torn record at 6/000036F3") != std::string::npos);
 }
 
-TEST_CASE("walcut cut show: LocalState, ChannelState, markers and checks; a missing cut is a usage error",
+TEST_CASE("walcut cut show: LocalState, ChannelState, markers and checks, a missing cut is a usage error",
           "[cli][cuts]") {
   auto r = Walcut("cut show " + Sample("healthy") + " 3");
   INFO(r.out << r.err);
@@ -133,7 +133,7 @@ TEST_CASE("walcut scan: per-node summaries give the same cuts as the cluster dir
   CHECK(bad.err.find("bad.json: field '.node' is not an unsigned integer") != std::string::npos);
 }
 
-TEST_CASE("walcut restore: same state from genesis, the full snapshot and an earlier restore; byte-identical reruns",
+TEST_CASE("walcut restore: same state from genesis, the full snapshot and an earlier restore, byte-identical reruns",
           "[cli][restore]") {
   const auto before = Tree(Sample("healthy"));
   TempDir t;
@@ -194,7 +194,7 @@ TEST_CASE("walcut restore: the dry run plans what the restore applies and writes
   }
 }
 
-TEST_CASE("walcut restore: inconsistent cut refused (exit 1) unless --force; --latest and --before use the window",
+TEST_CASE("walcut restore: inconsistent cut refused (exit 1) unless --force, --latest and --before use the window",
           "[cli][restore]") {
   TempDir t;
   auto refused = Walcut(fmt::format("restore {} --cut 3 --out {}/x", Sample("crash-during-cut"), t.path));

@@ -66,7 +66,7 @@ void Rewrite(const std::string& snap_dir, uint32_t n, const std::string& key, co
 
 }  // namespace
 
-TEST_CASE("diff: a snapshot equals itself; a modified copy differs by the key", "[cli][diff]") {
+TEST_CASE("diff: a snapshot equals itself, a modified copy differs by the key", "[cli][diff]") {
   TempDir t;
   const Cluster c = RunCluster(t.path, "--txs 300 --seed 4 --cuts 2 --full-snapshot-at 120");
   const auto before = Tree(c.dir);
@@ -135,7 +135,7 @@ TEST_CASE("diff: --limit lists that many keys per node, counts stay complete", "
   CHECK_THAT(text.out, Catch::Contains(fmt::format("... {} more", keys - 3)));
 }
 
-TEST_CASE("diff: a corrupt file is exit 3 naming it; usage errors are exit 2", "[cli][diff]") {
+TEST_CASE("diff: a corrupt file is exit 3 naming it, usage errors are exit 2", "[cli][diff]") {
   TempDir t;
   const Cluster c = RunCluster(t.path, "--txs 200 --seed 8 --cuts 1 --full-snapshot-at 100");
   const std::string copy = t.path + "/copy";
@@ -173,7 +173,7 @@ TEST_CASE("diff: a corrupt file is exit 3 naming it; usage errors are exit 2", "
   SECTION("a missing argument") { CHECK(Walcut("diff " + c.snap).code == 2); }
 }
 
-TEST_CASE("snapshot check: a runtime full snapshot passes; a rewritten balance names node and key", "[cli][snapshot]") {
+TEST_CASE("snapshot check: a runtime full snapshot passes, a rewritten balance names node and key", "[cli][snapshot]") {
   TempDir t;
   const Cluster c = RunCluster(t.path, "--txs 300 --seed 12 --cuts 2 --full-snapshot-at 150 --workload mixed");
   const auto before = Tree(c.dir);
@@ -295,7 +295,7 @@ TEST_CASE("snapshot check and show: usage and damage", "[cli][snapshot]") {
   CHECK_THAT(badjson.err, Catch::Contains("cluster.json: not valid JSON"));
 }
 
-TEST_CASE("snapshot show: per node counts, fingerprints, positions; --keys lists entries", "[cli][snapshot]") {
+TEST_CASE("snapshot show: per node counts, fingerprints, positions, --keys lists entries", "[cli][snapshot]") {
   TempDir t;
   const Cluster c = RunCluster(t.path, "--txs 200 --seed 15 --cuts 1 --full-snapshot-at 100 --accounts 30");
   const auto before = Tree(c.dir);

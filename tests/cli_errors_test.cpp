@@ -164,7 +164,7 @@ TEST_CASE("every reading command classifies an unreadable file as exit 3 naming 
   }
 }
 
-TEST_CASE("segment names: one spelling; look-alikes are notes naming them, never read or skipped silently",
+TEST_CASE("segment names: one spelling, look-alikes are notes naming them, never read or skipped silently",
           "[cli][errors]") {
   TempDir t;
   const std::string c = t.path + "/c";

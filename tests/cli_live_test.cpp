@@ -132,7 +132,7 @@ TEST_CASE("progress on a terminal: total, rate and ETA, cleared before the outpu
   CHECK(r.tty.find("verify ", first) == std::string::npos);
 }
 
-TEST_CASE("progress: never on a stderr that is not a terminal unless --progress; --no-progress and -q", "[progress]") {
+TEST_CASE("progress: never on a stderr that is not a terminal unless --progress, --no-progress and -q", "[progress]") {
   const std::string wal = BigWal();
   TempDir io;
   auto run = [&](const std::string& opts) {
@@ -392,7 +392,7 @@ TEST_CASE("dump --follow: records appended, across segment switches and partial 
   CHECK(Slurp(io.path + "/err") == "");
 }
 
-TEST_CASE("dump --follow: damage followed by more data is a finding; usage errors", "[follow]") {
+TEST_CASE("dump --follow: damage followed by more data is a finding, usage errors", "[follow]") {
   TempDir src, io;
   MakeCluster(src.path, 2, 100, false, 1u << 20);
   const std::string seg = src.path + "/node-1/wal/0000000000000000.wal";
@@ -412,7 +412,7 @@ TEST_CASE("dump --follow: damage followed by more data is a finding; usage error
 
 // ---- verify --follow.
 
-TEST_CASE("verify --follow: a clean live feed across segment switches and partial writes; SIGINT reports it",
+TEST_CASE("verify --follow: a clean live feed across segment switches and partial writes, SIGINT reports it",
           "[follow]") {
   TempDir src, live, io;
   MakeCluster(src.path, 1, 300, false, 8192);
@@ -471,7 +471,7 @@ TEST_CASE("verify --follow: a clean live feed across segment switches and partia
   CHECK(Slurp(io.path + "/err") == "");
 }
 
-TEST_CASE("verify --follow: a damaged record in the feed is a finding printed while following; exit 1 after SIGINT",
+TEST_CASE("verify --follow: a damaged record in the feed is a finding printed while following, exit 1 after SIGINT",
           "[follow]") {
   TempDir src, live, io;
   MakeCluster(src.path, 1, 300, false, 8192);

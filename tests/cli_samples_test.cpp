@@ -84,7 +84,7 @@ TEST_CASE("samples: each sample is under 1 MiB and keeps its cluster.json", "[cl
   }
 }
 
-TEST_CASE("samples: healthy verifies clean; pinned stats; six consistent cuts and a full snapshot", "[cli][samples]") {
+TEST_CASE("samples: healthy verifies clean, pinned stats, six consistent cuts and a full snapshot", "[cli][samples]") {
   const std::string dir = Sample("healthy");
   auto r = Walcut("verify " + dir);
   INFO(r.out << r.err);

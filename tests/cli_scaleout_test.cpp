@@ -152,7 +152,7 @@ TEST_CASE("docs/scale-out.md: the xargs -P flow on samples/healthy split into ho
   }
 }
 
-TEST_CASE("per-node restore: --summaries decides the verdict on the host; the parts equal the verdict's") {
+TEST_CASE("per-node restore: --summaries decides the verdict on the host, the parts equal the verdict's") {
   TempDir t;
   ScanAndVerdict(t.path, 4);
   std::string summaries_each, summaries_list;

@@ -54,7 +54,7 @@ TEST_CASE("walcut restore --before: ISO 8601, offsets, @UNIX_SECONDS and duratio
                        "2026-11-30T12:00:00.000000Z)") != std::string::npos);
 }
 
-TEST_CASE("cuts, cut show, dump and snapshot show print ISO 8601 UTC; JSON keeps time_us and adds time",
+TEST_CASE("cuts, cut show, dump and snapshot show print ISO 8601 UTC, JSON keeps time_us and adds time",
           "[cli][time]") {
   auto cuts = Walcut("cuts " + Healthy());
   INFO(cuts.out << cuts.err);
@@ -88,7 +88,7 @@ TEST_CASE("cuts, cut show, dump and snapshot show print ISO 8601 UTC; JSON keeps
   CHECK(snap.out.find("name full-1500, time 2026-11-30T12:00:00.142405Z") != std::string::npos);
 }
 
-TEST_CASE("a restored snapshot carries its nodes' CUT_START times; its manifest prints them as UTC", "[cli][time]") {
+TEST_CASE("a restored snapshot carries its nodes' CUT_START times, its manifest prints them as UTC", "[cli][time]") {
   TempDir t;
   auto r = Walcut(fmt::format("restore {} --cut 3 --out {}/r", Healthy(), t.path));
   INFO(r.out << r.err);
@@ -134,7 +134,7 @@ TEST_CASE("a cluster.json without an epoch still loads: offsets, and wall-clock 
   CHECK(iso.err.find("this cluster records no epoch") != std::string::npos);
 }
 
-TEST_CASE("walcut run --epoch records the epoch; --crash refuses a bare number", "[cli][time]") {
+TEST_CASE("walcut run --epoch records the epoch, --crash refuses a bare number", "[cli][time]") {
   TempDir t;
   auto r = Walcut("run " + t.path + "/c --txs 200 --cuts 2 --seed 3 --epoch @1796040000.5");
   INFO(r.out << r.err);
@@ -172,7 +172,7 @@ TEST_CASE("walcut scan summaries carry the epoch: cuts over summaries prints UTC
 }
 
 TEST_CASE(
-    "restore --repo --before: wall-clock times through each artifact's epoch; cluster time refused across "
+    "restore --repo --before: wall-clock times through each artifact's epoch, cluster time refused across "
     "clusters",
     "[cli][time][repo]") {
   TempDir t;

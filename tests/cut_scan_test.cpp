@@ -1413,7 +1413,7 @@ TEST_CASE("a commit made before CUT_START(1) listed in after(2): a monotonicity 
 }
 
 TEST_CASE(
-    "an intact TX_DATA or CUT_START record whose payload does not decode is a wal finding; no segments is an "
+    "an intact TX_DATA or CUT_START record whose payload does not decode is a wal finding, no segments is an "
     "error") {
   TempDir d("undecodable");
   const fs::path wal = d.path / "wal";

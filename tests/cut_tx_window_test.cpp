@@ -150,7 +150,7 @@ TEST_CASE("TxWindow remembers a finish until its slot is taken by a later transa
   CHECK(w.LastFinish(TxId{3, 1}));
 }
 
-TEST_CASE("TxWindow makes at most max_windows windows; other coordinators still work, through the table") {
+TEST_CASE("TxWindow makes at most max_windows windows, other coordinators still work, through the table") {
   TxWindow w(16, 8, 2);
   Lsn first;
   for (uint32_t node = 0; node < 6; ++node) {

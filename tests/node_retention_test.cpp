@@ -286,7 +286,7 @@ TEST_CASE("wal retention: snapshots every 200 transactions delete exactly the se
   for (uint32_t n = 0; n < 3; ++n) CHECK(keep.first_segment[n] == 0);
 }
 
-TEST_CASE("wal retention: --full-snapshot-every combines with --full-snapshot-at; option checks") {
+TEST_CASE("wal retention: --full-snapshot-every combines with --full-snapshot-at, option checks") {
   TempDir d("combine");
   auto o = Options(d.path.string(), 4, 3, 1, Workload::kCycle);
   o.full_snapshot_at_tx = 300;

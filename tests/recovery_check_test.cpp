@@ -424,7 +424,7 @@ fs::path StagedNodeFile(const fs::path& root, uint32_t node) {
 }  // namespace
 
 TEST_CASE(
-    "check: a restored file changed before it is read back is a fingerprint finding; the invariants run on "
+    "check: a restored file changed before it is read back is a fingerprint finding, the invariants run on "
     "what was read back",
     "[recovery][check]") {
   // Node 0's file is staged when node 1's restore reports progress (one node

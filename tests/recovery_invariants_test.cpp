@@ -313,7 +313,7 @@ TEST_CASE("invariants: findings beyond max_findings are counted, not kept", "[re
   CHECK_FALSE(r.ok());
 }
 
-TEST_CASE("invariants: full snapshots taken by the runtime pass; a changed balance or ring is caught",
+TEST_CASE("invariants: full snapshots taken by the runtime pass, a changed balance or ring is caught",
           "[recovery][invariants][cluster]") {
   struct Case {
     walcut::node::Workload w;

@@ -370,7 +370,7 @@ TEST_CASE("WAL appended after CUT_FINISH(K) changes nothing in the restore of K"
   }
 }
 
-TEST_CASE("restore progress adds up to the bytes read; a base that changes while the restore runs is refused") {
+TEST_CASE("restore progress adds up to the bytes read, a base that changes while the restore runs is refused") {
   TempDir d("changing");
   const Seven c = RunSeven(d.path.string());
   REQUIRE(c.consistent.size() >= 2);

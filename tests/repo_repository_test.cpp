@@ -191,7 +191,7 @@ TEST_CASE("repo: manifest codec round-trips and its self-checksum catches any ch
   CHECK(Xxh3Hex("") == "99aa06d3014798d86001c324468d497f");
 }
 
-TEST_CASE("repo: full artifact of a runtime snapshot, listed and checked; a tampered byte is named", "[repo]") {
+TEST_CASE("repo: full artifact of a runtime snapshot, listed and checked, a tampered byte is named", "[repo]") {
   TempDir t("repo-full");
   const std::string cluster = MakeCluster(t.str(), 11);
   const std::string repo = t.str() + "/repo";
@@ -308,7 +308,7 @@ TEST_CASE("repo: runtime full plus an increment restores byte-identically to the
 }
 
 TEST_CASE(
-    "repo: an increment's restore plans are read instead of its WAL twice; a changed plan is refused, a "
+    "repo: an increment's restore plans are read instead of its WAL twice, a changed plan is refused, a "
     "missing one falls back to analysing the WAL",
     "[repo]") {
   TempDir t("repo-plan");
@@ -503,7 +503,7 @@ TEST_CASE("repo: create failing at every I/O step leaves no artifact or a comple
   RequireClean(Check(repo, true));
 }
 
-TEST_CASE("repo: expire keeps the newest fulls and every chain they start; the rest goes leaves first", "[repo]") {
+TEST_CASE("repo: expire keeps the newest fulls and every chain they start, the rest goes leaves first", "[repo]") {
   TempDir t("repo-expire");
   const std::string cluster = MakeCluster(t.str(), 81);
   const std::string repo = t.str() + "/repo";

@@ -113,7 +113,7 @@ TEST_CASE("WriteFileAtomic unsynced still renames into place, without the fsyncs
   CHECK(CountEntries(d.path()) == 1);
 }
 
-TEST_CASE("ReadFileChunks and CopyToNewFile stream a file; a failed copy leaves no file", "[file_io]") {
+TEST_CASE("ReadFileChunks and CopyToNewFile stream a file, a failed copy leaves no file", "[file_io]") {
   TempDir d;
   const std::string from = d.path() + "/from";
   std::string data;

@@ -43,7 +43,7 @@ TEST_CASE("JsonFields reads each kind of required field") {
   CHECK(r.status().ok());
 }
 
-TEST_CASE("JsonFields refuses a missing or mistyped field and names it; the first problem wins") {
+TEST_CASE("JsonFields refuses a missing or mistyped field and names it, the first problem wins") {
   struct Case {
     std::function<void(JsonFields&)> read;
     std::string error;
@@ -103,7 +103,7 @@ TEST_CASE("JsonFields refuses a missing or mistyped field and names it; the firs
   }
 }
 
-TEST_CASE("JsonFields: an absent optional field is no error; after an error every read is empty") {
+TEST_CASE("JsonFields: an absent optional field is no error, after an error every read is empty") {
   JsonFields r("doc.json");
   CHECK_FALSE(r.OptionalU64(kDoc, "absent", "").has_value());
   CHECK_FALSE(r.OptionalBool(kDoc, "absent", "").has_value());

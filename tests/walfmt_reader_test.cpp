@@ -1879,7 +1879,7 @@ namespace {
 
 // ScanOptions::start: what --follow reads with. Scans of a segment that
 // grows, each from the last one's valid_end, visit every record once.
-TEST_CASE("reader: a scan from `start` reads the records from there; growing data is read in passes", "[reader]") {
+TEST_CASE("reader: a scan from `start` reads the records from there, growing data is read in passes", "[reader]") {
   const Log& log = DefaultLog();
   INFO(SeedInfo(kDefaultSpec));
   const std::string& seg = log.segs.front();

@@ -12,7 +12,7 @@
 
 using walcut::testing::TempDir;
 
-TEST_CASE("FirstError keeps the first exception and rethrows it; none, nothing") {
+TEST_CASE("FirstError keeps the first exception and rethrows it, none, nothing") {
   walfmt::FirstError e;
   e.Run([] {});
   CHECK_FALSE(e.failed());
