@@ -2,7 +2,7 @@
 # Installs what walcut needs to build and test, from Debian's packages, when
 # it is missing. Idempotent; does nothing when everything is there.
 set -euo pipefail
-pkgs=(cmake ninja-build g++ clang libclang-rt-14-dev libcli11-dev libzstd-dev libfmt-dev
+pkgs=(cmake ninja-build g++ clang clang-format libclang-rt-14-dev libcli11-dev libzstd-dev libfmt-dev
       nlohmann-json3-dev catch2 zstd librsvg2-bin libxxhash-dev ccache
       dpkg-dev pkgconf groff-base zsh parallel)
 missing=()
