@@ -3,6 +3,17 @@
 
     scripts/mutation.py [--work DIR] [--files GLOB...] [--only ID...]
                         [--list] [--report FILE] [--timeout S]
+    scripts/mutation.py --logic [--per-folder N] [...]
+
+--logic: instead of switching the reports off, plant wrong logic in the
+conditions of `if` and `while` statements of cut/, recovery/, repo/ and
+walfmt/ (LOGIC_FILES): a comparison flipped (< to >=, == to !=), a boundary
+shifted by one (< to <=, >= to >), one clause of an && or || dropped, the two
+sides of a comparison swapped. Every candidate is enumerated; a fixed sample
+of N per folder (by a hash of file, condition and mutant, so that unrelated
+edits do not reshuffle it) is planted, each behind its own switch, and run as
+the checks are. A mutant no test notices must be caught by a new test or be
+listed in EQUIVALENT with the reason it cannot change behaviour.
 
 A check is a statement of cut/ or recovery/ that reports something: a
 finding, a refusal or an error status, a failed item (the patterns are
@@ -194,6 +205,211 @@ def instrument(src_root, files):
     return checks
 
 
+LOGIC_FILES = ["cut/*.cpp", "recovery/*.cpp", "repo/*.cpp", "walfmt/*.cpp"]
+COND_START = re.compile(r"\b(if|while)\s*\(")
+REL_OPS = ["<=", ">=", "==", "!=", "<", ">"]
+FLIP = {"<": ">=", "<=": ">", ">": "<=", ">=": "<", "==": "!=", "!=": "=="}
+SHIFT = {"<": "<=", "<=": "<", ">": ">=", ">=": ">"}
+
+
+def matching_paren(text, open_idx):
+    """Index of the ')' closing text[open_idx] == '(', skipping literals and comments; -1 if none."""
+    depth = 0
+    j = open_idx
+    while j < len(text):
+        c = text[j]
+        if c in "\"'":
+            if c == "'" and j > 0 and text[j - 1].isalnum():  # a digit separator
+                j += 1
+                continue
+            j += 1
+            while j < len(text) and text[j] != c:
+                j += 2 if text[j] == "\\" else 1
+        elif text.startswith("//", j):
+            j = text.find("\n", j)
+            if j < 0:
+                return -1
+            continue
+        elif text.startswith("/*", j):
+            j = text.find("*/", j)
+            if j < 0:
+                return -1
+        elif c in "([{":
+            depth += 1
+        elif c in ")]}":
+            depth -= 1
+            if depth == 0:
+                return j
+        j += 1
+    return -1
+
+
+def top_splits(cond, token):
+    """Offsets of ` token ` at bracket depth 0 of `cond` (outside literals)."""
+    out = []
+    depth = 0
+    j = 0
+    pat = f" {token} "
+    while j < len(cond):
+        c = cond[j]
+        if c in "\"'":
+            if c == "'" and j > 0 and cond[j - 1].isalnum():
+                j += 1
+                continue
+            j += 1
+            while j < len(cond) and cond[j] != c:
+                j += 2 if cond[j] == "\\" else 1
+        elif c in "([{":
+            depth += 1
+        elif c in ")]}":
+            depth -= 1
+        elif depth == 0 and cond.startswith(pat, j):
+            out.append(j)
+            j += len(pat)
+            continue
+        j += 1
+    return out
+
+
+def comparisons(cond):
+    """[(offset, op)] of the comparison operators at depth 0 of `cond`, written with a space on each side
+    (clang-format's binary operators; template brackets have none)."""
+    found = []
+    for op in REL_OPS:
+        for off in top_splits(cond, op):
+            if not any(off == o for o, _ in found):
+                found.append((off, op))
+    # " <= " also matches as " < "? no: the pattern needs a space after the operator.
+    return sorted(found)
+
+
+def condition_mutants(cond):
+    """[(kind, mutant text)] of one condition."""
+    out = []
+    flat = " ".join(cond.split())
+    ands, ors = top_splits(flat, "&&"), top_splits(flat, "||")
+    if ands and not ors or ors and not ands:
+        token = "&&" if ands else "||"
+        cuts = ands or ors
+        parts, last = [], 0
+        for off in cuts:
+            parts.append(flat[last:off])
+            last = off + len(token) + 2
+        parts.append(flat[last:])
+        for i in range(len(parts)):
+            rest = parts[:i] + parts[i + 1:]
+            out.append(("drop clause", f" {token} ".join(rest)))
+    for off, op in comparisons(flat):
+        lhs, rhs = flat[:off], flat[off + len(op) + 2:]
+        out.append(("flip", f"{lhs} {FLIP[op]} {rhs}"))
+        if op in SHIFT:
+            out.append(("boundary", f"{lhs} {SHIFT[op]} {rhs}"))
+        # Swap the two sides when the comparison is the whole condition.
+        if op in SHIFT and not ands and not ors and len(comparisons(flat)) == 1:
+            out.append(("swap", f"{rhs} {op} {lhs}"))
+    return out
+
+
+def find_conditions(text):
+    """[(start, end, line, condition)] of the conditions of if/while statements worth mutating."""
+    found = []
+    for m in COND_START.finditer(text):
+        line_start = text.rfind("\n", 0, m.start()) + 1
+        prefix = text[line_start:m.start()]
+        if "//" in prefix or prefix.lstrip().startswith("#") or "constexpr" in text[m.end() - 1 - 12:m.end()]:
+            continue
+        if text[max(0, m.start() - 1)].isalnum() or text[max(0, m.start() - 1)] == "_":
+            continue
+        open_idx = m.end() - 1
+        close = matching_paren(text, open_idx)
+        if close < 0:
+            continue
+        start, end = open_idx + 1, close
+        cond = text[start:end]
+        semi = top_level(cond, 0, ";")
+        if semi >= 0:  # an init-statement: mutate the condition after it
+            start += semi + 1
+            cond = text[start:end]
+        flat = " ".join(cond.split())
+        # Declarations and assignments are not mutated; neither are conditions holding a lambda.
+        if re.search(r"(?<![=!<>])=(?!=)", flat) or "[" in flat and "](" in flat or not flat:
+            continue
+        lineno = text.count("\n", 0, start) + 1
+        found.append((start, end, lineno, cond))
+    return found
+
+
+def stable_hash(*parts):
+    h = 1469598103934665603
+    for ch in "\x1f".join(parts).encode():
+        h = ((h ^ ch) * 1099511628211) & 0xFFFFFFFFFFFFFFFF
+    return h
+
+
+def enumerate_logic(root, files):
+    """Every candidate: [(rel, start, end, line, cond, kind, mutant)]."""
+    out = []
+    for rel in files:
+        text = open(os.path.join(root, rel)).read()
+        for (start, end, lineno, cond) in find_conditions(text):
+            for kind, mutant in condition_mutants(cond):
+                out.append((rel, start, end, lineno, cond, kind, mutant))
+    return out
+
+
+def sample_logic(cands, per_folder):
+    by_folder = {}
+    for c in cands:
+        by_folder.setdefault(c[0].split("/")[0], []).append(c)
+    chosen = []
+    for folder in sorted(by_folder):
+        ranked = sorted(by_folder[folder], key=lambda c: stable_hash(c[0], " ".join(c[4].split()), c[6]))
+        chosen.extend(ranked[:per_folder])
+    return sorted(chosen, key=lambda c: (c[0], c[1], c[6]))
+
+
+def instrument_logic(src_root, chosen):
+    """Plants the chosen mutants in src_root, each behind its switch; returns [(id, rel, line, what, before)]."""
+    checks = []
+    by_file = {}
+    for c in chosen:
+        by_file.setdefault(c[0], []).append(c)
+    for rel in sorted(by_file):
+        text = open(os.path.join(src_root, rel)).read()
+        by_cond = {}
+        for c in by_file[rel]:
+            by_cond.setdefault((c[1], c[2]), []).append(c)
+        out, last = [], 0
+        for (start, end) in sorted(by_cond):
+            cond = text[start:end]
+            expr = f"static_cast<bool>({cond})"
+            for (_, _, _, lineno, _, kind, mutant) in reversed(by_cond[(start, end)]):
+                cid = len(checks) + 1
+                checks.append((cid, rel, lineno, f"{kind}: ({' '.join(cond.split())}) -> ({mutant})", cond))
+                expr = f"(!::walcut_mutation::Keep({cid}) ? static_cast<bool>({mutant}) : {expr})"
+            out.append(text[last:start])
+            out.append(expr)
+            last = end
+        out.append(text[last:])
+        with open(os.path.join(src_root, rel), "w") as f:
+            f.write("".join(out))
+    return sorted(checks)
+
+
+# Logic mutants that cannot change what the code does, each with the reason:
+# (file, the mutant's description as the run prints it after "file:line  ",
+# why). They are listed as EQUIVALENT and counted apart.
+EQUIVALENT = [
+]
+
+
+def equivalent(rel, what):
+    for (f, w, why) in EQUIVALENT:
+        if f == rel and w == what:
+            return why
+    return None
+
+
 TEST_ORDER = ["cut_tests", "recovery_tests", "repo_tests", "cli_tests", "node_tests"]
 
 # Checks that no input can reach, each with the proof: (file, the start of
@@ -323,18 +539,35 @@ def check_selection(build, work, t, names):
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--work", default=os.environ.get("WALCUT_MUTATION_WORK", os.path.join(ROOT, "build-mutation")))
-    ap.add_argument("--files", nargs="*", default=["cut/*.cpp", "recovery/*.cpp"])
+    ap.add_argument("--files", nargs="*", help="the files to mutate (default cut/ and recovery/; with --logic, "
+                    "cut/, recovery/, repo/ and walfmt/)")
+    ap.add_argument("--logic", action="store_true", help="plant wrong logic in conditions instead of switching "
+                    "reports off")
+    ap.add_argument("--per-folder", type=int, default=12, help="with --logic: mutants planted per folder")
     ap.add_argument("--only", nargs="*", type=int, help="only these check ids")
     ap.add_argument("--list", action="store_true")
     ap.add_argument("--report", help="also write the table to this file")
     ap.add_argument("--timeout", type=int, default=600, help="seconds per test binary run")
     a = ap.parse_args()
+    if a.files is None:
+        a.files = LOGIC_FILES if a.logic else ["cut/*.cpp", "recovery/*.cpp"]
+    if a.logic and "WALCUT_MUTATION_WORK" not in os.environ and a.work == os.path.join(ROOT, "build-mutation"):
+        a.work = os.path.join(ROOT, "build-mutation-logic")
 
     tracked = subprocess.run(["git", "-C", ROOT, "ls-files"], capture_output=True, text=True,
                              check=True).stdout.split("\n")
     files = sorted(f for f in tracked if any(fnmatch.fnmatch(f, g) for g in a.files))
     src = os.path.join(a.work, "src")
     build = os.path.join(a.work, "build")
+    if a.list and a.logic:
+        cands = enumerate_logic(ROOT, files)
+        chosen = sample_logic(cands, a.per_folder)
+        for n, c in enumerate(chosen, 1):
+            what = f"{c[5]}: ({' '.join(c[4].split())}) -> ({c[6]})"
+            why = equivalent(c[0], what)
+            print(f"{n:4d} {c[0]}:{c[3]}  {what[:150]}" + (f"  [equivalent: {why}]" if why else ""))
+        print(f"{len(chosen)} of {len(cands)} candidate mutants in {len(files)} files")
+        return 0
     if a.list:
         n = 0
         for rel in files:
@@ -354,7 +587,9 @@ def main():
         os.makedirs(os.path.dirname(d), exist_ok=True)
         if not os.path.exists(d) or open(s, "rb").read() != open(d, "rb").read():
             shutil.copyfile(s, d)  # a new mtime: ninja must see the copy as newer than its last build
-    checks = instrument(src, files)
+    checks = instrument_logic(src, sample_logic(enumerate_logic(src, files), a.per_folder)) if a.logic \
+        else instrument(src, files)
+    order = TEST_ORDER + (["walfmt_tests"] if any(f.startswith("walfmt/") for f in files) else [])
     header = os.path.join(a.work, "walcut_mutation.h")
     text = SWITCH_HEADER
     if not os.path.exists(header) or open(header).read() != text:
@@ -363,14 +598,14 @@ def main():
     launcher = ["-DCMAKE_CXX_COMPILER_LAUNCHER=ccache"] if shutil.which("ccache") else []
     subprocess.run(["cmake", "-S", src, "-B", build, "-G", "Ninja", "-DCMAKE_BUILD_TYPE=RelWithDebInfo",
                     f"-DCMAKE_CXX_FLAGS=-include {header}"] + launcher, check=True, stdout=subprocess.DEVNULL)
-    subprocess.run(["ninja", "-C", build] + TEST_ORDER + ["walcut"], check=True, stdout=subprocess.DEVNULL)
+    subprocess.run(["ninja", "-C", build] + order + ["walcut"], check=True, stdout=subprocess.DEVNULL)
 
     env = dict(os.environ)
     env.pop("WALCUT_MUTANT", None)
     env.pop("WALCUT_TEST_CASE", None)
     if os.access("/dev/shm", os.W_OK):
         env["TMPDIR"] = "/dev/shm"  # restores fsync; tmpfs keeps that cheap
-    binaries = [t for t in TEST_ORDER if os.path.exists(os.path.join(build, "tests", t))]
+    binaries = [t for t in order if os.path.exists(os.path.join(build, "tests", t))]
 
     # Baseline: every check on; the trace says which test cases reach which check.
     t0 = time.monotonic()
@@ -404,9 +639,9 @@ def main():
     for cid, rel, lineno, stmt, before in checks:
         if a.only and cid not in a.only:
             continue
-        why = excluded(rel, stmt, before)
+        why = equivalent(rel, stmt) if a.logic else excluded(rel, stmt, before)
         if why:
-            verdict, kind = f"EXCLUDED: {why}", "EXCLUDED"
+            verdict, kind = (f"EQUIVALENT: {why}" if a.logic else f"EXCLUDED: {why}"), "EXCLUDED"
         elif cid not in reach:
             verdict, kind = "NOT REACHED", "NOT REACHED"
         else:
@@ -424,11 +659,12 @@ def main():
                     break
             verdict += f" ({ran} of {sum(len(v) for v in reach[cid].values())} test cases reaching it run)"
         counts[kind] += 1
-        line = f"{cid:4d} {rel}:{lineno}  {stmt[:90]}  -> {verdict}"
+        line = f"{cid:4d} {rel}:{lineno}  {stmt[:150 if a.logic else 90]}  -> {verdict}"
         lines.append(line)
         print(line, flush=True)
-    summary = (f"{len(lines)} checks: {counts['caught']} caught, {counts['SURVIVED']} survived, "
-               f"{counts['NOT REACHED']} not reached, {counts['EXCLUDED']} excluded; "
+    summary = (f"{len(lines)} {'mutants' if a.logic else 'checks'}: {counts['caught']} caught, "
+               f"{counts['SURVIVED']} survived, {counts['NOT REACHED']} not reached, "
+               f"{counts['EXCLUDED']} {'equivalent' if a.logic else 'excluded'}; "
                f"{time.monotonic() - t_start:.0f} s in all")
     print(summary)
     if a.report:
