@@ -8,8 +8,9 @@ range in pg.range), rocks/ (a RocksDB directory with one WAL, the number of
 writes in rocks.writes) and walgen/ (a walcut cluster). Every command runs
 once per round in a fixed order, output to /dev/null; restores write to a
 directory under /dev/shm (or TMPDIR) that is removed after each run, outside
-the timing. Prints the median wall and CPU time of each command, records/s
-and bytes/s, and the ratios the issue's targets name.
+the timing. Prints the median wall and CPU time (user + sys, all threads) of
+each command, records/s and bytes/s, and the ratios the issue's targets
+name, per wall second and per CPU second.
 """
 import argparse
 import glob
@@ -136,12 +137,18 @@ def main():
 
     print_table(rows, a.rounds, load, rates)
 
-    def per_round(x, y, what):  # x's rate / y's rate, median over the rounds
-        per = [(work[x][what] / rx[0]) / (work[y][what] / ry[0]) for rx, ry in zip(rows[x], rows[y])]
+    def per_round(x, y, what, clock):  # x's rate / y's rate (clock: 0 wall, 1 CPU), median over the rounds
+        per = [(work[x][what] / rx[clock]) / (work[y][what] / ry[clock]) for rx, ry in zip(rows[x], rows[y])
+               if rx[clock] > 0 and ry[clock] > 0]
+        if not per:
+            return float("nan"), float("nan"), float("nan")
         per.sort()
         return per[len(per) // 2], per[0], per[-1]
 
-    print("walcut / peer, median of the rounds (min-max):")
+    # Each peer is single-threaded and walcut's dump -j1 and restore -j2 use a
+    # second thread, so the rate per CPU second (user + sys, all threads)
+    # stands beside the rate per wall second.
+    print("walcut / peer, median of the rounds (min-max): per wall second; per CPU second")
     for x, y, what, label in [
         ("walcut stats -j1", "pg_waldump --stats", 1, "bytes/s"),
         ("walcut dump -j1", "pg_waldump", 0, "records/s"),
@@ -150,8 +157,8 @@ def main():
         ("walcut restore -j2", "rocksdb replay", 0, "writes/s"),
         ("walcut stats -j1", "pg_waldump --stats", 0, "records/s"),
     ]:
-        r = per_round(x, y, what)
-        print(f"  {x} / {y}, {label}: {r[0]:.2f}x ({r[1]:.2f}-{r[2]:.2f})")
+        w, c = per_round(x, y, what, 0), per_round(x, y, what, 1)
+        print(f"  {x} / {y}, {label}: {w[0]:.2f}x ({w[1]:.2f}-{w[2]:.2f}); CPU {c[0]:.2f}x ({c[1]:.2f}-{c[2]:.2f})")
     print_ratios(rows, [("walcut stats -j1", "crcfloor --read"), ("walcut verify -j1", "crcfloor --read"),
                         ("walcut stats -j1", "cat walgen"), ("pg_waldump --stats", "cat pg")])
 

@@ -14,7 +14,9 @@ DIR holds `plain/` and `zst/` as bench/run_walfmt.sh makes them (walgen
   zstd -dc of the .wal.zst files, walcut stats -j1 on zst/
 and the same walcut commands with OLD_WALCUT when given (before/after in one
 run). Prints per command the median wall, CPU (user+sys, all threads) and
-peak RSS, then ratios: the median of the per-round ratios of wall times.
+peak RSS, then ratios: the median of the per-round ratios of wall times,
+then of CPU times (user + sys, all threads: crcfloor and zstd -dc run on one
+thread, walcut's zst: stats -j1 decodes on a second one).
 """
 import argparse
 import glob

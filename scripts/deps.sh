@@ -1,10 +1,19 @@
 #!/usr/bin/env bash
-# Installs what walcut needs to build and test, from Debian's packages, when
-# it is missing. Idempotent; does nothing when everything is there.
+# Installs what walcut needs from Debian's packages, when it is missing.
+# Idempotent; does nothing when everything is there.
+#   bash scripts/deps.sh        everything the tests need (scripts/build.sh, scripts/test.sh)
+#   bash scripts/deps.sh demo   only what configuring the build and building `walcut` need (scripts/demo.sh)
 set -euo pipefail
-pkgs=(cmake ninja-build g++ clang clang-format libclang-rt-14-dev libcli11-dev libzstd-dev libfmt-dev
-      nlohmann-json3-dev catch2 zstd librsvg2-bin libxxhash-dev ccache
-      dpkg-dev pkgconf groff-base zsh parallel)
+# Configuring (CMakeLists.txt: fmt, zstd, CLI11, nlohmann_json, Catch2 for
+# the tests' targets, libxxhash for repo/) and compiling walcut.
+pkgs=(cmake ninja-build g++ libcli11-dev libzstd-dev libfmt-dev nlohmann-json3-dev catch2 libxxhash-dev ccache)
+if [ "${1:-}" != demo ]; then
+  # The tests: clang and its libFuzzer runtime (scripts/fuzz.sh), the zstd and
+  # rsvg-convert tools, the packaging and install checks (dpkg-dev, pkgconf,
+  # groff for the manual pages, zsh for the completion), GNU parallel, and
+  # clang-format (the test command checks the formatting).
+  pkgs+=(clang clang-format libclang-rt-14-dev zstd librsvg2-bin dpkg-dev pkgconf groff-base zsh parallel)
+fi
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep "install ok installed" >/dev/null || missing+=("$p")
