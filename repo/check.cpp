@@ -259,8 +259,8 @@ void CrossCheckFingerprints(const RepoListing& l, const Artifact& step, const st
                                             "fingerprint {:016x}, the synthetic full {} has {:016x}",
                                             n.node, *step.m.cut, step.name, snap->fingerprint, f.name, n.fingerprint));
         x.node = n.node;
-        x.expected = fmt::format("{:016x}", n.fingerprint);
-        x.found = fmt::format("{:016x}", snap->fingerprint);
+        x.expected = walfmt::Hex16(n.fingerprint);
+        x.found = walfmt::Hex16(snap->fingerprint);
         Fail(it, std::move(x));
       }
     }
@@ -312,122 +312,149 @@ int RepoCheckExitCode(const RepoCheckReport& r) {
   return r.Failed() ? 1 : 0;
 }
 
+namespace {
+
+// The artifacts to check: NAME and the chain it needs, else every one.
+Result<std::vector<const Artifact*>> SelectArtifacts(const RepoListing& l, const RepoCheckOptions& o) {
+  std::vector<const Artifact*> selected;
+  if (o.name.empty()) {
+    for (const auto& a : l.artifacts) selected.push_back(&a);
+    return selected;
+  }
+  const Artifact* a = l.Find(o.name);
+  if (!a) return Status::NotFound(fmt::format("{}: no artifact {}", o.repo, o.name));
+  // The artifact and the chain it needs.
+  std::set<std::string> seen;
+  for (const Artifact* x = a; x && !seen.count(x->name);
+       x = x->status.ok() && !x->m.full() ? l.Find(x->m.parent) : nullptr) {
+    seen.insert(x->name);
+    selected.insert(selected.begin(), x);
+  }
+  return selected;
+}
+
+// The checks of one artifact: its manifest and files, its chain, and its
+// snapshot files (a full) or its continuity and cut (an increment). Whether
+// every one passed.
+bool CheckArtifact(const Artifact& a, const RepoListing& l, const RepoCheckOptions& o, RepoCheckReport& r) {
+  r.artifacts.push_back(a.name);
+  const size_t first_item = r.items.size();
+  RepoCheckItem& man = Add(r, "files", a.name, "manifest");
+  if (!a.status.ok()) {
+    RepoFinding x = Finding("manifest", a.status.message());
+    x.file = walfmt::JoinPath(a.dir, kManifestFile);
+    Fail(man, std::move(x));
+    return false;
+  }
+  CheckFiles(a, r);
+  RepoCheckItem& ch = Add(r, "chain", a.name, "chain complete");
+  auto chain = ChainOf(l, a.name);
+  if (!chain.ok()) {
+    Fail(ch, Finding("chain", chain.status().message()));
+  } else {
+    ch.note = "";
+    for (const auto* c : *chain) ch.note += (ch.note.empty() ? "" : " <- ") + c->name;
+  }
+  const bool files_ok = std::none_of(r.items.begin() + static_cast<long>(first_item), r.items.end(),
+                                     [](const RepoCheckItem& i) { return i.failed && i.level == "files"; });
+  if (a.m.full()) {
+    if (files_ok) CheckSnapFiles(a, r);
+  } else {
+    CheckContinuity(a, l, r);
+    if (files_ok) {
+      CheckCut(a, l, r, o.jobs);
+    } else {
+      RepoCheckItem& sk = Add(r, "cuts", a.name, fmt::format("cut {}: status", a.m.cut.value_or(0)));
+      sk.skipped = true;
+      sk.note = "skipped: the artifact's files fail their checksums";
+    }
+  }
+  return std::none_of(r.items.begin() + static_cast<long>(first_item), r.items.end(),
+                      [](const RepoCheckItem& i) { return i.failed; });
+}
+
+// A trial restore through the chain of `a` into a temporary directory, the
+// invariants checked at each step not checked yet (`done`).
+void TrialRestore(const Artifact& a, const RepoListing& l, const RepoCheckOptions& o, std::set<std::string>& done,
+                  RepoCheckReport& r) {
+  static std::atomic<int> counter{0};
+  const std::string tmp =
+      (fs::temp_directory_path() / fmt::format("walcut-repo-check-{}-{}", ::getpid(), counter.fetch_add(1))).string();
+  std::error_code ec;
+  fs::create_directories(tmp, ec);
+  RepoRestoreRequest rq;
+  rq.repo = o.repo;
+  rq.name = a.name;
+  rq.out = walfmt::JoinPath(tmp, "out");
+  rq.jobs = o.jobs;
+  rq.after_step = [&](const ChainStep& step, const std::string& dir) -> Status {
+    if (done.count(step.artifact)) return Status::Ok();
+    done.insert(step.artifact);
+    RepoCheckItem& it = Add(r, "restore", step.artifact, "restore and invariants");
+    ++r.restores;
+    const Artifact& s = *l.Find(step.artifact);
+    if (Status st = CheckInvariantsOf(s, dir, it); !st.ok()) return st;
+    if (!s.m.full()) CrossCheckFingerprints(l, s, dir, r);
+    return Status::Ok();
+  };
+  auto res = RestoreFromRepository(rq);
+  if (!res.ok()) {
+    if (res.status().code() == walfmt::ErrorCode::kIo || res.status().code() == walfmt::ErrorCode::kInternal) {
+      r.errors.push_back(res.status().message());
+    } else {
+      RepoCheckItem& it = Add(r, "restore", a.name, "restore");
+      Fail(it, Finding("restore", res.status().message()));
+    }
+  }
+  fs::remove_all(tmp, ec);
+}
+
+// Restore every chain once, from its full through each increment, checking
+// the invariants at each step: leaves (artifacts no selected one builds on),
+// or NAME alone.
+void TrialRestores(const std::vector<const Artifact*>& selected, const std::set<std::string>& healthy,
+                   const RepoListing& l, const RepoCheckOptions& o, RepoCheckReport& r) {
+  std::set<std::string> parents;
+  for (const Artifact* a : selected) {
+    if (a->status.ok() && !a->m.parent.empty()) parents.insert(a->m.parent);
+  }
+  std::set<std::string> done;
+  for (const Artifact* a : selected) {
+    if (parents.count(a->name) && o.name.empty()) continue;
+    if (!o.name.empty() && a->name != o.name) continue;
+    auto chain = ChainOf(l, a->name);
+    bool chain_ok = chain.ok();
+    if (chain_ok) {
+      for (const auto* c : *chain) chain_ok = chain_ok && healthy.count(c->name);
+    }
+    if (!chain_ok) {
+      RepoCheckItem& sk = Add(r, "restore", a->name, "restore");
+      sk.skipped = true;
+      sk.note = "skipped: the chain is broken or an artifact in it fails its checks";
+      continue;
+    }
+    TrialRestore(*a, l, o, done, r);
+  }
+}
+
+}  // namespace
+
 Result<RepoCheckReport> CheckRepository(const RepoCheckOptions& o) {
   auto l = ListRepository(o.repo);
   if (!l.ok()) return l.status();
   RepoCheckReport r;
   r.dir = o.repo;
-  std::vector<const Artifact*> selected;
-  if (!o.name.empty()) {
-    const Artifact* a = l->Find(o.name);
-    if (!a) return Status::NotFound(fmt::format("{}: no artifact {}", o.repo, o.name));
-    // The artifact and the chain it needs.
-    std::set<std::string> seen;
-    for (const Artifact* x = a; x && !seen.count(x->name);
-         x = x->status.ok() && !x->m.full() ? l->Find(x->m.parent) : nullptr) {
-      seen.insert(x->name);
-      selected.insert(selected.begin(), x);
-    }
-  } else {
-    for (const auto& a : l->artifacts) selected.push_back(&a);
-  }
+  auto selected = SelectArtifacts(*l, o);
+  if (!selected.ok()) return selected.status();
   for (const auto& left : l->leftovers) {
     r.notes.push_back(
         fmt::format("{}: left by a create or expire that did not finish; not an artifact (ignored)", left));
   }
   std::set<std::string> healthy;  // artifacts whose own checks passed
-  for (const Artifact* a : selected) {
-    r.artifacts.push_back(a->name);
-    const size_t first_item = r.items.size();
-    RepoCheckItem& man = Add(r, "files", a->name, "manifest");
-    if (!a->status.ok()) {
-      RepoFinding x = Finding("manifest", a->status.message());
-      x.file = walfmt::JoinPath(a->dir, kManifestFile);
-      Fail(man, std::move(x));
-      continue;
-    }
-    CheckFiles(*a, r);
-    RepoCheckItem& ch = Add(r, "chain", a->name, "chain complete");
-    auto chain = ChainOf(*l, a->name);
-    if (!chain.ok()) {
-      Fail(ch, Finding("chain", chain.status().message()));
-    } else {
-      ch.note = "";
-      for (const auto* c : *chain) ch.note += (ch.note.empty() ? "" : " <- ") + c->name;
-    }
-    const bool files_ok = std::none_of(r.items.begin() + static_cast<long>(first_item), r.items.end(),
-                                       [](const RepoCheckItem& i) { return i.failed && i.level == "files"; });
-    if (a->m.full()) {
-      if (files_ok) CheckSnapFiles(*a, r);
-    } else {
-      CheckContinuity(*a, *l, r);
-      if (files_ok) {
-        CheckCut(*a, *l, r, o.jobs);
-      } else {
-        RepoCheckItem& sk = Add(r, "cuts", a->name, fmt::format("cut {}: status", a->m.cut.value_or(0)));
-        sk.skipped = true;
-        sk.note = "skipped: the artifact's files fail their checksums";
-      }
-    }
-    const bool ok = std::none_of(r.items.begin() + static_cast<long>(first_item), r.items.end(),
-                                 [](const RepoCheckItem& i) { return i.failed; });
-    if (ok) healthy.insert(a->name);
+  for (const Artifact* a : *selected) {
+    if (CheckArtifact(*a, *l, o, r)) healthy.insert(a->name);
   }
-  if (o.restore) {
-    // Restore every chain once, from its full through each increment, checking
-    // the invariants at each step: leaves (artifacts no selected one builds on).
-    std::set<std::string> parents;
-    for (const Artifact* a : selected) {
-      if (a->status.ok() && !a->m.parent.empty()) parents.insert(a->m.parent);
-    }
-    std::set<std::string> done;
-    static std::atomic<int> counter{0};
-    for (const Artifact* a : selected) {
-      if (parents.count(a->name) && o.name.empty()) continue;
-      if (!o.name.empty() && a->name != o.name) continue;
-      auto chain = ChainOf(*l, a->name);
-      bool chain_ok = chain.ok();
-      if (chain_ok) {
-        for (const auto* c : *chain) chain_ok = chain_ok && healthy.count(c->name);
-      }
-      if (!chain_ok) {
-        RepoCheckItem& sk = Add(r, "restore", a->name, "restore");
-        sk.skipped = true;
-        sk.note = "skipped: the chain is broken or an artifact in it fails its checks";
-        continue;
-      }
-      const std::string tmp =
-          (fs::temp_directory_path() / fmt::format("walcut-repo-check-{}-{}", ::getpid(), counter.fetch_add(1)))
-              .string();
-      std::error_code ec;
-      fs::create_directories(tmp, ec);
-      RepoRestoreRequest rq;
-      rq.repo = o.repo;
-      rq.name = a->name;
-      rq.out = walfmt::JoinPath(tmp, "out");
-      rq.jobs = o.jobs;
-      rq.after_step = [&](const ChainStep& step, const std::string& dir) -> Status {
-        if (done.count(step.artifact)) return Status::Ok();
-        done.insert(step.artifact);
-        RepoCheckItem& it = Add(r, "restore", step.artifact, "restore and invariants");
-        ++r.restores;
-        const Artifact& a = *l->Find(step.artifact);
-        if (Status st = CheckInvariantsOf(a, dir, it); !st.ok()) return st;
-        if (!a.m.full()) CrossCheckFingerprints(*l, a, dir, r);
-        return Status::Ok();
-      };
-      auto res = RestoreFromRepository(rq);
-      if (!res.ok()) {
-        if (res.status().code() == walfmt::ErrorCode::kIo || res.status().code() == walfmt::ErrorCode::kInternal) {
-          r.errors.push_back(res.status().message());
-        } else {
-          RepoCheckItem& it = Add(r, "restore", a->name, "restore");
-          Fail(it, Finding("restore", res.status().message()));
-        }
-      }
-      fs::remove_all(tmp, ec);
-    }
-  }
+  if (o.restore) TrialRestores(*selected, healthy, *l, o, r);
   return r;
 }
 

@@ -308,7 +308,7 @@ TEST_CASE("repo: runtime full plus an increment restores byte-identically to the
 }
 
 TEST_CASE(
-    "repo: an increment's restore plans are read instead of its WAL twice, a changed plan is refused, a "
+    "repo: an increment's restore plans are read instead of its WAL twice - a changed plan is refused, a "
     "missing one falls back to analysing the WAL",
     "[repo]") {
   TempDir t("repo-plan");
@@ -513,18 +513,34 @@ TEST_CASE("repo: expire keeps the newest fulls and every chain they start, the r
   REQUIRE(consistent.size() >= 4);
   REQUIRE_OK(Create(cluster, repo, true, info->full_snapshots[0].name, std::nullopt));  // F1
   REQUIRE_OK(Create(cluster, repo, false, "", consistent[1]));                          // on F1
-  REQUIRE_OK(Create(cluster, repo, true, "", consistent[2]));                           // F2
-  REQUIRE_OK(Create(cluster, repo, false, "", consistent[3]));                          // on F2
+  auto f2 = Create(cluster, repo, true, "", consistent[2]);                             // F2
+  REQUIRE_OK(f2);
+  REQUIRE_OK(Create(cluster, repo, false, "", consistent[3]));  // on F2
+  std::set<std::string> on_f2;                                  // every artifact whose chain starts at the kept full F2
+  {
+    auto before = ListRepository(repo);
+    REQUIRE(before.ok());
+    for (const auto& a : before->artifacts) {
+      auto chain = ChainOf(*before, a.name);
+      REQUIRE(chain.ok());
+      if (chain->front()->name == f2->m.name) on_f2.insert(a.name);
+    }
+  }
+  REQUIRE(on_f2 == std::set<std::string>{f2->m.name, fmt::format("i-cut-{}", consistent[3])});
   auto dry = Expire(repo, 1, true);
   REQUIRE(dry.ok());
   CHECK(dry->removed ==
         std::vector<std::string>{fmt::format("i-cut-{}", consistent[1]), "f-" + info->full_snapshots[0].name});
+  // The increments built on the kept full are kept: the chain of an artifact
+  // is decided by its first member (the full), not its last (itself).
+  CHECK(std::set<std::string>(dry->kept.begin(), dry->kept.end()) == on_f2);
   CHECK(ListRepository(repo)->artifacts.size() == 4);
   auto r = Expire(repo, 1, false);
   REQUIRE(r.ok());
   auto l = ListRepository(repo);
   REQUIRE(l.ok());
   CHECK(l->artifacts.size() == 2);
+  for (const auto& name : on_f2) CHECK(l->Find(name) != nullptr);
   CHECK(l->leftovers.empty());
   for (const auto& tgt : RestoreTargets(*l)) {
     RepoRestoreRequest rq;
