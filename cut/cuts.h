@@ -89,7 +89,17 @@ struct RestoreWindow {
   std::string latest_limit;
 };
 
+// Not copyable: GlobalCut::nodes points into `nodes` (the NodeCut elements
+// of each summary's heap-allocated `cuts`), so a copy would point into the
+// original. Moving is safe: moving a std::vector keeps its elements where
+// they are, and every NodeCut pointed to lives in such an element.
 struct ClusterCuts {
+  ClusterCuts() = default;
+  ClusterCuts(const ClusterCuts&) = delete;
+  ClusterCuts& operator=(const ClusterCuts&) = delete;
+  ClusterCuts(ClusterCuts&&) = default;
+  ClusterCuts& operator=(ClusterCuts&&) = default;
+
   std::vector<NodeSummary> nodes;  // by node id
   std::vector<GlobalCut> cuts;     // by cut id
   std::vector<Finding> findings;   // about the WAL or a transaction, not one cut

@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <atomic>
-#include <charconv>
 #include <cstdint>
 #include <deque>
 #include <filesystem>
@@ -15,6 +14,8 @@
 #include "cut/scan.h"
 #include "walfmt/duration.h"
 #include "walfmt/file_io.h"
+#include "walfmt/json_fields.h"
+#include "walfmt/strings.h"
 #include "walfmt/text_escape.h"
 #include "walfmt/workers.h"
 
@@ -47,145 +48,6 @@ json TrackedJson(const TrackedTx& t) {
   return j;
 }
 
-// A tiny checked reader over the JSON document: the first problem wins and
-// names the field.
-class Reader {
- public:
-  explicit Reader(std::string origin) : origin_(std::move(origin)) {}
-  bool ok() const { return error_.empty(); }
-  const std::string& error() const { return error_; }
-
-  void Fail(const std::string& field, const std::string& what) {
-    if (error_.empty()) error_ = fmt::format("{}: field '{}' {}", origin_, field, what);
-  }
-  const json* Get(const json& j, const char* key, const std::string& path, bool required = true) {
-    if (!j.is_object()) {
-      Fail(path, "is not an object");
-      return nullptr;
-    }
-    auto it = j.find(key);
-    if (it == j.end()) {
-      if (required) Fail(path + "." + key, "is missing");
-      return nullptr;
-    }
-    return &*it;
-  }
-  uint64_t U64(const json& j, const char* key, const std::string& path, bool required = true) {
-    const json* v = Get(j, key, path, required);
-    if (!v) return 0;
-    if (!v->is_number_unsigned()) {
-      Fail(path + "." + key, "is not an unsigned integer");
-      return 0;
-    }
-    return v->get<uint64_t>();
-  }
-  // An unsigned integer that must fit `max` (node ids, codes): a larger one is
-  // an error, never truncated into another id.
-  uint64_t Bounded(const json& j, const char* key, const std::string& path, uint64_t max) {
-    const uint64_t v = U64(j, key, path);
-    if (v > max) {
-      Fail(path + "." + key, fmt::format("{} is larger than {}", v, max));
-      return 0;
-    }
-    return v;
-  }
-  uint32_t U32(const json& j, const char* key, const std::string& path) {
-    return static_cast<uint32_t>(Bounded(j, key, path, UINT32_MAX));
-  }
-  // A 64-bit value written as 1 to 16 hex digits (ids, digests, fingerprints).
-  uint64_t Hex64(const json& j, const char* key, const std::string& path) {
-    const std::string t = Str(j, key, path);
-    if (!ok()) return 0;
-    uint64_t v = 0;
-    const auto [end, ec] = std::from_chars(t.data(), t.data() + t.size(), v, 16);
-    if (t.empty() || t.size() > 16 || ec != std::errc() || end != t.data() + t.size()) {
-      Fail(path + "." + key, "is not 1 to 16 hex digits");
-      return 0;
-    }
-    return v;
-  }
-  bool Bool(const json& j, const char* key, const std::string& path) {
-    const json* v = Get(j, key, path, false);
-    if (!v) return false;
-    if (!v->is_boolean()) {
-      Fail(path + "." + key, "is not a boolean");
-      return false;
-    }
-    return v->get<bool>();
-  }
-  std::string Str(const json& j, const char* key, const std::string& path, bool required = true) {
-    const json* v = Get(j, key, path, required);
-    if (!v) return {};
-    if (!v->is_string()) {
-      Fail(path + "." + key, "is not a string");
-      return {};
-    }
-    return v->get<std::string>();
-  }
-  // Element i of the array `a` (at `path`), a string.
-  std::string Str(const json& a, size_t i, const std::string& path) {
-    if (!a[i].is_string()) {
-      Fail(fmt::format("{}[{}]", path, i), "is not a string");
-      return {};
-    }
-    return a[i].get<std::string>();
-  }
-  Lsn Position(const json& j, const char* key, const std::string& path, bool required = true) {
-    const json* v = Get(j, key, path, required);
-    if (!v) return {};
-    auto l = v->is_string() ? Lsn::Parse(v->get<std::string>()) : std::nullopt;
-    if (!l) {
-      Fail(path + "." + key, "is not a position SEG/OFFSET");
-      return {};
-    }
-    return *l;
-  }
-  TxId Tx(const json& j, const char* key, const std::string& path) {
-    const std::string s = Str(j, key, path);
-    TxId t;
-    if (ok() && !TxId::Parse(s, t)) Fail(path + "." + key, "is not a transaction id NODE:SEQ");
-    return t;
-  }
-  const json* Array(const json& j, const char* key, const std::string& path, bool required = true) {
-    const json* v = Get(j, key, path, required);
-    if (v && !v->is_array()) {
-      Fail(path + "." + key, "is not an array");
-      return nullptr;
-    }
-    return v;
-  }
-
- private:
-  std::string origin_;
-  std::string error_;
-};
-
-Finding FindingFrom(Reader& r, const json& j, const std::string& p) {
-  Finding f;
-  const std::string check = r.Str(j, "check", p);
-  if (auto c = ParseCheck(check)) {
-    f.check = *c;
-  } else if (r.ok()) {
-    // Shown with JSON escapes: a line break in it cannot break the one-line error.
-    r.Fail(p + ".check",
-           fmt::format("{} is not a known check", json(check).dump(-1, ' ', false, json::error_handler_t::replace)));
-  }
-  f.node = r.U32(j, "node", p);
-  f.cut = r.U64(j, "cut", p, false);
-  f.message = r.Str(j, "message", p);
-  if (j.contains("position")) {
-    f.has_position = true;
-    f.position = r.Position(j, "position", p);
-  }
-  if (j.contains("tx")) {
-    f.has_tx = true;
-    f.tx = r.Tx(j, "tx", p);
-  }
-  f.expected = r.Str(j, "expected", p, false);
-  f.found = r.Str(j, "found", p, false);
-  return f;
-}
-
 }  // namespace
 
 json FindingToJson(const Finding& f) {
@@ -198,11 +60,12 @@ json FindingToJson(const Finding& f) {
   return j;
 }
 
-std::string SummaryToJson(const NodeSummary& s) {
-  json j;
-  j["schema"] = "walcut.summary/1";
+namespace {
+
+// The parts of a summary file, each written into `j` (SummaryToJson).
+void WalToJson(const NodeSummary& s, json& j) {
   j["node"] = s.node;
-  if (s.cluster_known) j["cluster_id"] = fmt::format("{:016x}", s.cluster_id);
+  if (s.cluster_known) j["cluster_id"] = walfmt::Hex16(s.cluster_id);
   if (s.epoch_unix_us) {
     j["epoch_unix_us"] = *s.epoch_unix_us;
     j["epoch"] = walfmt::FormatUtc(static_cast<int64_t>(*s.epoch_unix_us));
@@ -231,63 +94,60 @@ std::string SummaryToJson(const NodeSummary& s) {
   if (s.torn_tail) j["torn_tail"] = {{"at", s.torn_at.ToString()}, {"bytes", s.torn_bytes}};
   if (s.damaged) j["damage"] = {{"at", s.damage_at.ToString()}, {"message", s.damage}};
   if (!s.notes.empty()) j["notes"] = s.notes;
-  json cuts = json::array();
-  for (const auto& c : s.cuts) {
-    json jc = {{"cut", c.cut_id}, {"end", CutEndName(c.end)}};
-    if (c.started) {
-      jc["start"] = c.start.ToString();
-      jc["start_time_us"] = c.start_time_us;
-      jc["commits_before_start"] = c.commits_before_start;
-    }
-    if (c.finished) {
-      jc["finish"] = c.finish.ToString();
-      jc["finish_time_us"] = c.finish_time_us;
-      jc["commits_before_finish"] = c.commits_before_finish;
-    }
-    json b = json::array(), a = json::array();
-    for (const auto& t : c.before) b.push_back(TrackedJson(t));
-    for (const auto& t : c.after) a.push_back(TrackedJson(t));
-    jc["before"] = b;
-    jc["after"] = a;
-    if (c.restarted) jc["restarted"] = true;
-    if (c.evidence_pruned) jc["evidence_pruned"] = true;
-    json ab = json::array();
-    for (const auto& x : c.aborts) {
-      ab.push_back({{"at", x.at.ToString()},
-                    {"time_us", x.time_us},
-                    {"reason", std::string(walfmt::CutAbortReasonName(x.reason))},
-                    {"reason_code", static_cast<unsigned>(x.reason)},
-                    {"detail", x.detail}});
-    }
-    if (!ab.empty()) jc["aborts"] = ab;
-    cuts.push_back(std::move(jc));
+}
+
+json CutToJson(const NodeCut& c) {
+  json jc = {{"cut", c.cut_id}, {"end", CutEndName(c.end)}};
+  if (c.started) {
+    jc["start"] = c.start.ToString();
+    jc["start_time_us"] = c.start_time_us;
+    jc["commits_before_start"] = c.commits_before_start;
   }
-  j["cuts"] = cuts;
-  json snaps = json::array();
-  for (const auto& x : s.snapshots) {
-    json before = json::array();
-    for (const auto& [peer, d] : x.shared_before) {
-      before.push_back({{"peer", peer}, {"digest", fmt::format("{:016x}", d.x)}, {"count", d.n}});
-    }
-    snaps.push_back({{"name", x.name},
-                     {"at", x.at.ToString()},
-                     {"time_us", x.time_us},
-                     {"fingerprint", fmt::format("{:016x}", x.fingerprint)},
-                     {"committed_before", {{"count", x.committed_before.count}, {"owned", x.committed_before.owned}}},
-                     {"shared_before", before}});
+  if (c.finished) {
+    jc["finish"] = c.finish.ToString();
+    jc["finish_time_us"] = c.finish_time_us;
+    jc["commits_before_finish"] = c.commits_before_finish;
   }
-  j["snapshots"] = snaps;
-  json starts = json::array();
-  for (const auto& x : s.starts)
-    starts.push_back({{"incarnation", x.incarnation}, {"at", x.at.ToString()}, {"time_us", x.time_us}});
-  j["starts"] = starts;
+  json b = json::array(), a = json::array();
+  for (const auto& t : c.before) b.push_back(TrackedJson(t));
+  for (const auto& t : c.after) a.push_back(TrackedJson(t));
+  jc["before"] = b;
+  jc["after"] = a;
+  if (c.restarted) jc["restarted"] = true;
+  if (c.evidence_pruned) jc["evidence_pruned"] = true;
+  json ab = json::array();
+  for (const auto& x : c.aborts) {
+    ab.push_back({{"at", x.at.ToString()},
+                  {"time_us", x.time_us},
+                  {"reason", std::string(walfmt::CutAbortReasonName(x.reason))},
+                  {"reason_code", static_cast<unsigned>(x.reason)},
+                  {"detail", x.detail}});
+  }
+  if (!ab.empty()) jc["aborts"] = ab;
+  return jc;
+}
+
+json SnapshotToJson(const SnapshotMark& x) {
+  json before = json::array();
+  for (const auto& [peer, d] : x.shared_before) {
+    before.push_back({{"peer", peer}, {"digest", walfmt::Hex16(d.x)}, {"count", d.n}});
+  }
+  return {{"name", x.name},
+          {"at", x.at.ToString()},
+          {"time_us", x.time_us},
+          {"fingerprint", walfmt::Hex16(x.fingerprint)},
+          {"committed_before", {{"count", x.committed_before.count}, {"owned", x.committed_before.owned}}},
+          {"shared_before", before}};
+}
+
+void CountsToJson(const NodeSummary& s, json& j) {
   json fc = json::array();
   for (const auto& [f, c] : s.first_cut) fc.push_back({{"first_cut", f}, {"count", c.count}, {"owned", c.owned}});
   j["first_cut"] = fc;
   json sh = json::array();
   for (const auto& [peer, m] : s.shared) {
     for (const auto& [f, d] : m) {
-      sh.push_back({{"peer", peer}, {"first_cut", f}, {"digest", fmt::format("{:016x}", d.x)}, {"count", d.n}});
+      sh.push_back({{"peer", peer}, {"first_cut", f}, {"digest", walfmt::Hex16(d.x)}, {"count", d.n}});
     }
   }
   j["shared"] = sh;
@@ -295,44 +155,83 @@ std::string SummaryToJson(const NodeSummary& s) {
   for (const auto& f : s.findings) fs_.push_back(FindingToJson(f));
   j["findings"] = fs_;
   j["findings_dropped"] = s.findings_dropped;
+}
+
+}  // namespace
+
+std::string SummaryToJson(const NodeSummary& s) {
+  json j;
+  j["schema"] = "walcut.summary/1";
+  WalToJson(s, j);
+  json cuts = json::array();
+  for (const auto& c : s.cuts) cuts.push_back(CutToJson(c));
+  j["cuts"] = cuts;
+  json snaps = json::array();
+  for (const auto& x : s.snapshots) snaps.push_back(SnapshotToJson(x));
+  j["snapshots"] = snaps;
+  json starts = json::array();
+  for (const auto& x : s.starts)
+    starts.push_back({{"incarnation", x.incarnation}, {"at", x.at.ToString()}, {"time_us", x.time_us}});
+  j["starts"] = starts;
+  CountsToJson(s, j);
   return walfmt::DumpJson(j, 1) + "\n";
 }
 
-walfmt::Result<NodeSummary> SummaryFromJson(const std::string& text, const std::string& origin) {
-  json j = walfmt::UnescapeJsonStrings(json::parse(text, nullptr, false));
-  if (j.is_discarded()) return walfmt::Status::Corruption(fmt::format("{}: not JSON", origin));
-  Reader r(origin);
-  if (r.Str(j, "schema", "") != "walcut.summary/1") {
-    return walfmt::Status::Corruption(
-        r.ok() ? fmt::format("{}: not a walcut summary (schema is not walcut.summary/1)", origin) : r.error());
+namespace {
+
+using walfmt::JsonFields;
+
+Finding FindingFrom(JsonFields& r, const json& j, const std::string& p) {
+  Finding f;
+  const std::string check = r.String(j, "check", p);
+  if (auto c = ParseCheck(check)) {
+    f.check = *c;
+  } else if (r.ok()) {
+    r.Fail(JsonFields::Member(p, "check"), fmt::format("{} is not a known check", JsonFields::Shown(json(check))));
   }
-  NodeSummary s;
+  f.node = r.U32(j, "node", p);
+  f.cut = r.OptionalU64(j, "cut", p).value_or(0);
+  f.message = r.String(j, "message", p);
+  if (auto at = r.OptionalPosition(j, "position", p)) {
+    f.has_position = true;
+    f.position = *at;
+  }
+  if (auto t = r.OptionalTx(j, "tx", p)) {
+    f.has_tx = true;
+    f.tx = *t;
+  }
+  f.expected = r.OptionalString(j, "expected", p).value_or("");
+  f.found = r.OptionalString(j, "found", p).value_or("");
+  return f;
+}
+
+// The parts of a summary file, each read into `s`: the WAL as read, the cuts,
+// the snapshots and starts, the first-cut buckets, the findings.
+void WalFrom(JsonFields& r, const json& j, NodeSummary& s) {
   s.node = r.U32(j, "node", "");
-  if (j.contains("cluster_id")) {
+  if (r.Find(j, "cluster_id", "")) {
     s.cluster_known = true;
-    s.cluster_id = r.Hex64(j, "cluster_id", "");
+    s.cluster_id = r.Hex16(j, "cluster_id", "");
   }
-  if (j.contains("epoch_unix_us")) {
-    const uint64_t epoch = r.U64(j, "epoch_unix_us", "");
-    if (epoch > walfmt::kMaxUnixMicros) {
-      return walfmt::Status::Corruption(
-          fmt::format("{}: field \"epoch_unix_us\": {} is after 9999-12-31T23:59:59.999999Z", origin, epoch));
+  if (auto epoch = r.OptionalU64(j, "epoch_unix_us", "")) {
+    if (*epoch > walfmt::kMaxUnixMicros) {
+      r.Fail("epoch_unix_us", fmt::format("{} is after 9999-12-31T23:59:59.999999Z", *epoch));
     }
     s.epoch_unix_us = epoch;
   }
-  s.wal_dir = r.Str(j, "wal_dir", "", false);
-  if (j.contains("wal_start")) {
+  s.wal_dir = r.String(j, "wal_dir", "");
+  if (auto start = r.OptionalPosition(j, "wal_start", "")) {
     s.pruned = true;
-    s.wal_start = r.Position(j, "wal_start", "");
-    s.wal_start_time_us = r.U64(j, "wal_start_time_us", "", false);
+    s.wal_start = *start;
+    s.wal_start_time_us = r.U64(j, "wal_start_time_us", "");
   }
   if (const json* a = r.Array(j, "segments", "")) {
-    for (size_t i = 0; i < a->size(); ++i) {
-      const std::string p = fmt::format("segments[{}]", i);
+    for (size_t i = 0; i < a->size() && r.ok(); ++i) {
+      const std::string p = JsonFields::Element("segments", i);
       const json& e = (*a)[i];
       SegmentInfo g;
       g.index = r.U64(e, "index", p);
-      g.file = r.Str(e, "file", p);
+      g.file = r.String(e, "file", p);
       g.compressed = r.Bool(e, "compressed", p);
       g.bytes = r.U64(e, "bytes", p);
       g.records = r.U64(e, "records", p);
@@ -345,116 +244,131 @@ walfmt::Result<NodeSummary> SummaryFromJson(const std::string& text, const std::
   s.commits = r.U64(j, "commits", "");
   s.rollbacks = r.U64(j, "rollbacks", "");
   s.recovered_commits = r.U64(j, "recovered_commits", "");
-  s.peak_in_flight = r.U64(j, "peak_in_flight", "", false);
-  if (const json* t = r.Get(j, "torn_tail", "", false)) {
+  s.peak_in_flight = r.U64(j, "peak_in_flight", "");
+  if (const json* t = r.Find(j, "torn_tail", "")) {
     s.torn_tail = true;
     s.torn_at = r.Position(*t, "at", "torn_tail");
     s.torn_bytes = r.U64(*t, "bytes", "torn_tail");
   }
-  if (const json* d = r.Get(j, "damage", "", false)) {
+  if (const json* d = r.Find(j, "damage", "")) {
     s.damaged = true;
     s.damage_at = r.Position(*d, "at", "damage");
-    s.damage = r.Str(*d, "message", "damage");
+    s.damage = r.String(*d, "message", "damage");
   }
-  if (const json* a = r.Array(j, "notes", "", false)) {
-    for (size_t i = 0; i < a->size() && r.ok(); ++i) {
-      s.notes.push_back(r.Str(*a, i, "notes"));
+  if (const json* a = r.OptionalArray(j, "notes", "")) {
+    for (size_t i = 0; i < a->size() && r.ok(); ++i)
+      s.notes.push_back(r.StringValue((*a)[i], JsonFields::Element("notes", i)));
+  }
+}
+
+TrackedTx TrackedFrom(JsonFields& r, const json& t, const std::string& q) {
+  TrackedTx tt;
+  tt.tx = r.Tx(t, "tx", q);
+  if (auto commit = r.OptionalPosition(t, "commit", q)) {
+    tt.committed = true;
+    tt.commit = *commit;
+    tt.marker = r.U64(t, "marker", q);
+  }
+  tt.rolled_back = r.OptionalBool(t, "rolled_back", q).value_or(false);
+  if (tt.committed || tt.rolled_back) {
+    tt.first_seen = r.Position(t, "first_seen", q);
+    tt.time_us = r.U64(t, "time_us", q);
+  }
+  if (tt.rolled_back) tt.commit = r.Position(t, "at", q);
+  tt.recovered = r.OptionalBool(t, "recovered", q).value_or(false);
+  return tt;
+}
+
+std::optional<CutEnd> ParseCutEnd(const std::string& name) {
+  for (CutEnd x : {CutEnd::kFinished, CutEnd::kAborted, CutEnd::kOpen, CutEnd::kSuperseded, CutEnd::kDamaged,
+                   CutEnd::kNotStarted}) {
+    if (name == CutEndName(x)) return x;
+  }
+  return std::nullopt;
+}
+
+NodeCut CutFrom(JsonFields& r, const json& e, const std::string& p) {
+  NodeCut c;
+  c.cut_id = r.U64(e, "cut", p);
+  const std::string end = r.String(e, "end", p);
+  if (auto x = ParseCutEnd(end)) {
+    c.end = *x;
+  } else if (r.ok()) {
+    r.Fail(JsonFields::Member(p, "end"), fmt::format("{} is not a known cut end", JsonFields::Shown(json(end))));
+  }
+  if (auto start = r.OptionalPosition(e, "start", p)) {
+    c.started = true;
+    c.start = *start;
+    c.start_time_us = r.U64(e, "start_time_us", p);
+    c.commits_before_start = r.U64(e, "commits_before_start", p);
+  }
+  if (auto finish = r.OptionalPosition(e, "finish", p)) {
+    c.finished = true;
+    c.finish = *finish;
+    c.finish_time_us = r.U64(e, "finish_time_us", p);
+    c.commits_before_finish = r.U64(e, "commits_before_finish", p);
+  }
+  for (const char* key : {"before", "after"}) {
+    const json* l = r.Array(e, key, p);
+    if (!l) continue;
+    const std::string list = JsonFields::Member(p, key);
+    auto& out = std::string_view(key) == "before" ? c.before : c.after;
+    for (size_t x = 0; x < l->size() && r.ok(); ++x)
+      out.push_back(TrackedFrom(r, (*l)[x], JsonFields::Element(list, x)));
+  }
+  c.restarted = r.OptionalBool(e, "restarted", p).value_or(false);
+  c.evidence_pruned = r.OptionalBool(e, "evidence_pruned", p).value_or(false);
+  if (const json* ab = r.OptionalArray(e, "aborts", p)) {
+    const std::string list = JsonFields::Member(p, "aborts");
+    for (size_t x = 0; x < ab->size() && r.ok(); ++x) {
+      const std::string q = JsonFields::Element(list, x);
+      CutAbortMark m;
+      m.at = r.Position((*ab)[x], "at", q);
+      m.time_us = r.U64((*ab)[x], "time_us", q);
+      m.reason = static_cast<walfmt::CutAbortReason>(r.U64((*ab)[x], "reason_code", q, UINT16_MAX));
+      m.detail = r.String((*ab)[x], "detail", q);
+      c.aborts.push_back(std::move(m));
     }
   }
+  return c;
+}
+
+SnapshotMark SnapshotFrom(JsonFields& r, const json& e, const std::string& p) {
+  SnapshotMark m;
+  m.name = r.String(e, "name", p);
+  m.at = r.Position(e, "at", p);
+  m.time_us = r.U64(e, "time_us", p);
+  m.fingerprint = r.Hex16(e, "fingerprint", p);
+  if (const json* cb = r.Object(e, "committed_before", p)) {
+    const std::string q = JsonFields::Member(p, "committed_before");
+    m.committed_before.count = r.U64(*cb, "count", q);
+    m.committed_before.owned = r.U64(*cb, "owned", q);
+  }
+  if (const json* sb = r.Array(e, "shared_before", p)) {
+    const std::string list = JsonFields::Member(p, "shared_before");
+    for (size_t x = 0; x < sb->size() && r.ok(); ++x) {
+      const std::string q = JsonFields::Element(list, x);
+      auto& d = m.shared_before[r.U32((*sb)[x], "peer", q)];
+      d.x = r.Hex16((*sb)[x], "digest", q);
+      d.n = r.U64((*sb)[x], "count", q);
+    }
+  }
+  return m;
+}
+
+void MarksFrom(JsonFields& r, const json& j, NodeSummary& s) {
   if (const json* a = r.Array(j, "cuts", "")) {
-    for (size_t i = 0; i < a->size() && r.ok(); ++i) {
-      const std::string p = fmt::format("cuts[{}]", i);
-      const json& e = (*a)[i];
-      NodeCut c;
-      c.cut_id = r.U64(e, "cut", p);
-      const std::string end = r.Str(e, "end", p);
-      bool known = false;
-      for (CutEnd x : {CutEnd::kFinished, CutEnd::kAborted, CutEnd::kOpen, CutEnd::kSuperseded, CutEnd::kDamaged,
-                       CutEnd::kNotStarted}) {
-        if (end == CutEndName(x)) {
-          c.end = x;
-          known = true;
-        }
-      }
-      if (r.ok() && !known) r.Fail(p + ".end", "is not a known cut end");
-      if (e.contains("start")) {
-        c.started = true;
-        c.start = r.Position(e, "start", p);
-        c.start_time_us = r.U64(e, "start_time_us", p);
-        c.commits_before_start = r.U64(e, "commits_before_start", p);
-      }
-      if (e.contains("finish")) {
-        c.finished = true;
-        c.finish = r.Position(e, "finish", p);
-        c.finish_time_us = r.U64(e, "finish_time_us", p);
-        c.commits_before_finish = r.U64(e, "commits_before_finish", p);
-      }
-      for (int side = 0; side < 2; ++side) {
-        const char* key = side == 0 ? "before" : "after";
-        const json* l = r.Array(e, key, p);
-        if (!l) continue;
-        for (size_t x = 0; x < l->size(); ++x) {
-          const std::string q = fmt::format("{}.{}[{}]", p, key, x);
-          const json& t = (*l)[x];
-          TrackedTx tt;
-          tt.tx = r.Tx(t, "tx", q);
-          if (t.contains("commit")) {
-            tt.committed = true;
-            tt.commit = r.Position(t, "commit", q);
-            tt.marker = r.U64(t, "marker", q);
-          }
-          tt.rolled_back = r.Bool(t, "rolled_back", q);
-          if (tt.committed || tt.rolled_back) {
-            tt.first_seen = r.Position(t, "first_seen", q);
-            tt.time_us = r.U64(t, "time_us", q);
-          }
-          if (tt.rolled_back) tt.commit = r.Position(t, "at", q);
-          tt.recovered = r.Bool(t, "recovered", q);
-          (side == 0 ? c.before : c.after).push_back(tt);
-        }
-      }
-      c.restarted = r.Bool(e, "restarted", p);
-      c.evidence_pruned = r.Bool(e, "evidence_pruned", p);
-      if (const json* ab = r.Array(e, "aborts", p, false)) {
-        for (size_t x = 0; x < ab->size(); ++x) {
-          const std::string q = fmt::format("{}.aborts[{}]", p, x);
-          CutAbortMark m;
-          m.at = r.Position((*ab)[x], "at", q);
-          m.time_us = r.U64((*ab)[x], "time_us", q);
-          m.reason = static_cast<walfmt::CutAbortReason>(r.Bounded((*ab)[x], "reason_code", q, UINT16_MAX));
-          m.detail = r.Str((*ab)[x], "detail", q);
-          c.aborts.push_back(std::move(m));
-        }
-      }
-      s.cuts.push_back(std::move(c));
-    }
+    for (size_t i = 0; i < a->size() && r.ok(); ++i)
+      s.cuts.push_back(CutFrom(r, (*a)[i], JsonFields::Element("cuts", i)));
   }
   if (const json* a = r.Array(j, "snapshots", "")) {
-    for (size_t i = 0; i < a->size(); ++i) {
-      const std::string p = fmt::format("snapshots[{}]", i);
-      SnapshotMark m;
-      m.name = r.Str((*a)[i], "name", p);
-      m.at = r.Position((*a)[i], "at", p);
-      m.time_us = r.U64((*a)[i], "time_us", p);
-      m.fingerprint = r.Hex64((*a)[i], "fingerprint", p);
-      if (const json* cb = r.Get((*a)[i], "committed_before", p, false)) {
-        m.committed_before.count = r.U64(*cb, "count", p + ".committed_before");
-        m.committed_before.owned = r.U64(*cb, "owned", p + ".committed_before");
-      }
-      if (const json* sb = r.Array((*a)[i], "shared_before", p, false)) {
-        for (size_t x = 0; x < sb->size(); ++x) {
-          const std::string q = fmt::format("{}.shared_before[{}]", p, x);
-          auto& d = m.shared_before[r.U32((*sb)[x], "peer", q)];
-          d.x = r.Hex64((*sb)[x], "digest", q);
-          d.n = r.U64((*sb)[x], "count", q);
-        }
-      }
-      s.snapshots.push_back(std::move(m));
+    for (size_t i = 0; i < a->size() && r.ok(); ++i) {
+      s.snapshots.push_back(SnapshotFrom(r, (*a)[i], JsonFields::Element("snapshots", i)));
     }
   }
   if (const json* a = r.Array(j, "starts", "")) {
-    for (size_t i = 0; i < a->size(); ++i) {
-      const std::string p = fmt::format("starts[{}]", i);
+    for (size_t i = 0; i < a->size() && r.ok(); ++i) {
+      const std::string p = JsonFields::Element("starts", i);
       StartMark m;
       m.incarnation = r.U32((*a)[i], "incarnation", p);
       m.at = r.Position((*a)[i], "at", p);
@@ -462,29 +376,49 @@ walfmt::Result<NodeSummary> SummaryFromJson(const std::string& text, const std::
       s.starts.push_back(m);
     }
   }
+}
+
+void CountsFrom(JsonFields& r, const json& j, NodeSummary& s) {
   if (const json* a = r.Array(j, "first_cut", "")) {
-    for (size_t i = 0; i < a->size(); ++i) {
-      const std::string p = fmt::format("first_cut[{}]", i);
+    for (size_t i = 0; i < a->size() && r.ok(); ++i) {
+      const std::string p = JsonFields::Element("first_cut", i);
       auto& c = s.first_cut[r.U64((*a)[i], "first_cut", p)];
       c.count = r.U64((*a)[i], "count", p);
       c.owned = r.U64((*a)[i], "owned", p);
     }
   }
   if (const json* a = r.Array(j, "shared", "")) {
-    for (size_t i = 0; i < a->size(); ++i) {
-      const std::string p = fmt::format("shared[{}]", i);
+    for (size_t i = 0; i < a->size() && r.ok(); ++i) {
+      const std::string p = JsonFields::Element("shared", i);
       const json& e = (*a)[i];
       auto& d = s.shared[r.U32(e, "peer", p)][r.U64(e, "first_cut", p)];
-      d.x = r.Hex64(e, "digest", p);
+      d.x = r.Hex16(e, "digest", p);
       d.n = r.U64(e, "count", p);
     }
   }
   if (const json* a = r.Array(j, "findings", "")) {
-    for (size_t i = 0; i < a->size(); ++i)
-      s.findings.push_back(FindingFrom(r, (*a)[i], fmt::format("findings[{}]", i)));
+    for (size_t i = 0; i < a->size() && r.ok(); ++i) {
+      s.findings.push_back(FindingFrom(r, (*a)[i], JsonFields::Element("findings", i)));
+    }
   }
-  s.findings_dropped = r.U64(j, "findings_dropped", "", false);
-  if (!r.ok()) return walfmt::Status::Corruption(r.error());
+  s.findings_dropped = r.U64(j, "findings_dropped", "");
+}
+
+}  // namespace
+
+walfmt::Result<NodeSummary> SummaryFromJson(const std::string& text, const std::string& origin) {
+  json j = walfmt::UnescapeJsonStrings(json::parse(text, nullptr, false));
+  if (j.is_discarded()) return walfmt::Status::Corruption(fmt::format("{}: not JSON", origin));
+  JsonFields r(origin);
+  if (r.String(j, "schema", "") != "walcut.summary/1") {
+    return walfmt::Status::Corruption(
+        r.ok() ? fmt::format("{}: not a walcut summary (schema is not walcut.summary/1)", origin) : r.error());
+  }
+  NodeSummary s;
+  WalFrom(r, j, s);
+  MarksFrom(r, j, s);
+  CountsFrom(r, j, s);
+  if (!r.ok()) return r.status();
   std::sort(s.cuts.begin(), s.cuts.end(), [](const NodeCut& a, const NodeCut& b) { return a.cut_id < b.cut_id; });
   return s;
 }

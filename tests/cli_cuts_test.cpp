@@ -130,7 +130,7 @@ TEST_CASE("walcut scan: per-node summaries give the same cuts as the cluster dir
   walcut::test::Spit(t.path + "/bad.json", "{\"schema\": \"walcut.summary/1\", \"node\": \"x\"}");
   auto bad = Walcut("cuts " + t.path + "/bad.json");
   CHECK(bad.code == 2);
-  CHECK(bad.err.find("bad.json: field '.node' is not an unsigned integer") != std::string::npos);
+  CHECK(bad.err.find("bad.json: field 'node': expected an unsigned integer, found \"x\"") != std::string::npos);
 }
 
 TEST_CASE("walcut restore: same state from genesis, the full snapshot and an earlier restore, byte-identical reruns",

@@ -2,6 +2,8 @@
 // refuses, and how a finding that is not tied to a cut reaches the cuts that
 // contain it. The checks of real WALs are in cut_scan_test.
 #include <string>
+#include <type_traits>
+#include <utility>
 #include <vector>
 
 #include <catch2/catch.hpp>
@@ -139,4 +141,21 @@ TEST_CASE(
   CHECK(named->message == "transaction 0:5 before cut 1 on node 0 but after it on node 1");
   // Cut 2 holds none of it: still consistent.
   CHECK(r->cuts[1].status == CutStatus::kConsistent);
+}
+
+// GlobalCut::nodes points into ClusterCuts::nodes: a copy would point into
+// the original, so ClusterCuts only moves, and a move keeps the pointers valid.
+static_assert(!std::is_copy_constructible_v<walcut::cut::ClusterCuts>);
+static_assert(!std::is_copy_assignable_v<walcut::cut::ClusterCuts>);
+static_assert(std::is_nothrow_move_constructible_v<walcut::cut::ClusterCuts>);
+
+TEST_CASE("Reconstruct: a moved ClusterCuts still points into its own summaries", "[reconstruct]") {
+  auto cc = Reconstruct({Node(0), Node(1)});
+  REQUIRE(cc.ok());
+  walcut::cut::ClusterCuts moved = std::move(cc.value());
+  REQUIRE(moved.cuts.size() == 2);
+  for (const auto& g : moved.cuts) {
+    REQUIRE(g.nodes.size() == 2);
+    for (uint32_t i = 0; i < 2; ++i) CHECK(g.nodes[i] == moved.nodes[i].FindCut(g.cut_id));
+  }
 }
