@@ -118,9 +118,9 @@ walfmt::Result<std::string> ReadText(const std::string& path) {
   return walfmt::ReadWholeFile(path, walfmt::kMaxJsonFileBytes);
 }
 
-}  // namespace
-
-walfmt::Result<RestoreResult> RestorePart(const PartRequest& req) {
+// The verdict covers node I, says cut K is consistent (or forced), and the
+// node started (and finished) it; OUT is new.
+Status CheckPartRequest(const PartRequest& req) {
   const Verdict& v = *req.verdict;
   const size_t n = v.nodes.size();
   if (req.node >= n) {
@@ -143,7 +143,14 @@ walfmt::Result<RestoreResult> RestorePart(const PartRequest& req) {
   if (!req.dry_run && !req.out.empty() && fs::exists(req.out, ec)) {
     return Status::InvalidArgument(fmt::format("{}: already exists; refusing to overwrite", req.out));
   }
-  // This node's WAL: node I's, from the verdict's cluster, holding the range.
+  return Status::Ok();
+}
+
+// This node's WAL: node I's, from the verdict's cluster, holding the range.
+// Returns its first segment's header.
+walfmt::Result<walfmt::SegmentHeader> CheckNodeWal(const PartRequest& req) {
+  const Verdict& v = *req.verdict;
+  const VerdictNode& vn = v.nodes[req.node];
   std::vector<walfmt::Problem> problems;
   auto listed = walfmt::ListSegments(req.wal_dir, [&](const walfmt::Problem& p) { problems.push_back(p); });
   if (!listed.ok()) return listed.status();
@@ -159,23 +166,60 @@ walfmt::Result<RestoreResult> RestorePart(const PartRequest& req) {
                                                req.wal_dir, walfmt::Hex16(head->cluster_id),
                                                walfmt::Hex16(v.cluster_id)));
   }
-  const Lsn to = vn.finished ? vn.finish : vn.start;
   if (listed->front().index > vn.from.segment) {
     return Status::InvalidArgument(
         fmt::format("{}: node {}'s WAL starts at segment {}, but the restore of cut {} from base {} reads from {}",
                     req.wal_dir, req.node, listed->front().index, v.cut, v.base_name, vn.from.ToString()));
   }
+  return head;
+}
 
-  RestoreResult r;
-  r.cut = v.cut;
-  r.status = v.status;
-  r.reason = v.reason;
-  r.base.kind = v.base_kind;
-  r.base.name = v.base_name;
-  r.base.position.assign(n, Lsn{});
-  r.base.position[req.node] = vn.from;
-  r.cluster_json = v.cluster_json;
+// A full base: node I's file in req.base_dir, the snapshot the verdict
+// names (node, cluster, name, position, fingerprint). A file that is not
+// there is kNotFound (a path that names nothing), naming it.
+Status CheckPartBase(const PartRequest& req, const walfmt::SegmentHeader& head, detail::NodeJob& job) {
+  const Verdict& v = *req.verdict;
+  const VerdictNode& vn = v.nodes[req.node];
+  if (req.base_dir.empty()) {
+    return Status::InvalidArgument(fmt::format(
+        "the verdict's base is full snapshot {}: give the directory holding its node-{}.snap", v.base_name, req.node));
+  }
+  const std::string file = (fs::path(req.base_dir) / fmt::format("node-{}.snap", req.node)).string();
+  std::error_code ec;
+  if (!fs::exists(file, ec)) {
+    return Status::NotFound(
+        fmt::format("{}: no such file (the base file of node {}: full snapshot {})", file, req.node, v.base_name));
+  }
+  uint64_t entries = 0;
+  auto snap = walfmt::ReadSnapshotFile(file, [&entries](std::string_view, std::string_view) { ++entries; });
+  if (!snap.ok()) return Status::Corruption(snap.status().message());
+  if (snap->node_id != req.node) {
+    return Status::InvalidArgument(fmt::format("{}: holds node {}, expected node {}", file, snap->node_id, req.node));
+  }
+  if (snap->cluster_id != head.cluster_id) {
+    return Status::InvalidArgument(fmt::format("{}: from cluster {}, the WAL is from {}", file,
+                                               walfmt::Hex16(snap->cluster_id), walfmt::Hex16(head.cluster_id)));
+  }
+  if (snap->name != v.base_name || snap->wal_position != vn.from) {
+    return Status::InvalidArgument(fmt::format("{}: snapshot {} taken at {}, the verdict's base is {} at {}", file,
+                                               snap->name, snap->wal_position.ToString(), v.base_name,
+                                               vn.from.ToString()));
+  }
+  if (snap->fingerprint != vn.snapshot_fingerprint) {
+    return Status::InvalidArgument(fmt::format("{}: fingerprint {}, the verdict's SNAPSHOT record says {}", file,
+                                               walfmt::Hex16(snap->fingerprint),
+                                               walfmt::Hex16(vn.snapshot_fingerprint)));
+  }
+  job.base_file = file;
+  job.base_fingerprint = snap->fingerprint;
+  job.out.base_entries = entries;
+  return Status::Ok();
+}
 
+// Node I's job: cut K's rule, the range, what the WAL must hold in it.
+detail::NodeJob PlanPartJob(const PartRequest& req) {
+  const Verdict& v = *req.verdict;
+  const VerdictNode& vn = v.nodes[req.node];
   detail::NodeJob job;
   job.node = req.node;
   job.wal_dir = req.wal_dir;
@@ -191,63 +235,64 @@ walfmt::Result<RestoreResult> RestorePart(const PartRequest& req) {
   NodeRestore& o = job.out;
   o.node = req.node;
   o.from = vn.from;
-  o.to = to;
+  o.to = vn.finished ? vn.finish : vn.start;
   o.cut_start = vn.start;
   o.cut_start_time_us = vn.start_time_us;
   o.continue_from = nc.ContinueFrom();
-  if (v.base_kind == BaseKind::kFull) {
-    if (req.base_dir.empty()) {
-      return Status::InvalidArgument(
-          fmt::format("the verdict's base is full snapshot {}: give the directory holding its node-{}.snap",
-                      v.base_name, req.node));
-    }
-    r.base.dir = req.base_dir;
-    const std::string file = (fs::path(req.base_dir) / fmt::format("node-{}.snap", req.node)).string();
-    uint64_t entries = 0;
-    auto snap = walfmt::ReadSnapshotFile(file, [&entries](std::string_view, std::string_view) { ++entries; });
-    if (!snap.ok()) return Status::Corruption(snap.status().message());
-    if (snap->node_id != req.node) {
-      return Status::InvalidArgument(fmt::format("{}: holds node {}, expected node {}", file, snap->node_id, req.node));
-    }
-    if (snap->cluster_id != head->cluster_id) {
-      return Status::InvalidArgument(fmt::format("{}: from cluster {}, the WAL is from {}", file,
-                                                 walfmt::Hex16(snap->cluster_id), walfmt::Hex16(head->cluster_id)));
-    }
-    if (snap->name != v.base_name || snap->wal_position != vn.from) {
-      return Status::InvalidArgument(fmt::format("{}: snapshot {} taken at {}, the verdict's base is {} at {}", file,
-                                                 snap->name, snap->wal_position.ToString(), v.base_name,
-                                                 vn.from.ToString()));
-    }
-    if (snap->fingerprint != vn.snapshot_fingerprint) {
-      return Status::InvalidArgument(fmt::format("{}: fingerprint {}, the verdict's SNAPSHOT record says {}", file,
-                                                 walfmt::Hex16(snap->fingerprint),
-                                                 walfmt::Hex16(vn.snapshot_fingerprint)));
-    }
-    job.base_file = file;
-    job.base_fingerprint = snap->fingerprint;
-    o.base_entries = entries;
-  }
   for (const auto& s : vn.segments) o.segments.push_back(s);
-  job.expect = Expectations(v, vn, vn.from, to);
+  job.expect = Expectations(v, vn, vn.from, o.to);
   job.origin = fmt::format("the verdict (cut {})", v.cut);
   job.check_identity = true;
   job.expect_cluster = v.cluster_known;
   job.cluster_id = v.cluster_id;
   job.keep_state = req.out.empty() && !req.dry_run;
+  return job;
+}
 
-  if (!req.dry_run && !req.out.empty()) {
-    auto staged = walfmt::BeginStagedDir(req.out);
-    if (!staged.ok()) return staged.status();
-    r.out_lock = staged->lock;
-    const fs::path stage = staged->dir;
-    r.stage_dir = stage.string();
-    job.stage_file = (stage / fmt::format("node-{}.snap", req.node)).string();
-    job.header.node_id = req.node;
-    job.header.cluster_id = v.file_cluster_id;
-    job.header.wal_position = vn.start;
-    job.header.time_us = vn.start_time_us;
-    job.header.name = fmt::format("cut-{}", v.cut);
+// The node file is staged beside OUT (locked) until WritePart.
+Status StagePart(const PartRequest& req, RestoreResult& r, detail::NodeJob& job) {
+  if (req.dry_run || req.out.empty()) return Status::Ok();
+  const Verdict& v = *req.verdict;
+  const VerdictNode& vn = v.nodes[req.node];
+  auto staged = walfmt::BeginStagedDir(req.out);
+  if (!staged.ok()) return staged.status();
+  r.out_lock = staged->lock;
+  const fs::path stage = staged->dir;
+  r.stage_dir = stage.string();
+  job.stage_file = (stage / fmt::format("node-{}.snap", req.node)).string();
+  job.header.node_id = req.node;
+  job.header.cluster_id = v.file_cluster_id;
+  job.header.wal_position = vn.start;
+  job.header.time_us = vn.start_time_us;
+  job.header.name = fmt::format("cut-{}", v.cut);
+  return Status::Ok();
+}
+
+}  // namespace
+
+walfmt::Result<RestoreResult> RestorePart(const PartRequest& req) {
+  if (Status st = CheckPartRequest(req); !st.ok()) return st;
+  const Verdict& v = *req.verdict;
+  const VerdictNode& vn = v.nodes[req.node];
+  auto head = CheckNodeWal(req);
+  if (!head.ok()) return head.status();
+
+  RestoreResult r;
+  r.cut = v.cut;
+  r.status = v.status;
+  r.reason = v.reason;
+  r.base.kind = v.base_kind;
+  r.base.name = v.base_name;
+  r.base.position.assign(v.nodes.size(), Lsn{});
+  r.base.position[req.node] = vn.from;
+  r.cluster_json = v.cluster_json;
+
+  detail::NodeJob job = PlanPartJob(req);
+  if (v.base_kind == BaseKind::kFull) {
+    if (Status st = CheckPartBase(req, *head, job); !st.ok()) return st;
+    r.base.dir = req.base_dir;
   }
+  if (Status st = StagePart(req, r, job); !st.ok()) return st;
   auto drop_stage = [&] {
     if (!r.stage_dir.empty()) {
       walfmt::RemoveStaging(r.stage_dir);
@@ -261,12 +306,12 @@ walfmt::Result<RestoreResult> RestorePart(const PartRequest& req) {
     drop_stage();
     throw;
   }
-  if (st.ok() && vn.has_transactions && v.status == cut::CutStatus::kConsistent &&
-      job.out.txs_applied != vn.transactions) {
+  const NodeRestore& o = job.out;
+  if (st.ok() && vn.has_transactions && v.status == cut::CutStatus::kConsistent && o.txs_applied != vn.transactions) {
     st = Status::InvalidArgument(fmt::format(
         "node {}: the WAL range {}..{} holds {} transactions of cut {}, the summaries count {}: they do not describe "
         "this WAL",
-        req.node, o.from.ToString(), o.to.ToString(), job.out.txs_applied, v.cut, vn.transactions));
+        req.node, o.from.ToString(), o.to.ToString(), o.txs_applied, v.cut, vn.transactions));
   }
   if (!st.ok()) {
     drop_stage();
@@ -275,6 +320,41 @@ walfmt::Result<RestoreResult> RestorePart(const PartRequest& req) {
   r.bytes_read = job.out.bytes_to_read;
   r.nodes.push_back(std::move(job.out));
   return r;
+}
+
+walfmt::Result<PartBaseArg> ReadPartBaseArg(const std::string& arg, uint32_t node, bool read_name) {
+  PartBaseArg a;
+  std::error_code ec;
+  if (arg.empty() || arg == "genesis" || (arg.find('/') == std::string::npos && !fs::is_directory(arg, ec))) {
+    a.name = arg;
+    return a;
+  }
+  a.dir = arg;
+  const std::string file = (fs::path(arg) / fmt::format("node-{}.snap", node)).string();
+  if (!fs::exists(file, ec)) {
+    return Status::NotFound(fmt::format("{}: no such file (--base {} holds no base file of node {})", file, arg, node));
+  }
+  if (!read_name) return a;
+  auto snap = walfmt::ReadSnapshotFile(file, [](std::string_view, std::string_view) {});
+  if (!snap.ok()) return Status::Corruption(snap.status().message());
+  a.name = snap->name;
+  return a;
+}
+
+walfmt::Result<std::string> PartBaseDir(const Verdict& v, const PartBaseArg& arg, const std::string& snapshots_root) {
+  if (v.base_kind != BaseKind::kFull) {
+    if (!arg.dir.empty() || (!arg.name.empty() && arg.name != "genesis")) {
+      return Status::InvalidArgument(
+          fmt::format("--base {}: the verdict's base is genesis", arg.dir.empty() ? arg.name : arg.dir));
+    }
+    return std::string();
+  }
+  if (!arg.dir.empty()) return arg.dir;
+  if (!arg.name.empty() && arg.name != v.base_name) {
+    return Status::InvalidArgument(
+        fmt::format("--base {}: the verdict's base is full snapshot {}", arg.name, v.base_name));
+  }
+  return (fs::path(snapshots_root) / v.base_name).string();
 }
 
 walfmt::Status WritePart(RestoreResult& r, const Verdict& v, const std::string& out) {
