@@ -18,7 +18,6 @@
 #include <zstd.h>
 
 #include "cut/load.h"
-#include "recovery/cluster_info.h"
 #include "recovery/restore.h"
 #include "walfmt/cluster_layout.h"
 #include "walfmt/file_io.h"
@@ -29,6 +28,7 @@
 #include "walfmt/strings.h"
 #include "walfmt/text_escape.h"
 #include "walfmt/workers.h"
+#include "walfmt/workload.h"
 
 namespace walcut::repo {
 namespace fs = std::filesystem;
@@ -334,9 +334,9 @@ Status CheckName(const std::string& name) {
 }
 
 Result<CreateResult> CreateRuntimeFull(const CreateRequest& req, const RepoListing& l, Manifest m) {
-  auto info = recovery::LoadClusterInfo(req.cluster_dir);
+  auto info = walfmt::LoadClusterInfo(req.cluster_dir);
   if (!info.ok()) return info.status();
-  const recovery::FullSnapshotInfo* fsi = info->FindSnapshot(req.from);
+  const walfmt::FullSnapshotInfo* fsi = info->FindSnapshot(req.from);
   if (!fsi) {
     std::string names;
     for (const auto& s : info->full_snapshots) names += (names.empty() ? "" : ", ") + s.name;
