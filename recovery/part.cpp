@@ -11,6 +11,7 @@
 #include "walfmt/cluster_layout.h"
 #include "walfmt/duration.h"
 #include "walfmt/file_io.h"
+#include "walfmt/json_fields.h"
 #include "walfmt/reader.h"
 #include "walfmt/segment.h"
 #include "walfmt/snapshot.h"
@@ -441,46 +442,35 @@ walfmt::Result<Part> ReadPart(const std::string& dir) {
   }
   Part p;
   p.dir = dir;
-  try {
-    p.cut = m.at("cut").get<uint64_t>();
-    p.status = m.at("status").get<std::string>();
-    if (m.contains("problem")) p.problem = m.at("problem").get<std::string>();
-    p.verdict = m.at("verdict").get<std::string>();
-    p.node = m.at("node").get<uint32_t>();
-    p.nodes = m.at("nodes").get<uint64_t>();
-    p.cluster_id = m.at("cluster_id").get<std::string>();
-    if (p.cluster_id.size() != 16 || p.cluster_id.find_first_not_of("0123456789abcdef") != std::string::npos) {
-      throw std::invalid_argument("cluster_id is not 16 hex digits");
-    }
-    p.cluster_id_value = std::stoull(p.cluster_id, nullptr, 16);
-    p.base_kind = m.at("base").at("kind").get<std::string>();
-    p.base_name = m.at("base").at("name").get<std::string>();
-    if (m.contains("cluster_json")) p.cluster_json = m.at("cluster_json").get<std::string>();
-    const json& e = m.at("entry");
-    NodeRestore& nr = p.entry;
-    nr.node = e.at("node").get<uint32_t>();
-    const std::string fp = e.at("fingerprint").get<std::string>();
-    if (fp.size() != 16 || fp.find_first_not_of("0123456789abcdef") != std::string::npos) {
-      throw std::invalid_argument("entry.fingerprint is not 16 hex digits");
-    }
-    nr.fingerprint = std::stoull(fp, nullptr, 16);
-    nr.entries = e.at("entries").get<uint64_t>();
-    auto pos = [&](const char* key) {
-      auto l = Lsn::Parse(e.at(key).get<std::string>());
-      if (!l) throw std::invalid_argument(fmt::format("entry.{} is not a position", key));
-      return *l;
-    };
-    nr.from = pos("wal_from");
-    nr.to = pos("wal_to");
-    nr.cut_start = pos("cut_start");
-    if (e.contains("cut_start_time_us")) nr.cut_start_time_us = e.at("cut_start_time_us").get<uint64_t>();
-    nr.continue_from = pos("continue_from");
-    nr.txs_applied = e.at("txs_applied").get<uint64_t>();
-    nr.txs_skipped = e.at("txs_skipped").get<uint64_t>();
-    nr.writes_applied = e.at("writes_applied").get<uint64_t>();
-  } catch (const std::exception& x) {
-    return bad(fmt::format("malformed per-node manifest: {}", x.what()));
+  walfmt::JsonFields f(path);
+  p.cut = f.U64(m, "cut", "");
+  p.status = f.String(m, "status", "");
+  p.problem = f.OptionalString(m, "problem", "").value_or("");
+  p.verdict = f.String(m, "verdict", "");
+  p.node = f.U32(m, "node", "");
+  p.nodes = f.U64(m, "nodes", "");
+  p.cluster_id_value = f.Hex16(m, "cluster_id", "");
+  p.cluster_id = walfmt::Hex16(p.cluster_id_value);
+  if (const json* b = f.Object(m, "base", "")) {
+    p.base_kind = f.String(*b, "kind", "base");
+    p.base_name = f.String(*b, "name", "base");
   }
+  p.cluster_json = f.OptionalString(m, "cluster_json", "").value_or("");
+  if (const json* e = f.Object(m, "entry", "")) {
+    NodeRestore& nr = p.entry;
+    nr.node = f.U32(*e, "node", "entry");
+    nr.fingerprint = f.Hex16(*e, "fingerprint", "entry");
+    nr.entries = f.U64(*e, "entries", "entry");
+    nr.from = f.Position(*e, "wal_from", "entry");
+    nr.to = f.Position(*e, "wal_to", "entry");
+    nr.cut_start = f.Position(*e, "cut_start", "entry");
+    nr.cut_start_time_us = f.OptionalU64(*e, "cut_start_time_us", "entry").value_or(0);
+    nr.continue_from = f.Position(*e, "continue_from", "entry");
+    nr.txs_applied = f.U64(*e, "txs_applied", "entry");
+    nr.txs_skipped = f.U64(*e, "txs_skipped", "entry");
+    nr.writes_applied = f.U64(*e, "writes_applied", "entry");
+  }
+  if (!f.ok()) return Status::InvalidArgument(f.error());
   if (p.entry.node != p.node)
     return bad(fmt::format("names node {} and holds an entry of node {}", p.node, p.entry.node));
   if (p.node >= p.nodes) return bad(fmt::format("node {} of a cluster of {} nodes", p.node, p.nodes));

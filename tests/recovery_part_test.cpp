@@ -590,7 +590,7 @@ TEST_CASE("assembly refuses parts that are not one restore: a node missing or tw
     json m = json::parse(Slurp(mf));
     m["cluster_id"] = "not hex";
     std::ofstream(mf, std::ios::binary | std::ios::trunc) << m.dump(2);
-    refused(parts, parts[1] + "/manifest.json: malformed per-node manifest: cluster_id is not 16 hex digits");
+    refused(parts, parts[1] + "/manifest.json: field 'cluster_id': \"not hex\" is not 16 lower-case hex digits");
   }
   SECTION("a whole restore is not a part") {
     const std::string whole = (s.dir->path / "whole").string();
