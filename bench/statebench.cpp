@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "bench/bench_util.h"
+#include "bench/partitioned_state.h"
 #include "recovery/state_table.h"
 
 namespace {
@@ -57,7 +58,7 @@ int main(int argc, char** argv) {
   }
   auto run = [&](bool partitioned) {
     walcut::recovery::StateTable t(keys);
-    walcut::recovery::PartitionedState p(keys, buffer);
+    walcut::bench::PartitionedState p(keys, buffer);
     const double c0 = CpuSeconds();
     for (uint64_t i = 0; i < writes; ++i) {
       const char* w = bytes.data() + at[i];

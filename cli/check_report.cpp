@@ -9,6 +9,7 @@
 #include "cli/cut_common.h"
 #include "cli/output.h"
 #include "walfmt/cluster_layout.h"
+#include "walfmt/json_fields.h"
 #include "walfmt/text_escape.h"
 
 namespace walcut::cli {
@@ -340,34 +341,28 @@ std::string CheckReportJunit(const CheckReport& r, int exit_code) {
 namespace walcut::cli {
 namespace {
 
-// A field of a walcut.check/1 document that is missing or of the wrong type.
-struct ReportError {
-  std::string what;
-};
+using walfmt::JsonFields;
 
-const json& At(const json& j, const char* key, const std::string& path) {
-  if (!j.is_object() || !j.contains(key)) throw ReportError{fmt::format("field '{}{}' is missing", path, key)};
-  return j.at(key);
+// Fields the writer sets to null when they do not apply (a finding without a
+// file, a report without a selected cut): null reads as empty; any other
+// type than the field's is refused.
+std::string StringOrNull(JsonFields& f, const json& obj, const char* key, const std::string& path) {
+  const json* v = f.Get(obj, key, path);
+  if (v == nullptr || v->is_null()) return "";
+  return f.String(obj, key, path);
 }
-std::string StrOf(const json& j, const char* key, const std::string& path) {
-  const json& v = At(j, key, path);
-  if (v.is_null()) return "";
-  if (!v.is_string()) throw ReportError{fmt::format("field '{}{}' is not a string", path, key)};
-  return v.get<std::string>();
-}
-uint64_t U64Of(const json& j, const char* key, const std::string& path) {
-  const json& v = At(j, key, path);
-  if (!v.is_number_unsigned()) throw ReportError{fmt::format("field '{}{}' is not an unsigned integer", path, key)};
-  return v.get<uint64_t>();
-}
-std::optional<uint64_t> OptU64(const json& j, const char* key, const std::string& path) {
-  if (At(j, key, path).is_null()) return std::nullopt;
-  return U64Of(j, key, path);
+std::optional<uint64_t> U64OrNull(JsonFields& f, const json& obj, const char* key, const std::string& path) {
+  const json* v = f.Get(obj, key, path);
+  if (v == nullptr || v->is_null()) return std::nullopt;
+  return f.U64(obj, key, path);
 }
 
-CheckLevel LevelOf(const std::string& s, const std::string& path) {
-  CheckLevel l;
-  if (!recovery::ParseCheckLevel(s, l)) throw ReportError{fmt::format("field '{}' is not a level", path)};
+CheckLevel LevelOf(JsonFields& f, const json& obj, const std::string& path) {
+  const std::string s = f.String(obj, "level", path);
+  CheckLevel l = CheckLevel::kFiles;
+  if (f.ok() && !recovery::ParseCheckLevel(s, l)) {
+    f.Fail(JsonFields::Member(path, "level"), fmt::format("\"{}\" is not a level (files, cuts or restore)", s));
+  }
   return l;
 }
 
@@ -384,6 +379,67 @@ std::optional<uint32_t> NodeOf(const CheckReport& r) {
   return node;
 }
 
+recovery::FilesSummary FilesFrom(JsonFields& f, const json& j) {
+  recovery::FilesSummary files;
+  const json* o = f.Object(j, "files", "");
+  if (o == nullptr) return files;
+  files.nodes = f.U64(*o, "nodes", "files");
+  files.segments = f.U64(*o, "segments", "files");
+  files.segments_read = f.U64(*o, "segments_read", "files");
+  files.segments_skipped = f.U64(*o, "segments_skipped", "files");
+  files.bytes_read = f.U64(*o, "bytes_read", "files");
+  files.bytes_skipped = f.U64(*o, "bytes_skipped", "files");
+  files.records = f.U64(*o, "records", "files");
+  files.torn_tails = f.U64(*o, "torn_tails", "files");
+  files.state_used = f.Bool(*o, "state_used", "files");
+  files.state_written = f.Bool(*o, "state_written", "files");
+  return files;
+}
+
+CheckFinding FindingFrom(JsonFields& f, const json& g, const std::string& q) {
+  CheckFinding c;
+  c.check = StringOrNull(f, g, "check", q);
+  if (auto n = U64OrNull(f, g, "node", q)) c.node = static_cast<uint32_t>(*n);
+  c.cut = U64OrNull(f, g, "cut", q);
+  c.file = StringOrNull(f, g, "file", q);
+  if (const std::string pos = StringOrNull(f, g, "position", q); !pos.empty()) {
+    auto l = walfmt::Lsn::Parse(pos);
+    if (!l && f.ok()) f.Fail(JsonFields::Member(q, "position"), fmt::format("\"{}\" is not a position", pos));
+    if (l) c.position = *l;
+  }
+  c.tx = StringOrNull(f, g, "tx", q);
+  c.expected = StringOrNull(f, g, "expected", q);
+  c.found = StringOrNull(f, g, "found", q);
+  c.consistent_before = U64OrNull(f, g, "consistent_before", q);
+  c.consistent_after = U64OrNull(f, g, "consistent_after", q);
+  c.message = StringOrNull(f, g, "message", q);
+  return c;
+}
+
+CheckItem ItemFrom(JsonFields& f, const json& e, const std::string& p) {
+  CheckItem it;
+  it.level = LevelOf(f, e, p);
+  it.group = StringOrNull(f, e, "group", p);
+  it.name = StringOrNull(f, e, "name", p);
+  const std::string outcome = f.String(e, "outcome", p);
+  if (outcome == "pass") {
+    it.outcome = ItemOutcome::kPass;
+  } else if (outcome == "fail") {
+    it.outcome = ItemOutcome::kFail;
+  } else if (outcome == "skipped") {
+    it.outcome = ItemOutcome::kSkipped;
+  } else if (f.ok()) {
+    f.Fail(JsonFields::Member(p, "outcome"), fmt::format("\"{}\" is not pass, fail or skipped", outcome));
+  }
+  it.note = StringOrNull(f, e, "note", p);
+  const json* fs = f.Array(e, "findings", p);
+  const std::string path = JsonFields::Member(p, "findings");
+  for (size_t y = 0; fs != nullptr && y < fs->size() && f.ok(); ++y) {
+    it.findings.push_back(FindingFrom(f, (*fs)[y], JsonFields::Element(path, y)));
+  }
+  return it;
+}
+
 }  // namespace
 
 walfmt::Result<CheckReport> CheckReportFromJson(const std::string& text, const std::string& origin) {
@@ -393,78 +449,26 @@ walfmt::Result<CheckReport> CheckReportFromJson(const std::string& text, const s
     return walfmt::Status::InvalidArgument(fmt::format(
         "{}: not a walcut check report (schema is not {}; write it with --format json)", origin, kCheckSchema));
   }
-  try {
-    CheckReport r;
-    r.dir = StrOf(j, "dir", "");
-    r.level = LevelOf(StrOf(j, "level", ""), "level");
-    r.selected_cut = OptU64(j, "cut", "");
-    const json& f = At(j, "files", "");
-    r.files.nodes = U64Of(f, "nodes", "files.");
-    r.files.segments = U64Of(f, "segments", "files.");
-    r.files.segments_read = U64Of(f, "segments_read", "files.");
-    r.files.segments_skipped = U64Of(f, "segments_skipped", "files.");
-    r.files.bytes_read = U64Of(f, "bytes_read", "files.");
-    r.files.bytes_skipped = U64Of(f, "bytes_skipped", "files.");
-    r.files.records = U64Of(f, "records", "files.");
-    r.files.torn_tails = U64Of(f, "torn_tails", "files.");
-    r.files.state_used = At(f, "state_used", "files.").get<bool>();
-    r.files.state_written = At(f, "state_written", "files.").get<bool>();
-    if (!At(j, "cuts", "").is_null()) {
-      throw ReportError{"it is a report of the cuts level of a whole cluster, not of one node"};
-    }
-    const json& items = At(j, "checks", "");
-    if (!items.is_array()) throw ReportError{"field 'checks' is not an array"};
-    for (size_t x = 0; x < items.size(); ++x) {
-      const std::string p = fmt::format("checks[{}].", x);
-      const json& e = items[x];
-      CheckItem it;
-      it.level = LevelOf(StrOf(e, "level", p), p + "level");
-      it.group = StrOf(e, "group", p);
-      it.name = StrOf(e, "name", p);
-      const std::string outcome = StrOf(e, "outcome", p);
-      if (outcome == "pass")
-        it.outcome = ItemOutcome::kPass;
-      else if (outcome == "fail")
-        it.outcome = ItemOutcome::kFail;
-      else if (outcome == "skipped")
-        it.outcome = ItemOutcome::kSkipped;
-      else
-        throw ReportError{fmt::format("field '{}outcome' is not pass, fail or skipped", p)};
-      it.note = StrOf(e, "note", p);
-      const json& fs = At(e, "findings", p);
-      if (!fs.is_array()) throw ReportError{fmt::format("field '{}findings' is not an array", p)};
-      for (size_t y = 0; y < fs.size(); ++y) {
-        const std::string q = fmt::format("{}findings[{}].", p, y);
-        const json& g = fs[y];
-        CheckFinding c;
-        c.check = StrOf(g, "check", q);
-        if (auto n = OptU64(g, "node", q)) c.node = static_cast<uint32_t>(*n);
-        c.cut = OptU64(g, "cut", q);
-        c.file = StrOf(g, "file", q);
-        if (const std::string pos = StrOf(g, "position", q); !pos.empty()) {
-          auto l = walfmt::Lsn::Parse(pos);
-          if (!l) throw ReportError{fmt::format("field '{}position' is not a position", q)};
-          c.position = *l;
-        }
-        c.tx = StrOf(g, "tx", q);
-        c.expected = StrOf(g, "expected", q);
-        c.found = StrOf(g, "found", q);
-        c.consistent_before = OptU64(g, "consistent_before", q);
-        c.consistent_after = OptU64(g, "consistent_after", q);
-        c.message = StrOf(g, "message", q);
-        it.findings.push_back(std::move(c));
-      }
-      r.items.push_back(std::move(it));
-    }
-    const json& errors = At(j, "errors", "");
-    if (!errors.is_array()) throw ReportError{"field 'errors' is not an array"};
-    for (const auto& e : errors) r.errors.push_back(e.is_string() ? e.get<std::string>() : walfmt::DumpJson(e));
-    return r;
-  } catch (const ReportError& e) {
-    return walfmt::Status::InvalidArgument(fmt::format("{}: {}", origin, e.what));
-  } catch (const json::exception& e) {
-    return walfmt::Status::InvalidArgument(fmt::format("{}: malformed check report: {}", origin, e.what()));
+  JsonFields f(origin);
+  CheckReport r;
+  r.dir = StringOrNull(f, j, "dir", "");
+  r.level = LevelOf(f, j, "");
+  r.selected_cut = U64OrNull(f, j, "cut", "");
+  r.files = FilesFrom(f, j);
+  const json* cuts = f.Get(j, "cuts", "");
+  if (f.ok() && cuts != nullptr && !cuts->is_null()) {
+    return walfmt::Status::InvalidArgument(
+        fmt::format("{}: it is a report of the cuts level of a whole cluster, not of one node", origin));
   }
+  const json* items = f.Array(j, "checks", "");
+  for (size_t x = 0; items != nullptr && x < items->size() && f.ok(); ++x) {
+    r.items.push_back(ItemFrom(f, (*items)[x], JsonFields::Element("checks", x)));
+  }
+  if (const json* errors = f.Array(j, "errors", "")) {
+    for (const auto& e : *errors) r.errors.push_back(e.is_string() ? e.get<std::string>() : walfmt::DumpJson(e));
+  }
+  if (!f.ok()) return walfmt::Status::InvalidArgument(f.error());
+  return r;
 }
 
 walfmt::Result<CheckReport> MergeCheckReports(std::vector<CheckReport> reports,

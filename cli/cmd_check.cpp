@@ -66,6 +66,86 @@ class StageProgress {
   Progress progress_{"check"};
 };
 
+// One node (docs/scale-out.md): DIR is a node directory (node-<i> with
+// wal/ inside) or, with --node, its WAL directory; or --verdict was given.
+// Sets up `opt` (and `verdict`) for that node; kExitOk, or the usage error
+// printed.
+int SetUpNodeCheck(const CheckCliOptions& o, recovery::CheckOptions& opt, recovery::Verdict& verdict) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  const fs::path dir(o.dir);
+  const bool node_dir = fs::is_directory(dir / "wal", ec) && !fs::exists(dir / "cluster.json", ec);
+  if (!(o.node >= 0 || !o.verdict.empty() || node_dir)) {
+    if (o.base.empty()) return kExitOk;
+    PrintError("--base goes with --verdict (one node's check)");
+    return kExitUsage;
+  }
+  const fs::path wal = node_dir ? dir / "wal" : dir;
+  const fs::path nd = wal == dir ? dir.parent_path() : dir;
+  if (o.node >= 0) {
+    if (const std::string bad = NodeOutOfRange(o.node, nd.string()); !bad.empty()) {
+      PrintError(bad);
+      return kExitUsage;
+    }
+  }
+  int node = o.node;
+  if (node < 0) {
+    if (auto id = walfmt::NodeIdFromDirName(nd.filename().string())) node = static_cast<int>(*id);
+  }
+  if (node < 0) {
+    PrintError(fmt::format("{}: cannot tell the node id from the path; give --node", o.dir));
+    return kExitUsage;
+  }
+  if (o.all || o.from_genesis) {
+    PrintError("one node's check takes neither --all nor --from-genesis: level restore checks the verdict's cut");
+    return kExitUsage;
+  }
+  if (o.level.empty()) opt.level = o.verdict.empty() ? recovery::CheckLevel::kFiles : recovery::CheckLevel::kRestore;
+  if (!o.verdict.empty()) {
+    auto v = recovery::ReadVerdict(o.verdict);
+    if (!v.ok()) {
+      PrintError(v.status().message());
+      return v.status().code() == walfmt::ErrorCode::kIo ? kExitIo : kExitUsage;
+    }
+    verdict = std::move(v.value());
+    if (static_cast<size_t>(node) >= verdict.nodes.size()) {
+      PrintError(fmt::format("--node {}: no such node; the verdict (cut {}) covers {} nodes", node, verdict.cut,
+                             verdict.nodes.size()));
+      return kExitUsage;
+    }
+    opt.verdict = &verdict;
+    opt.base_dir = !o.base.empty() ? o.base : (nd.parent_path() / "snapshots" / verdict.base_name).string();
+  }
+  opt.node = static_cast<uint32_t>(node);
+  opt.dir = wal.string();
+  return kExitOk;
+}
+
+// Prints (or writes to --output) the report as text, JSON or JUnit; the
+// exit code is the report's.
+int RenderCheck(const CheckCliOptions& o, const recovery::CheckReport& rep) {
+  const int rc = recovery::CheckExitCode(rep);
+  std::string text;
+  if (o.format == "json")
+    text = walfmt::DumpJson(CheckReportJson(rep, rc), 2) + "\n";
+  else if (o.format == "junit")
+    text = CheckReportJunit(rep, rc);
+  else
+    text = CheckReportText(rep, rc);
+
+  for (const auto& e : rep.errors) PrintError(e);
+  if (o.output.empty()) {
+    fmt::print("{}", text);
+    return rc;
+  }
+  if (auto st = walfmt::WriteFileAtomic(o.output, text); !st.ok()) {
+    PrintError(st.message());
+    return kExitIo;
+  }
+  fmt::print("checked {}: {}; {} report in {}\n", rep.dir, CheckVerdict(rep, rc), o.format, o.output);
+  return rc;
+}
+
 int RunCheck(const CheckCliOptions& o) {
   if (o.cut && o.all) {
     PrintError("give --cut K or --all, not both");
@@ -94,56 +174,8 @@ int RunCheck(const CheckCliOptions& o) {
       return ExitForStatus(st.status());
     }
   }
-  // One node (docs/scale-out.md): DIR is a node directory (node-<i> with
-  // wal/ inside) or, with --node, its WAL directory; or --verdict was given.
-  namespace fs = std::filesystem;
-  std::error_code ec;
-  const fs::path dir(o.dir);
-  const bool node_dir = fs::is_directory(dir / "wal", ec) && !fs::exists(dir / "cluster.json", ec);
   recovery::Verdict verdict;
-  if (o.node >= 0 || !o.verdict.empty() || node_dir) {
-    const fs::path wal = node_dir ? dir / "wal" : dir;
-    const fs::path nd = wal == dir ? dir.parent_path() : dir;
-    if (o.node >= 0) {
-      if (const std::string bad = NodeOutOfRange(o.node, nd.string()); !bad.empty()) {
-        PrintError(bad);
-        return kExitUsage;
-      }
-    }
-    int node = o.node;
-    if (node < 0) {
-      if (auto id = walfmt::NodeIdFromDirName(nd.filename().string())) node = static_cast<int>(*id);
-    }
-    if (node < 0) {
-      PrintError(fmt::format("{}: cannot tell the node id from the path; give --node", o.dir));
-      return kExitUsage;
-    }
-    if (o.all || o.from_genesis) {
-      PrintError("one node's check takes neither --all nor --from-genesis: level restore checks the verdict's cut");
-      return kExitUsage;
-    }
-    if (o.level.empty()) opt.level = o.verdict.empty() ? recovery::CheckLevel::kFiles : recovery::CheckLevel::kRestore;
-    if (!o.verdict.empty()) {
-      auto v = recovery::ReadVerdict(o.verdict);
-      if (!v.ok()) {
-        PrintError(v.status().message());
-        return v.status().code() == walfmt::ErrorCode::kIo ? kExitIo : kExitUsage;
-      }
-      verdict = std::move(v.value());
-      if (static_cast<size_t>(node) >= verdict.nodes.size()) {
-        PrintError(fmt::format("--node {}: no such node; the verdict (cut {}) covers {} nodes", node, verdict.cut,
-                               verdict.nodes.size()));
-        return kExitUsage;
-      }
-      opt.verdict = &verdict;
-      opt.base_dir = !o.base.empty() ? o.base : (nd.parent_path() / "snapshots" / verdict.base_name).string();
-    }
-    opt.node = static_cast<uint32_t>(node);
-    opt.dir = wal.string();
-  } else if (!o.base.empty()) {
-    PrintError("--base goes with --verdict (one node's check)");
-    return kExitUsage;
-  }
+  if (const int rc = SetUpNodeCheck(o, opt, verdict); rc != kExitOk) return rc;
   opt.jobs = o.jobs;
   opt.state_path = o.state;
   opt.full = o.full;
@@ -163,26 +195,7 @@ int RunCheck(const CheckCliOptions& o) {
     // A DIR that is not a cluster or a cut that does not exist is usage.
     return ExitForStatus(rep.status());
   }
-  const int rc = recovery::CheckExitCode(*rep);
-  std::string text;
-  if (o.format == "json")
-    text = walfmt::DumpJson(CheckReportJson(*rep, rc), 2) + "\n";
-  else if (o.format == "junit")
-    text = CheckReportJunit(*rep, rc);
-  else
-    text = CheckReportText(*rep, rc);
-
-  for (const auto& e : rep->errors) PrintError(e);
-  if (o.output.empty()) {
-    fmt::print("{}", text);
-    return rc;
-  }
-  if (auto st = walfmt::WriteFileAtomic(o.output, text); !st.ok()) {
-    PrintError(st.message());
-    return kExitIo;
-  }
-  fmt::print("checked {}: {}; {} report in {}\n", rep->dir, CheckVerdict(*rep, rc), o.format, o.output);
-  return rc;
+  return RenderCheck(o, *rep);
 }
 
 void RegisterCheck(CLI::App& root, Registry& reg) {

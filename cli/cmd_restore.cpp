@@ -14,16 +14,17 @@
 #include "cli/restore_check.h"
 #include "cli/signals.h"
 #include "cut/load.h"
-#include "recovery/cluster_info.h"
 #include "recovery/invariants.h"
 #include "recovery/part.h"
 #include "recovery/restore.h"
 #include "recovery/state_set.h"
 #include "recovery/verdict.h"
+#include "walfmt/cluster_layout.h"
 #include "walfmt/duration.h"
 #include "walfmt/file_io.h"
 #include "walfmt/staging.h"
 #include "walfmt/text_escape.h"
+#include "walfmt/workload.h"
 
 namespace walcut::cli {
 namespace {
@@ -56,11 +57,11 @@ struct RestoreOptions {
 // files themselves are what is checked). Returns the findings as JSON.
 walfmt::Result<json> CheckRestored(const recovery::RestoreResult& r, const std::string& dir, const std::string& what,
                                    std::vector<std::string>& lines) {
-  return CheckRestoredWith(r, recovery::LoadClusterInfo(dir), dir, what, lines);
+  return CheckRestoredWith(r, walfmt::LoadClusterInfo(dir), dir, what, lines);
 }
 
 walfmt::Result<json> CheckRestoredWith(const recovery::RestoreResult& r,
-                                       const walfmt::Result<recovery::ClusterInfo>& info, const std::string& dir,
+                                       const walfmt::Result<walfmt::ClusterInfo>& info, const std::string& dir,
                                        const std::string& what, std::vector<std::string>& lines) {
   if (!info.ok()) return info.status();
   recovery::InvariantOptions io = recovery::OptionsFor(info->workload);
@@ -73,7 +74,7 @@ walfmt::Result<json> CheckRestoredWith(const recovery::RestoreResult& r,
   }
   if ((io.bank && !info->has_bank()) || (io.cycle && !info->has_cycle())) {
     return walfmt::Status::InvalidArgument(fmt::format("--check {}: the {} workload of {} has no such keys", what,
-                                                       recovery::WorkloadName(info->workload), dir));
+                                                       walfmt::WorkloadName(info->workload), dir));
   }
   recovery::LoadOptions lo;
   lo.expected_nodes = info->nodes;
@@ -130,123 +131,177 @@ json NodeJson(const recovery::NodeRestore& n, bool dry_run) {
   return j;
 }
 
-// `walcut restore NODE_DIR --node I --cut K (--verdict FILE | --summaries
-// FILE...) --out OUT`: node I alone, where its WAL lives (recovery/part.h).
-int RunRestoreNode(const RestoreOptions& o) {
+// The usage checks of a per-node restore that need no file: kExitOk when
+// they pass, else kExitUsage (printed).
+int CheckNodeArgs(const RestoreOptions& o) {
+  std::string bad;
+  if (!o.verdict.empty() && !o.summaries.empty()) {
+    bad = "give --verdict FILE or --summaries FILE..., not both";
+  } else if (!o.repo.empty() || !o.before.empty() || !o.check.empty()) {
+    bad =
+        "a per-node restore takes neither --repo nor --before nor --check (check the assembled restore: "
+        "walcut restore assemble OUT PARTS... --check auto)";
+  } else if (!o.cluster_json.empty() && o.summaries.empty()) {
+    bad = "--cluster-json goes with --summaries (a verdict carries cluster.json already)";
+  } else if (o.dir.empty()) {
+    bad = "NODE_DIR is required: the node's directory (with wal/ inside) or its WAL directory";
+  } else if (!o.dry_run && o.out.empty()) {
+    bad = "--out OUT is required (or --dry-run)";
+  } else if (const std::string p = OutputInsideInput("--out", o.out, {o.dir, o.base}); !o.dry_run && !p.empty()) {
+    bad = p;
+  } else if (!o.verdict.empty() && o.latest) {
+    bad = "--latest goes with --summaries; a verdict names its cut (--cut K, if given, must match it)";
+  } else if (o.verdict.empty() && (o.cut > 0) + o.latest != 1) {
+    bad = "with --summaries give exactly one of --cut K, --latest";
+  }
+  if (bad.empty()) return kExitOk;
+  PrintError(bad);
+  return kExitUsage;
+}
+
+// Where node I's WAL is: NODE_DIR is node-<i> (with wal/ inside) or its wal
+// directory, as for `walcut scan`; the node id comes from --node or the name.
+struct NodeTarget {
+  std::filesystem::path wal;
+  std::filesystem::path node_dir;
+  int node = -1;
+};
+
+int ResolveNodeTarget(const RestoreOptions& o, NodeTarget& t) {
   namespace fs = std::filesystem;
   std::error_code ec;
-  if (!o.verdict.empty() && !o.summaries.empty()) {
-    PrintError("give --verdict FILE or --summaries FILE..., not both");
-    return kExitUsage;
-  }
-  if (!o.repo.empty() || !o.before.empty() || !o.check.empty()) {
-    PrintError(
-        "a per-node restore takes neither --repo nor --before nor --check (check the assembled restore: "
-        "walcut restore assemble OUT PARTS... --check auto)");
-    return kExitUsage;
-  }
-  if (!o.cluster_json.empty() && o.summaries.empty()) {
-    PrintError("--cluster-json goes with --summaries (a verdict carries cluster.json already)");
-    return kExitUsage;
-  }
-  if (o.dir.empty()) {
-    PrintError("NODE_DIR is required: the node's directory (with wal/ inside) or its WAL directory");
-    return kExitUsage;
-  }
-  if (!o.dry_run && o.out.empty()) {
-    PrintError("--out OUT is required (or --dry-run)");
-    return kExitUsage;
-  }
-  if (const std::string p = OutputInsideInput("--out", o.out, {o.dir, o.base}); !o.dry_run && !p.empty()) {
-    PrintError(p);
-    return kExitUsage;
-  }
   const fs::path dir(o.dir);
   if (!fs::is_directory(dir, ec)) {
     PrintError(fmt::format("{}: no such directory", o.dir));
     return kExitUsage;
   }
-  // NODE_DIR is node-<i> (with wal/ inside) or its wal directory, as for `walcut scan`.
-  const fs::path wal = fs::is_directory(dir / "wal", ec) ? dir / "wal" : dir;
-  const fs::path node_dir = wal == dir ? dir.parent_path() : dir;
+  t.wal = fs::is_directory(dir / "wal", ec) ? dir / "wal" : dir;
+  t.node_dir = t.wal == dir ? dir.parent_path() : dir;
   if (o.node >= 0) {
-    if (const std::string bad = NodeOutOfRange(o.node, node_dir.string()); !bad.empty()) {
+    if (const std::string bad = NodeOutOfRange(o.node, t.node_dir.string()); !bad.empty()) {
       PrintError(bad);
       return kExitUsage;
     }
   }
-  int node = o.node;
-  if (node < 0) {
-    if (auto id = walfmt::NodeIdFromDirName(node_dir.filename().string())) node = static_cast<int>(*id);
+  t.node = o.node;
+  if (t.node < 0) {
+    if (auto id = walfmt::NodeIdFromDirName(t.node_dir.filename().string())) t.node = static_cast<int>(*id);
   }
-  if (node < 0) {
+  if (t.node < 0) {
     PrintError(fmt::format("{}: cannot tell the node id from the path; give --node", o.dir));
     return kExitUsage;
   }
+  return kExitOk;
+}
 
-  recovery::Verdict verdict;
-  std::string verdict_origin;
-  if (!o.verdict.empty()) {
-    if (o.latest) {
-      PrintError("--latest goes with --summaries; a verdict names its cut (--cut K, if given, must match it)");
-      return kExitUsage;
-    }
-    auto v = recovery::ReadVerdict(o.verdict);
-    if (!v.ok()) {
-      PrintError(v.status().message());
-      return v.status().code() == walfmt::ErrorCode::kIo ? kExitIo : kExitUsage;
-    }
-    verdict = std::move(v.value());
-    verdict_origin = o.verdict;
-    if (o.cut > 0 && o.cut != verdict.cut) {
-      PrintError(fmt::format("{}: the verdict is for cut {}, not cut {}", o.verdict, verdict.cut, o.cut));
-      return kExitUsage;
-    }
-  } else {
-    if ((o.cut > 0) + o.latest != 1) {
-      PrintError("with --summaries give exactly one of --cut K, --latest");
-      return kExitUsage;
-    }
-    std::string cj;
-    if (!o.cluster_json.empty()) {
-      auto text = walfmt::ReadWholeFile(o.cluster_json, walfmt::kMaxJsonFileBytes);
-      if (!text.ok()) {
-        PrintError(text.status().message());
-        return text.status().code() == walfmt::ErrorCode::kNotFound ? kExitUsage : ExitForStatus(text.status());
-      }
-      cj = std::move(text.value());
-    }
-    auto cc = LoadCuts(o.summaries, o.jobs);
-    if (!cc.ok()) {
-      PrintError(cc.status().message());
-      return ExitForStatus(cc.status());
-    }
-    const uint64_t k = CutOrLatest(*cc, o.cut, o.latest);
-    if (o.latest && k == 0) return kExitFindings;
-    recovery::VerdictOptions vo;
-    vo.cluster_json = cj;
-    auto v = recovery::MakeVerdict(*cc, k, vo);
-    if (!v.ok()) {
-      PrintError(v.status().message());
-      return ExitForStatus(v.status());
-    }
-    verdict = std::move(v.value());
-    verdict_origin = fmt::format("{} summaries", o.summaries.size());
+// The verdict read from --verdict FILE.
+int ReadNodeVerdict(const RestoreOptions& o, recovery::Verdict& verdict) {
+  auto v = recovery::ReadVerdict(o.verdict);
+  if (!v.ok()) {
+    PrintError(v.status().message());
+    return v.status().code() == walfmt::ErrorCode::kIo ? kExitIo : kExitUsage;
   }
-
-  std::string base_dir;
-  if (verdict.base_kind == recovery::BaseKind::kFull) {
-    base_dir = !o.base.empty() ? o.base : (node_dir.parent_path() / "snapshots" / verdict.base_name).string();
-  } else if (!o.base.empty() && o.base != "genesis") {
-    PrintError(fmt::format("--base {}: the verdict's base is genesis", o.base));
+  verdict = std::move(v.value());
+  if (o.cut > 0 && o.cut != verdict.cut) {
+    PrintError(fmt::format("{}: the verdict is for cut {}, not cut {}", o.verdict, verdict.cut, o.cut));
     return kExitUsage;
+  }
+  return kExitOk;
+}
+
+// The verdict decided here from --summaries, with the base --base names
+// (`base_name`: "" to choose it as restore does).
+int MakeNodeVerdict(const RestoreOptions& o, const std::string& base_name, recovery::Verdict& verdict) {
+  recovery::VerdictOptions vo;
+  vo.base = base_name;
+  if (!o.cluster_json.empty()) {
+    auto text = walfmt::ReadWholeFile(o.cluster_json, walfmt::kMaxJsonFileBytes);
+    if (!text.ok()) {
+      PrintError(text.status().message());
+      return text.status().code() == walfmt::ErrorCode::kNotFound ? kExitUsage : ExitForStatus(text.status());
+    }
+    vo.cluster_json = std::move(text.value());
+  }
+  auto cc = LoadCuts(o.summaries, o.jobs);
+  if (!cc.ok()) {
+    PrintError(cc.status().message());
+    return ExitForStatus(cc.status());
+  }
+  const uint64_t k = CutOrLatest(*cc, o.cut, o.latest);
+  if (o.latest && k == 0) return kExitFindings;
+  auto v = recovery::MakeVerdict(*cc, k, vo);
+  if (!v.ok()) {
+    PrintError(v.status().message());
+    return ExitForStatus(v.status());
+  }
+  verdict = std::move(v.value());
+  return kExitOk;
+}
+
+void PrintNodeRestore(const RestoreOptions& o, int node, const recovery::Verdict& verdict,
+                      const std::string& verdict_origin, const recovery::RestoreResult& r) {
+  const bool forced = r.status != cut::CutStatus::kConsistent;
+  const recovery::NodeRestore& n = r.nodes.front();
+  if (o.format == Format::kJson) {
+    json j;
+    j["schema"] = "walcut.restore/1";
+    j["node_dir"] = o.dir;
+    j["node"] = node;
+    j["verdict"] = verdict.id;
+    j["cut"] = r.cut;
+    j["status"] = cut::CutStatusName(r.status);
+    j["forced"] = forced;
+    j["dry_run"] = o.dry_run;
+    j["base"] = {{"kind", recovery::BaseKindName(r.base.kind)}, {"name", r.base.name}, {"why", verdict.base_why}};
+    j["out"] = o.dry_run ? json(nullptr) : json(o.out);
+    j["nodes"] = json::array({NodeJson(n, o.dry_run)});
+    j["bytes_read"] = r.bytes_read;
+    fmt::print("{}\n", walfmt::DumpJson(j, 2));
+    return;
+  }
+  fmt::print("{} node {} to cut {} ({}{}) from base {} ({})\n", o.dry_run ? "plan: restore" : "restored", node, r.cut,
+             cut::CutStatusName(r.status), forced ? ", forced: " + r.reason : "", r.base.name,
+             recovery::BaseKindName(r.base.kind));
+  fmt::print("  verdict: {} (from {}); base: {} ({})\n", verdict.id, verdict_origin, r.base.name, verdict.base_why);
+  fmt::print(
+      "  node {}: WAL {} .. {}, {} read; base {} keys; {} transactions applied ({} writes), {} skipped, {} "
+      "rolled back",
+      n.node, n.from.ToString(), n.to.ToString(), HumanBytes(n.bytes_to_read), n.base_entries, n.txs_applied,
+      n.writes_applied, n.txs_skipped, n.txs_rolled_back);
+  if (!o.dry_run) fmt::print("; {} keys, fingerprint {:016x}", n.entries, n.fingerprint);
+  fmt::print("\n");
+  if (!o.dry_run) fmt::print("wrote {}/node-{}.snap and {}/manifest.json\n", o.out, node, o.out);
+}
+
+// `walcut restore NODE_DIR --node I --cut K (--verdict FILE | --summaries
+// FILE...) --out OUT`: node I alone, where its WAL lives (recovery/part.h).
+int RunRestoreNode(const RestoreOptions& o) {
+  if (const int rc = CheckNodeArgs(o); rc != kExitOk) return rc;
+  NodeTarget t;
+  if (const int rc = ResolveNodeTarget(o, t); rc != kExitOk) return rc;
+  // --base: genesis, a snapshot name, or a directory holding node I's file
+  // (with --summaries its snapshot name goes into the verdict).
+  auto base = recovery::ReadPartBaseArg(o.base, static_cast<uint32_t>(t.node), o.verdict.empty());
+  if (!base.ok()) {
+    PrintError(base.status().message());
+    return ExitForStatus(base.status());
+  }
+  recovery::Verdict verdict;
+  const bool from_file = !o.verdict.empty();
+  const int rc = from_file ? ReadNodeVerdict(o, verdict) : MakeNodeVerdict(o, base->name, verdict);
+  if (rc != kExitOk) return rc;
+  const std::string verdict_origin = from_file ? o.verdict : fmt::format("{} summaries", o.summaries.size());
+  auto base_dir = recovery::PartBaseDir(verdict, *base, (t.node_dir.parent_path() / "snapshots").string());
+  if (!base_dir.ok()) {
+    PrintError(base_dir.status().message());
+    return ExitForStatus(base_dir.status());
   }
   Progress progress(o.dry_run ? "plan" : "restore", 0);
   recovery::PartRequest req;
   req.verdict = &verdict;
-  req.node = static_cast<uint32_t>(node);
-  req.wal_dir = wal.string();
-  req.base_dir = base_dir;
+  req.node = static_cast<uint32_t>(t.node);
+  req.wal_dir = t.wal.string();
+  req.base_dir = *base_dir;
   req.force = o.force;
   req.dry_run = o.dry_run;
   req.out = o.out;
@@ -263,38 +318,59 @@ int RunRestoreNode(const RestoreOptions& o) {
       return ExitForStatus(st);
     }
   }
-  const bool forced = r->status != cut::CutStatus::kConsistent;
-  const recovery::NodeRestore& n = r->nodes.front();
+  PrintNodeRestore(o, t.node, verdict, verdict_origin, *r);
+  return r->status != cut::CutStatus::kConsistent ? kExitFindings : kExitOk;
+}
+
+// Prints a single-host restore (text or JSON): the base and why, how the
+// verdict was read, every node's range and counts, the check's lines.
+void PrintRestore(const RestoreOptions& o, const recovery::CutVerdict& v, const recovery::RestoreResult& r,
+                  const std::string& base_why, const json& check_json, const std::vector<std::string>& check_lines) {
+  const bool forced = r.status != cut::CutStatus::kConsistent;
   if (o.format == Format::kJson) {
     json j;
     j["schema"] = "walcut.restore/1";
-    j["node_dir"] = o.dir;
-    j["node"] = node;
-    j["verdict"] = verdict.id;
-    j["cut"] = r->cut;
-    j["status"] = cut::CutStatusName(r->status);
+    j["cluster"] = o.dir;
+    j["cut"] = r.cut;
+    j["status"] = cut::CutStatusName(r.status);
     j["forced"] = forced;
     j["dry_run"] = o.dry_run;
-    j["base"] = {{"kind", recovery::BaseKindName(r->base.kind)}, {"name", r->base.name}, {"why", verdict.base_why}};
+    j["base"] = {{"kind", recovery::BaseKindName(r.base.kind)}, {"name", r.base.name}, {"why", base_why}};
     j["out"] = o.dry_run ? json(nullptr) : json(o.out);
-    j["nodes"] = json::array({NodeJson(n, o.dry_run)});
-    j["bytes_read"] = r->bytes_read;
+    json nodes = json::array();
+    for (const auto& n : r.nodes) nodes.push_back(NodeJson(n, o.dry_run));
+    j["nodes"] = nodes;
+    j["bytes_read"] = r.bytes_read;
+    j["verdict_scan"] = {{"read", recovery::VerdictScanName(v.scan)}, {"bytes", v.bytes_scanned}};
+    if (!check_json.is_null()) j["check"] = check_json;
     fmt::print("{}\n", walfmt::DumpJson(j, 2));
   } else {
-    fmt::print("{} node {} to cut {} ({}{}) from base {} ({})\n", o.dry_run ? "plan: restore" : "restored", node,
-               r->cut, cut::CutStatusName(r->status), forced ? ", forced: " + r->reason : "", r->base.name,
-               recovery::BaseKindName(r->base.kind));
-    fmt::print("  verdict: {} (from {}); base: {} ({})\n", verdict.id, verdict_origin, r->base.name, verdict.base_why);
-    fmt::print(
-        "  node {}: WAL {} .. {}, {} read; base {} keys; {} transactions applied ({} writes), {} skipped, {} "
-        "rolled back",
-        n.node, n.from.ToString(), n.to.ToString(), HumanBytes(n.bytes_to_read), n.base_entries, n.txs_applied,
-        n.writes_applied, n.txs_skipped, n.txs_rolled_back);
-    if (!o.dry_run) fmt::print("; {} keys, fingerprint {:016x}", n.entries, n.fingerprint);
-    fmt::print("\n");
-    if (!o.dry_run) fmt::print("wrote {}/node-{}.snap and {}/manifest.json\n", o.out, node, o.out);
+    fmt::print("{} cut {} of {} ({}{}) from base {} ({})\n", o.dry_run ? "plan: restore" : "restored", r.cut, o.dir,
+               cut::CutStatusName(r.status), forced ? ", forced: " + r.reason : "", r.base.name,
+               recovery::BaseKindName(r.base.kind));
+    fmt::print("  base: {} ({})\n", r.base.name, base_why);
+    fmt::print("  verdict: cut {} decided from {} of WAL, {}\n", r.cut, HumanBytes(v.bytes_scanned),
+               v.scan == recovery::VerdictScan::kWhole   ? "every node's whole WAL"
+               : v.scan == recovery::VerdictScan::kToCut ? "every node's WAL up to where the cut is decided"
+                                                         : "from the base's positions up to where the cut is decided");
+    for (const auto& n : r.nodes) {
+      std::string segs;
+      if (!n.segments.empty()) {
+        segs = n.segments.size() == 1 ? n.segments.front().file
+                                      : fmt::format("{} .. {} ({} segments)", n.segments.front().file,
+                                                    n.segments.back().file, n.segments.size());
+      }
+      fmt::print(
+          "  node {}: WAL {} .. {} [{}], {} read; base {} keys; {} transactions applied ({} writes), {} "
+          "skipped, {} rolled back",
+          n.node, n.from.ToString(), n.to.ToString(), segs, HumanBytes(n.bytes_to_read), n.base_entries, n.txs_applied,
+          n.writes_applied, n.txs_skipped, n.txs_rolled_back);
+      if (!o.dry_run) fmt::print("; {} keys, fingerprint {:016x}", n.entries, n.fingerprint);
+      fmt::print("\n");
+    }
+    for (const auto& l : check_lines) fmt::print("check: {}\n", l);
+    if (!o.dry_run) fmt::print("wrote {}/node-*.snap and {}/manifest.json\n", o.out, o.out);
   }
-  return forced ? kExitFindings : kExitOk;
 }
 
 // RestoreWith's answer when a restore from a verdict not read from the
@@ -382,51 +458,8 @@ int RestoreWith(const RestoreOptions& o, const std::optional<walfmt::TimeArg>& b
       return ExitForStatus(st);
     }
   }
+  PrintRestore(o, v, *r, base_why, check_json, check_lines);
   const bool forced = r->status != cut::CutStatus::kConsistent;
-  if (o.format == Format::kJson) {
-    json j;
-    j["schema"] = "walcut.restore/1";
-    j["cluster"] = o.dir;
-    j["cut"] = r->cut;
-    j["status"] = cut::CutStatusName(r->status);
-    j["forced"] = forced;
-    j["dry_run"] = o.dry_run;
-    j["base"] = {{"kind", recovery::BaseKindName(r->base.kind)}, {"name", r->base.name}, {"why", base_why}};
-    j["out"] = o.dry_run ? json(nullptr) : json(o.out);
-    json nodes = json::array();
-    for (const auto& n : r->nodes) nodes.push_back(NodeJson(n, o.dry_run));
-    j["nodes"] = nodes;
-    j["bytes_read"] = r->bytes_read;
-    j["verdict_scan"] = {{"read", recovery::VerdictScanName(v.scan)}, {"bytes", v.bytes_scanned}};
-    if (!check_json.is_null()) j["check"] = check_json;
-    fmt::print("{}\n", walfmt::DumpJson(j, 2));
-  } else {
-    fmt::print("{} cut {} of {} ({}{}) from base {} ({})\n", o.dry_run ? "plan: restore" : "restored", r->cut, o.dir,
-               cut::CutStatusName(r->status), forced ? ", forced: " + r->reason : "", r->base.name,
-               recovery::BaseKindName(r->base.kind));
-    fmt::print("  base: {} ({})\n", r->base.name, base_why);
-    fmt::print("  verdict: cut {} decided from {} of WAL, {}\n", r->cut, HumanBytes(v.bytes_scanned),
-               v.scan == recovery::VerdictScan::kWhole   ? "every node's whole WAL"
-               : v.scan == recovery::VerdictScan::kToCut ? "every node's WAL up to where the cut is decided"
-                                                         : "from the base's positions up to where the cut is decided");
-    for (const auto& n : r->nodes) {
-      std::string segs;
-      if (!n.segments.empty()) {
-        segs = n.segments.size() == 1 ? n.segments.front().file
-                                      : fmt::format("{} .. {} ({} segments)", n.segments.front().file,
-                                                    n.segments.back().file, n.segments.size());
-      }
-      fmt::print(
-          "  node {}: WAL {} .. {} [{}], {} read; base {} keys; {} transactions applied ({} writes), {} "
-          "skipped, {} rolled back",
-          n.node, n.from.ToString(), n.to.ToString(), segs, HumanBytes(n.bytes_to_read), n.base_entries, n.txs_applied,
-          n.writes_applied, n.txs_skipped, n.txs_rolled_back);
-      if (!o.dry_run) fmt::print("; {} keys, fingerprint {:016x}", n.entries, n.fingerprint);
-      fmt::print("\n");
-    }
-    for (const auto& l : check_lines) fmt::print("check: {}\n", l);
-    if (!o.dry_run) fmt::print("wrote {}/node-*.snap and {}/manifest.json\n", o.out, o.out);
-  }
   return forced || check_failed ? kExitFindings : kExitOk;
 }
 

@@ -43,12 +43,12 @@ int RunAssemble(const AssembleOptions& o) {
   std::vector<std::string> check_lines;
   json check_json;
   if (!o.check.empty()) {
-    walfmt::Result<recovery::ClusterInfo> info =
+    walfmt::Result<walfmt::ClusterInfo> info =
         r->cluster_json.empty()
-            ? walfmt::Result<recovery::ClusterInfo>(walfmt::Status::InvalidArgument(
+            ? walfmt::Result<walfmt::ClusterInfo>(walfmt::Status::InvalidArgument(
                   "--check needs the cluster's description, and the parts carry no cluster.json (give --cluster-json "
                   "to `walcut cuts --verdict-out`)"))
-            : recovery::ParseClusterInfo(r->cluster_json, "cluster.json (from the parts)");
+            : walfmt::ParseClusterInfo(r->cluster_json, "cluster.json (from the parts)");
     auto cj = CheckRestoredWith(*r, info, o.parts.front(), o.check, check_lines);
     if (!cj.ok()) {
       drop_stage();

@@ -89,14 +89,14 @@ int RunCheck(const CheckOptions& o) {
     PrintError(src.status().message());
     return ExitForLoad(src.status());
   }
-  const recovery::ClusterInfo& info = src->info;
+  const walfmt::ClusterInfo& info = src->info;
 
   recovery::InvariantOptions iopt = recovery::OptionsFor(info.workload);
   if (o.check == "bank" || o.check == "cycle") {
     const bool bank = o.check == "bank";
     if (bank ? info.accounts == 0 : info.ring_keys == 0) {
       PrintError(fmt::format("--check {}: the cluster's workload ({}, in {}) has no {}", o.check,
-                             recovery::WorkloadName(info.workload), src->path, bank ? "bank accounts" : "ring keys"));
+                             walfmt::WorkloadName(info.workload), src->path, bank ? "bank accounts" : "ring keys"));
       return kExitUsage;
     }
     iopt.bank = bank;
@@ -144,7 +144,7 @@ int RunCheck(const CheckOptions& o) {
          {{"path", src->path},
           {"from_manifest", src->from_manifest},
           {"cluster_id", walfmt::Hex16(info.cluster_id)},
-          {"workload", recovery::WorkloadName(info.workload)},
+          {"workload", walfmt::WorkloadName(info.workload)},
           {"nodes", info.nodes},
           {"backups", info.backups},
           {"partitions", info.partitions}}},
@@ -167,7 +167,7 @@ int RunCheck(const CheckOptions& o) {
   }
 
   fmt::print("snapshot {}: {} node{}, cluster {}, workload {} ({})\n", o.dir, set->nodes.size(),
-             set->nodes.size() == 1 ? "" : "s", walfmt::Hex16(info.cluster_id), recovery::WorkloadName(info.workload),
+             set->nodes.size() == 1 ? "" : "s", walfmt::Hex16(info.cluster_id), walfmt::WorkloadName(info.workload),
              src->path);
   fmt::print("checks: {}\n", fmt::join(checks, ", "));
   for (const auto& f : recorded) fmt::print("FINDING {}: {}\n", f.check, f.message);

@@ -49,20 +49,26 @@ walfmt::Problem NodeProblem(walfmt::ProblemKind kind, const NodeWal& n, std::str
   return p;
 }
 
-int RunVerify(const VerifyOptions& o) {
-  auto in = ResolveInputs(o.paths);
-  if (!in.ok()) {
-    PrintError(in.status().message());
-    return ExitForStatus(in.status());
-  }
-  std::vector<std::vector<walfmt::SegmentOutcome>> outcomes;
+// What verify found: the problems of each node (besides its segments'),
+// those of the inputs together, and the tallies.
+struct VerifyTally {
+  std::vector<std::vector<walfmt::Problem>> node_problems;
+  std::vector<walfmt::Problem> cluster_problems;
+  ProblemTally tally;
+  uint64_t total_segments = 0, records = 0, bytes = 0, torn = 0, bad_segments = 0;
+  int rc = kExitOk;
+};
+
+// Every segment of every node read (in parallel, or followed live with
+// --follow); kExitOk, or the usage error printed.
+int ReadOutcomes(const VerifyOptions& o, const Inputs& in, std::vector<std::vector<walfmt::SegmentOutcome>>& outcomes) {
   if (o.follow) {
-    if (in->nodes.size() != 1) {
+    if (in.nodes.size() != 1) {
       PrintError(fmt::format("--follow reads one node's WAL; the input has {} nodes: give a node or WAL directory",
-                             in->nodes.size()));
+                             in.nodes.size()));
       return kExitUsage;
     }
-    if (in->nodes.front().wal_dir.empty()) {
+    if (in.nodes.front().wal_dir.empty()) {
       PrintError("--follow reads a WAL directory (a node or WAL directory), not segment files");
       return kExitUsage;
     }
@@ -82,39 +88,44 @@ int RunVerify(const VerifyOptions& o) {
     std::atomic<bool> stop{false};
     StopOnSignal(&stop);
     outcomes.push_back(FollowNodeWal(
-        in->nodes.front(), 0, fo, stop, [](const walfmt::RecordView&) { return true; }, live));
+        in.nodes.front(), 0, fo, stop, [](const walfmt::RecordView&) { return true; }, live));
     StopOnSignal(nullptr);
-  } else {
-    std::vector<walfmt::NodeSegments> segs;
-    for (const NodeWal& n : in->nodes) segs.push_back(n.wal);
-    Progress progress("verify");
-    if (progress.enabled()) progress.SetTotal(DataBytes(segs));
-    walfmt::ParallelScanOptions po;
-    po.mode = walfmt::RecoveryMode::kSalvage;  // find every problem, not just the first
-    po.jobs = o.jobs;
-    po.progress = [&progress](uint64_t, uint64_t b) { progress.Update(b); };
-    outcomes = walfmt::ScanInParallel(segs, po);
-    progress.Finish();
+    return kExitOk;
   }
-  uint64_t total_segments = 0;
-  for (const auto& oc : outcomes) total_segments += oc.size();
+  std::vector<walfmt::NodeSegments> segs;
+  for (const NodeWal& n : in.nodes) segs.push_back(n.wal);
+  Progress progress("verify");
+  if (progress.enabled()) progress.SetTotal(DataBytes(segs));
+  walfmt::ParallelScanOptions po;
+  po.mode = walfmt::RecoveryMode::kSalvage;  // find every problem, not just the first
+  po.jobs = o.jobs;
+  po.progress = [&progress](uint64_t, uint64_t b) { progress.Update(b); };
+  outcomes = walfmt::ScanInParallel(segs, po);
+  progress.Finish();
+  return kExitOk;
+}
 
+// The problems beyond the segments' own (a node without segments, a node id
+// given twice, segments of several clusters) and the tallies.
+VerifyTally TallyVerify(const Inputs& in, const std::vector<std::vector<walfmt::SegmentOutcome>>& outcomes) {
+  VerifyTally t;
+  for (const auto& oc : outcomes) t.total_segments += oc.size();
   // Problems that belong to a node rather than to one segment.
-  std::vector<std::vector<walfmt::Problem>> node_problems(in->nodes.size());
-  for (const walfmt::Problem& p : in->problems) {
-    for (size_t i = 0; i < in->nodes.size(); ++i) {
-      if (p.file.rfind(in->nodes[i].label, 0) == 0) {
-        node_problems[i].push_back(p);
+  t.node_problems.resize(in.nodes.size());
+  for (const walfmt::Problem& p : in.problems) {
+    for (size_t i = 0; i < in.nodes.size(); ++i) {
+      if (p.file.rfind(in.nodes[i].label, 0) == 0) {
+        t.node_problems[i].push_back(p);
         break;
       }
     }
   }
   std::map<uint32_t, size_t> seen_ids;
   std::set<uint64_t> clusters;
-  for (size_t i = 0; i < in->nodes.size(); ++i) {
-    const NodeWal& n = in->nodes[i];
+  for (size_t i = 0; i < in.nodes.size(); ++i) {
+    const NodeWal& n = in.nodes[i];
     if (outcomes[i].empty()) {
-      node_problems[i].push_back(
+      t.node_problems[i].push_back(
           NodeProblem(walfmt::ProblemKind::kMissingSegment, n, "node has no WAL segments (expected wal/<index>.wal)"));
     }
     for (const auto& oc : outcomes[i]) {
@@ -123,91 +134,89 @@ int RunVerify(const VerifyOptions& o) {
     if (n.node_id) {
       auto [it, fresh] = seen_ids.emplace(*n.node_id, i);
       if (!fresh) {
-        node_problems[i].push_back(
+        t.node_problems[i].push_back(
             NodeProblem(walfmt::ProblemKind::kSegmentMismatch, n,
-                        fmt::format("node id {} also used by {}", *n.node_id, in->nodes[it->second].label)));
+                        fmt::format("node id {} also used by {}", *n.node_id, in.nodes[it->second].label)));
       }
     }
   }
-  std::vector<walfmt::Problem> cluster_problems;
   if (clusters.size() > 1) {
     walfmt::Problem p;
     p.kind = walfmt::ProblemKind::kSegmentMismatch;
     p.detail = fmt::format("segments of {} different clusters were given together", clusters.size());
-    cluster_problems.push_back(p);
+    t.cluster_problems.push_back(p);
   }
-
-  ProblemTally tally;
-  uint64_t records = 0, bytes = 0, torn = 0, bad_segments = 0;
-  for (const auto& p : cluster_problems) tally.Add(p);
-  for (size_t i = 0; i < in->nodes.size(); ++i) {
-    for (const auto& p : node_problems[i]) tally.Add(p);
+  for (const auto& p : t.cluster_problems) t.tally.Add(p);
+  for (size_t i = 0; i < in.nodes.size(); ++i) {
+    for (const auto& p : t.node_problems[i]) t.tally.Add(p);
     for (const auto& oc : outcomes[i]) {
-      for (const auto& p : oc.problems) tally.Add(p);
-      records += oc.scan.records;
-      bytes += oc.scan.file_bytes;
-      if (oc.scan.end == walfmt::SegmentEnd::kTornTail) ++torn;
-      if (SegmentStatus(oc) != "ok" && SegmentStatus(oc) != "torn-tail") ++bad_segments;
+      for (const auto& p : oc.problems) t.tally.Add(p);
+      t.records += oc.scan.records;
+      t.bytes += oc.scan.file_bytes;
+      if (oc.scan.end == walfmt::SegmentEnd::kTornTail) ++t.torn;
+      if (SegmentStatus(oc) != "ok" && SegmentStatus(oc) != "torn-tail") ++t.bad_segments;
     }
   }
-  const int rc = tally.ExitCode();
+  t.rc = t.tally.ExitCode();
+  return t;
+}
 
-  if (o.format == Format::kJson) {
-    nlohmann::json doc{{"schema", kVerifySchema}, {"ok", rc == 0}};
-    nlohmann::json nodes = nlohmann::json::array();
-    for (size_t i = 0; i < in->nodes.size(); ++i) {
-      const NodeWal& n = in->nodes[i];
-      nlohmann::json jn{{"node", n.node_id ? nlohmann::json(*n.node_id) : nlohmann::json(nullptr)}, {"path", n.label}};
-      nlohmann::json js = nlohmann::json::array();
-      uint64_t nrec = 0;
-      for (const auto& oc : outcomes[i]) {
-        nrec += oc.scan.records;
-        nlohmann::json s{{"file", oc.scan.file.path},
-                         {"index", oc.scan.file.index},
-                         {"compressed", oc.scan.file.compressed},
-                         {"status", std::string(SegmentStatus(oc))},
-                         {"records", oc.scan.records},
-                         {"bytes", oc.scan.file_bytes},
-                         {"valid_end", walfmt::Lsn{oc.scan.file.index, oc.scan.valid_end}.ToString()},
-                         {"bytes_dropped", oc.scan.bytes_dropped}};
-        if (oc.scan.end == walfmt::SegmentEnd::kTornTail) {
-          s["torn_tail"] = {{"lsn", walfmt::Lsn{oc.scan.file.index, oc.scan.torn_offset}.ToString()},
-                            {"bytes_lost", oc.scan.file_bytes - oc.scan.torn_offset},
-                            {"zero_filled", oc.scan.zero_filled_tail}};
-        }
-        nlohmann::json jp = nlohmann::json::array();
-        for (const auto& p : oc.problems) jp.push_back(ProblemJson(p));
-        s["problems"] = jp;
-        js.push_back(s);
-      }
-      jn["records"] = nrec;
-      jn["segments"] = js;
-      nlohmann::json np = nlohmann::json::array();
-      for (const auto& p : node_problems[i]) np.push_back(ProblemJson(p));
-      jn["problems"] = np;
-      nodes.push_back(jn);
-    }
-    doc["nodes"] = nodes;
-    nlohmann::json cp = nlohmann::json::array();
-    for (const auto& p : cluster_problems) cp.push_back(ProblemJson(p));
-    doc["problems"] = cp;
-    doc["summary"] = {{"nodes", in->nodes.size()},
-                      {"segments", total_segments},
-                      {"bytes", bytes},
-                      {"records", records},
-                      {"findings", tally.findings},
-                      {"notices", tally.notices},
-                      {"io_errors", tally.io},
-                      {"torn_tails", torn},
-                      {"bad_segments", bad_segments},
-                      {"exit_code", rc}};
-    fmt::print("{}\n", walfmt::DumpJson(doc, 2));
-    return rc;
+nlohmann::json SegmentJson(const walfmt::SegmentOutcome& oc) {
+  nlohmann::json s{{"file", oc.scan.file.path},
+                   {"index", oc.scan.file.index},
+                   {"compressed", oc.scan.file.compressed},
+                   {"status", std::string(SegmentStatus(oc))},
+                   {"records", oc.scan.records},
+                   {"bytes", oc.scan.file_bytes},
+                   {"valid_end", walfmt::Lsn{oc.scan.file.index, oc.scan.valid_end}.ToString()},
+                   {"bytes_dropped", oc.scan.bytes_dropped}};
+  if (oc.scan.end == walfmt::SegmentEnd::kTornTail) {
+    s["torn_tail"] = {{"lsn", walfmt::Lsn{oc.scan.file.index, oc.scan.torn_offset}.ToString()},
+                      {"bytes_lost", oc.scan.file_bytes - oc.scan.torn_offset},
+                      {"zero_filled", oc.scan.zero_filled_tail}};
   }
+  nlohmann::json jp = nlohmann::json::array();
+  for (const auto& p : oc.problems) jp.push_back(ProblemJson(p));
+  s["problems"] = jp;
+  return s;
+}
 
-  for (const auto& p : cluster_problems) fmt::print("cluster: {}\n", p.ToString());
-  for (size_t i = 0; i < in->nodes.size(); ++i) {
-    const NodeWal& n = in->nodes[i];
+void PrintVerifyJson(const Inputs& in, const std::vector<std::vector<walfmt::SegmentOutcome>>& outcomes,
+                     const VerifyTally& t) {
+  nlohmann::json doc{{"schema", kVerifySchema}, {"ok", t.rc == kExitOk}};
+  nlohmann::json nodes = nlohmann::json::array();
+  for (size_t i = 0; i < in.nodes.size(); ++i) {
+    const NodeWal& n = in.nodes[i];
+    nlohmann::json jn{{"node", n.node_id ? nlohmann::json(*n.node_id) : nlohmann::json(nullptr)}, {"path", n.label}};
+    nlohmann::json js = nlohmann::json::array();
+    uint64_t nrec = 0;
+    for (const auto& oc : outcomes[i]) {
+      nrec += oc.scan.records;
+      js.push_back(SegmentJson(oc));
+    }
+    jn["records"] = nrec;
+    jn["segments"] = js;
+    nlohmann::json np = nlohmann::json::array();
+    for (const auto& p : t.node_problems[i]) np.push_back(ProblemJson(p));
+    jn["problems"] = np;
+    nodes.push_back(jn);
+  }
+  doc["nodes"] = nodes;
+  nlohmann::json cp = nlohmann::json::array();
+  for (const auto& p : t.cluster_problems) cp.push_back(ProblemJson(p));
+  doc["problems"] = cp;
+  doc["summary"] = {{"nodes", in.nodes.size()}, {"segments", t.total_segments}, {"bytes", t.bytes},
+                    {"records", t.records},     {"findings", t.tally.findings}, {"notices", t.tally.notices},
+                    {"io_errors", t.tally.io},  {"torn_tails", t.torn},         {"bad_segments", t.bad_segments},
+                    {"exit_code", t.rc}};
+  fmt::print("{}\n", walfmt::DumpJson(doc, 2));
+}
+
+void PrintVerifyText(const VerifyOptions& o, const Inputs& in,
+                     const std::vector<std::vector<walfmt::SegmentOutcome>>& outcomes, const VerifyTally& t) {
+  for (const auto& p : t.cluster_problems) fmt::print("cluster: {}\n", p.ToString());
+  for (size_t i = 0; i < in.nodes.size(); ++i) {
+    const NodeWal& n = in.nodes[i];
     uint64_t nrec = 0, nbytes = 0;
     for (const auto& oc : outcomes[i]) {
       nrec += oc.scan.records;
@@ -216,7 +225,7 @@ int RunVerify(const VerifyOptions& o) {
     fmt::print("node {} ({}): {} segment{}, {}, {} records\n",
                n.node_id ? fmt::format("{}", *n.node_id) : std::string("?"), n.label, outcomes[i].size(),
                outcomes[i].size() == 1 ? "" : "s", HumanBytes(nbytes), nrec);
-    for (const auto& p : node_problems[i]) fmt::print("  {}: {}\n", p.fatal ? "FINDING" : "note", p.ToString());
+    for (const auto& p : t.node_problems[i]) fmt::print("  {}: {}\n", p.fatal ? "FINDING" : "note", p.ToString());
     for (const auto& oc : outcomes[i]) {
       const std::string_view st = SegmentStatus(oc);
       if (st == "ok" && !o.verbose && oc.problems.empty()) continue;
@@ -228,19 +237,36 @@ int RunVerify(const VerifyOptions& o) {
     }
   }
   std::string verdict;
-  if (rc == 0) {
-    verdict = torn > 0 ? fmt::format("OK ({} torn tail{} at the end of the WAL, tolerated)", torn, torn > 1 ? "s" : "")
-                       : std::string("OK");
-  } else if (rc == 3) {
-    verdict = fmt::format("ERROR ({} I/O error{}, {} findings)", tally.io, tally.io > 1 ? "s" : "", tally.findings);
+  if (t.rc == kExitOk) {
+    verdict = t.torn > 0
+                  ? fmt::format("OK ({} torn tail{} at the end of the WAL, tolerated)", t.torn, t.torn > 1 ? "s" : "")
+                  : std::string("OK");
+  } else if (t.rc == kExitIo) {
+    verdict =
+        fmt::format("ERROR ({} I/O error{}, {} findings)", t.tally.io, t.tally.io > 1 ? "s" : "", t.tally.findings);
   } else {
-    verdict = fmt::format("FAILED ({} finding{} in {} segment{})", tally.findings, tally.findings > 1 ? "s" : "",
-                          bad_segments, bad_segments == 1 ? "" : "s");
+    verdict = fmt::format("FAILED ({} finding{} in {} segment{})", t.tally.findings, t.tally.findings > 1 ? "s" : "",
+                          t.bad_segments, t.bad_segments == 1 ? "" : "s");
   }
-  fmt::print("verified {} node{}, {} segment{}, {}, {} records: {}\n", in->nodes.size(),
-             in->nodes.size() == 1 ? "" : "s", total_segments, total_segments == 1 ? "" : "s", HumanBytes(bytes),
-             records, verdict);
-  return rc;
+  fmt::print("verified {} node{}, {} segment{}, {}, {} records: {}\n", in.nodes.size(), in.nodes.size() == 1 ? "" : "s",
+             t.total_segments, t.total_segments == 1 ? "" : "s", HumanBytes(t.bytes), t.records, verdict);
+}
+
+int RunVerify(const VerifyOptions& o) {
+  auto in = ResolveInputs(o.paths);
+  if (!in.ok()) {
+    PrintError(in.status().message());
+    return ExitForStatus(in.status());
+  }
+  std::vector<std::vector<walfmt::SegmentOutcome>> outcomes;
+  if (const int rc = ReadOutcomes(o, *in, outcomes); rc != kExitOk) return rc;
+  const VerifyTally t = TallyVerify(*in, outcomes);
+  if (o.format == Format::kJson) {
+    PrintVerifyJson(*in, outcomes, t);
+  } else {
+    PrintVerifyText(o, *in, outcomes, t);
+  }
+  return t.rc;
 }
 
 }  // namespace

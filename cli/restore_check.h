@@ -10,9 +10,10 @@
 
 #include <nlohmann/json.hpp>
 
-#include "recovery/cluster_info.h"
 #include "recovery/restore.h"
+#include "walfmt/cluster_layout.h"
 #include "walfmt/status.h"
+#include "walfmt/workload.h"
 
 namespace walcut::cli {
 
@@ -23,7 +24,7 @@ walfmt::Result<nlohmann::json> CheckRestored(const recovery::RestoreResult& r, c
 // The same with the cluster description given (an assembled restore carries
 // the text of cluster.json); `dir` names the cluster in messages.
 walfmt::Result<nlohmann::json> CheckRestoredWith(const recovery::RestoreResult& r,
-                                                 const walfmt::Result<recovery::ClusterInfo>& info,
+                                                 const walfmt::Result<walfmt::ClusterInfo>& info,
                                                  const std::string& dir, const std::string& what,
                                                  std::vector<std::string>& lines);
 

@@ -12,10 +12,11 @@
 #include <fmt/format.h>
 
 #include "recovery/check_internal.h"
-#include "recovery/cluster_info.h"
 #include "recovery/invariants.h"
 #include "recovery/restore.h"
+#include "walfmt/cluster_layout.h"
 #include "walfmt/snapshot.h"
+#include "walfmt/workload.h"
 
 namespace walcut::recovery {
 using walfmt::Result;
@@ -369,7 +370,7 @@ void RunRestores(const CheckOptions& opt, const cut::ClusterCuts& cc, const walf
 
 InvariantChecker DefaultInvariantChecker() {
   return [](const std::string& dir, const NodeStates& states) -> Result<InvariantOutcome> {
-    auto info = LoadClusterInfo(dir);
+    auto info = walfmt::LoadClusterInfo(dir);
     InvariantOutcome out;
     if (!info.ok()) {
       if (info.status().code() == walfmt::ErrorCode::kNotFound) {
@@ -380,7 +381,8 @@ InvariantChecker DefaultInvariantChecker() {
     }
     const InvariantReport rep = CheckInvariants(*info, states, OptionsFor(info->workload));
     out.ran = true;
-    out.summary = fmt::format("workload {}: {} key copies checked", WorkloadName(info->workload), rep.keys_checked);
+    out.summary =
+        fmt::format("workload {}: {} key copies checked", walfmt::WorkloadName(info->workload), rep.keys_checked);
     if (rep.bank_total) out.summary += fmt::format(", bank total {}", *rep.bank_total);
     if (info->has_cycle()) out.summary += fmt::format(", ring walked {} keys", rep.ring_walked);
     for (const auto& f : rep.findings) {

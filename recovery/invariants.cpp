@@ -105,8 +105,8 @@ int CheckCopies(const walfmt::Topology& topo, const Copies& c, const std::string
   return -1;
 }
 
-void CheckPlacement(const ClusterInfo& info, const walfmt::Topology& topo, const std::vector<const NodeState*>& states,
-                    Collector& out) {
+void CheckPlacement(const walfmt::ClusterInfo& info, const walfmt::Topology& topo,
+                    const std::vector<const NodeState*>& states, Collector& out) {
   for (uint32_t n = 0; n < states.size(); ++n) {
     for (const auto& [key, value] : *states[n]) {
       const auto acct = ParseAccountKey(key);
@@ -135,8 +135,8 @@ void CheckPlacement(const ClusterInfo& info, const walfmt::Topology& topo, const
   }
 }
 
-void CheckBank(const ClusterInfo& info, const walfmt::Topology& topo, const std::vector<const NodeState*>& states,
-               InvariantReport& report, Collector& out) {
+void CheckBank(const walfmt::ClusterInfo& info, const walfmt::Topology& topo,
+               const std::vector<const NodeState*>& states, InvariantReport& report, Collector& out) {
   int64_t total = 0;
   bool total_known = true;
   bool overflow = false;
@@ -194,11 +194,13 @@ std::string KeyListText(const std::vector<uint32_t>& idx) {
   return s;
 }
 
-void CheckCycle(const ClusterInfo& info, const walfmt::Topology& topo, const std::vector<const NodeState*>& states,
-                InvariantReport& report, Collector& out) {
-  const uint32_t ring = info.ring_keys;
-  if (ring == 0) return;
-  constexpr int64_t kNoNext = -1;
+constexpr int64_t kNoNext = -1;
+
+// Each ring key's value, checked: the index of the next key, or kNoNext
+// (a finding made) when the key is missing, its copies disagree or its
+// value is not an index.
+std::vector<int64_t> RingNext(const walfmt::Topology& topo, const std::vector<const NodeState*>& states, uint32_t ring,
+                              Collector& out) {
   std::vector<int64_t> next(ring, kNoNext);
   for (uint32_t i = 0; i < ring; ++i) {
     const std::string key = RingKey(i);
@@ -216,58 +218,71 @@ void CheckCycle(const ClusterInfo& info, const walfmt::Topology& topo, const std
     }
     next[i] = *v;
   }
+  return next;
+}
 
-  // The walk from ring/000000. Every step visits a new key, so it ends within
-  // `ring` steps.
-  std::vector<int64_t> pred(ring, kNoNext);  // the key the walk came from
-  std::vector<bool> visited(ring, false);
-  std::vector<uint32_t> order{0};
-  visited[0] = true;
-  uint32_t cur = 0;
+struct RingWalk {
+  std::vector<bool> visited;
+  std::vector<uint32_t> order;  // the keys walked, from ring/000000
   bool one_ring = false;
+};
+
+// The walk from ring/000000. Every step visits a new key, so it ends within
+// `ring` steps; where it ends other than back at ring/000000 after every
+// key is a finding.
+RingWalk WalkRing(const walfmt::Topology& topo, const std::vector<int64_t>& next, Collector& out) {
+  const auto ring = static_cast<uint32_t>(next.size());
+  RingWalk w;
+  std::vector<int64_t> pred(ring, kNoNext);  // the key the walk came from
+  w.visited.assign(ring, false);
+  w.order = {0};
+  w.visited[0] = true;
+  uint32_t cur = 0;
   for (;;) {
     const int64_t n = next[cur];
     if (n == kNoNext) {
       out.Add(Make(check::kCycleBroken, topo.PrimaryOf(RingKey(cur)), {RingKey(cur)}, "the index of the next key",
                    "missing or invalid",
                    fmt::format("the walk from ring/000000 stops at {} after {} of {} keys: it has no valid next key",
-                               RingKey(cur), order.size(), ring)));
+                               RingKey(cur), w.order.size(), ring)));
       break;
     }
     const auto nx = static_cast<uint32_t>(n);
     if (nx == 0) {
-      if (order.size() == ring) {
-        one_ring = true;
+      if (w.order.size() == ring) {
+        w.one_ring = true;
       } else {
-        Finding f = Make(check::kCycleSubRing, std::nullopt, RingKeys(order), fmt::format("one ring of {} keys", ring),
-                         fmt::format("a ring of {} keys", order.size()),
+        Finding f = Make(check::kCycleSubRing, std::nullopt, RingKeys(w.order),
+                         fmt::format("one ring of {} keys", ring), fmt::format("a ring of {} keys", w.order.size()),
                          fmt::format("the walk from ring/000000 returns after {} of {} keys: {} -> ring/000000",
-                                     order.size(), ring, KeyListText(order)));
-        f.key_count = order.size();
+                                     w.order.size(), ring, KeyListText(w.order)));
+        f.key_count = w.order.size();
         out.Add(std::move(f));
       }
       break;
     }
-    if (visited[nx]) {
+    if (w.visited[nx]) {
       const std::string twice = RingKey(nx);
       out.Add(Make(check::kCycleVisitedTwice, std::nullopt,
                    {twice, RingKey(static_cast<uint32_t>(pred[nx])), RingKey(cur)}, "every key once",
                    fmt::format("{} visited twice", twice),
                    fmt::format("the walk from ring/000000 visits {} twice: {} and {} both point to it ({} keys "
                                "walked, the walk never returns to ring/000000)",
-                               twice, RingKey(static_cast<uint32_t>(pred[nx])), RingKey(cur), order.size())));
+                               twice, RingKey(static_cast<uint32_t>(pred[nx])), RingKey(cur), w.order.size())));
       break;
     }
-    visited[nx] = true;
+    w.visited[nx] = true;
     pred[nx] = cur;
-    order.push_back(nx);
+    w.order.push_back(nx);
     cur = nx;
   }
-  report.ring_walked = order.size();
-  if (one_ring) return;
+  return w;
+}
 
-  // Keys the walk never reached, and the rings they form among themselves
-  // (a ring split in two shows up as a sub-ring above and one here).
+// Keys the walk never reached, and the rings they form among themselves
+// (a ring split in two shows up as a sub-ring of the walk and one here).
+void ReportUnreached(const std::vector<int64_t>& next, const std::vector<bool>& visited, Collector& out) {
+  const auto ring = static_cast<uint32_t>(next.size());
   std::vector<uint32_t> unreached;
   for (uint32_t i = 0; i < ring; ++i) {
     if (!visited[i]) unreached.push_back(i);
@@ -311,16 +326,27 @@ void CheckCycle(const ClusterInfo& info, const walfmt::Topology& topo, const std
   }
 }
 
+void CheckCycle(const walfmt::ClusterInfo& info, const walfmt::Topology& topo,
+                const std::vector<const NodeState*>& states, InvariantReport& report, Collector& out) {
+  const uint32_t ring = info.ring_keys;
+  if (ring == 0) return;
+  const std::vector<int64_t> next = RingNext(topo, states, ring, out);
+  const RingWalk walk = WalkRing(topo, next, out);
+  report.ring_walked = walk.order.size();
+  if (walk.one_ring) return;
+  ReportUnreached(next, walk.visited, out);
+}
+
 }  // namespace
 
-InvariantOptions OptionsFor(Workload w) {
+InvariantOptions OptionsFor(walfmt::Workload w) {
   InvariantOptions o;
-  o.bank = w != Workload::kCycle;
-  o.cycle = w != Workload::kBank;
+  o.bank = w != walfmt::Workload::kCycle;
+  o.cycle = w != walfmt::Workload::kBank;
   return o;
 }
 
-InvariantReport CheckInvariants(const ClusterInfo& info, const std::vector<const NodeState*>& states,
+InvariantReport CheckInvariants(const walfmt::ClusterInfo& info, const std::vector<const NodeState*>& states,
                                 const InvariantOptions& options) {
   InvariantReport report;
   Collector out(report, options.max_findings);
@@ -338,11 +364,11 @@ InvariantReport CheckInvariants(const ClusterInfo& info, const std::vector<const
   return report;
 }
 
-std::vector<Finding> CheckRecorded(const StateSet& set, const FullSnapshotInfo& recorded) {
+std::vector<Finding> CheckRecorded(const StateSet& set, const walfmt::FullSnapshotInfo& recorded) {
   std::vector<Finding> v;
   for (uint32_t i = 0; i < set.nodes.size() && i < recorded.nodes.size(); ++i) {
     const walfmt::SnapshotFile& s = set.nodes[i];
-    const FullSnapshotNode& r = recorded.nodes[i];
+    const walfmt::FullSnapshotNode& r = recorded.nodes[i];
     if (s.fingerprint != r.fingerprint) {
       v.push_back(Make(check::kRecorded, i, {}, fmt::format("{:016x}", r.fingerprint),
                        fmt::format("{:016x}", s.fingerprint),

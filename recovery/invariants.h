@@ -24,8 +24,9 @@
 #include <string_view>
 #include <vector>
 
-#include "recovery/cluster_info.h"
 #include "recovery/state_set.h"
+#include "walfmt/cluster_layout.h"
+#include "walfmt/workload.h"
 
 namespace walcut::recovery {
 
@@ -89,17 +90,17 @@ struct InvariantReport {
 };
 
 // The options for a workload: bank and/or cycle as the workload has them.
-InvariantOptions OptionsFor(Workload w);
+InvariantOptions OptionsFor(walfmt::Workload w);
 
 // Runs the checks on `states` (by node id; no pointer may be null). States
 // for another number of nodes than info.nodes give one check::kNodeCount
 // finding and nothing else: keys cannot be placed on nodes that are not there.
-InvariantReport CheckInvariants(const ClusterInfo& info, const std::vector<const NodeState*>& states,
+InvariantReport CheckInvariants(const walfmt::ClusterInfo& info, const std::vector<const NodeState*>& states,
                                 const InvariantOptions& options);
 
 // Compares a full snapshot's files with what cluster.json recorded when it
 // was taken (per node fingerprint and WAL position): a file rewritten since
 // then passes its own checksums but not this. Check name check::kRecorded.
-std::vector<Finding> CheckRecorded(const StateSet& set, const FullSnapshotInfo& recorded);
+std::vector<Finding> CheckRecorded(const StateSet& set, const walfmt::FullSnapshotInfo& recorded);
 
 }  // namespace walcut::recovery

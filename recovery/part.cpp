@@ -11,6 +11,7 @@
 #include "walfmt/cluster_layout.h"
 #include "walfmt/duration.h"
 #include "walfmt/file_io.h"
+#include "walfmt/json_fields.h"
 #include "walfmt/reader.h"
 #include "walfmt/segment.h"
 #include "walfmt/snapshot.h"
@@ -118,9 +119,9 @@ walfmt::Result<std::string> ReadText(const std::string& path) {
   return walfmt::ReadWholeFile(path, walfmt::kMaxJsonFileBytes);
 }
 
-}  // namespace
-
-walfmt::Result<RestoreResult> RestorePart(const PartRequest& req) {
+// The verdict covers node I, says cut K is consistent (or forced), and the
+// node started (and finished) it; OUT is new.
+Status CheckPartRequest(const PartRequest& req) {
   const Verdict& v = *req.verdict;
   const size_t n = v.nodes.size();
   if (req.node >= n) {
@@ -143,7 +144,14 @@ walfmt::Result<RestoreResult> RestorePart(const PartRequest& req) {
   if (!req.dry_run && !req.out.empty() && fs::exists(req.out, ec)) {
     return Status::InvalidArgument(fmt::format("{}: already exists; refusing to overwrite", req.out));
   }
-  // This node's WAL: node I's, from the verdict's cluster, holding the range.
+  return Status::Ok();
+}
+
+// This node's WAL: node I's, from the verdict's cluster, holding the range.
+// Returns its first segment's header.
+walfmt::Result<walfmt::SegmentHeader> CheckNodeWal(const PartRequest& req) {
+  const Verdict& v = *req.verdict;
+  const VerdictNode& vn = v.nodes[req.node];
   std::vector<walfmt::Problem> problems;
   auto listed = walfmt::ListSegments(req.wal_dir, [&](const walfmt::Problem& p) { problems.push_back(p); });
   if (!listed.ok()) return listed.status();
@@ -159,23 +167,60 @@ walfmt::Result<RestoreResult> RestorePart(const PartRequest& req) {
                                                req.wal_dir, walfmt::Hex16(head->cluster_id),
                                                walfmt::Hex16(v.cluster_id)));
   }
-  const Lsn to = vn.finished ? vn.finish : vn.start;
   if (listed->front().index > vn.from.segment) {
     return Status::InvalidArgument(
         fmt::format("{}: node {}'s WAL starts at segment {}, but the restore of cut {} from base {} reads from {}",
                     req.wal_dir, req.node, listed->front().index, v.cut, v.base_name, vn.from.ToString()));
   }
+  return head;
+}
 
-  RestoreResult r;
-  r.cut = v.cut;
-  r.status = v.status;
-  r.reason = v.reason;
-  r.base.kind = v.base_kind;
-  r.base.name = v.base_name;
-  r.base.position.assign(n, Lsn{});
-  r.base.position[req.node] = vn.from;
-  r.cluster_json = v.cluster_json;
+// A full base: node I's file in req.base_dir, the snapshot the verdict
+// names (node, cluster, name, position, fingerprint). A file that is not
+// there is kNotFound (a path that names nothing), naming it.
+Status CheckPartBase(const PartRequest& req, const walfmt::SegmentHeader& head, detail::NodeJob& job) {
+  const Verdict& v = *req.verdict;
+  const VerdictNode& vn = v.nodes[req.node];
+  if (req.base_dir.empty()) {
+    return Status::InvalidArgument(fmt::format(
+        "the verdict's base is full snapshot {}: give the directory holding its node-{}.snap", v.base_name, req.node));
+  }
+  const std::string file = (fs::path(req.base_dir) / fmt::format("node-{}.snap", req.node)).string();
+  std::error_code ec;
+  if (!fs::exists(file, ec)) {
+    return Status::NotFound(
+        fmt::format("{}: no such file (the base file of node {}: full snapshot {})", file, req.node, v.base_name));
+  }
+  uint64_t entries = 0;
+  auto snap = walfmt::ReadSnapshotFile(file, [&entries](std::string_view, std::string_view) { ++entries; });
+  if (!snap.ok()) return Status::Corruption(snap.status().message());
+  if (snap->node_id != req.node) {
+    return Status::InvalidArgument(fmt::format("{}: holds node {}, expected node {}", file, snap->node_id, req.node));
+  }
+  if (snap->cluster_id != head.cluster_id) {
+    return Status::InvalidArgument(fmt::format("{}: from cluster {}, the WAL is from {}", file,
+                                               walfmt::Hex16(snap->cluster_id), walfmt::Hex16(head.cluster_id)));
+  }
+  if (snap->name != v.base_name || snap->wal_position != vn.from) {
+    return Status::InvalidArgument(fmt::format("{}: snapshot {} taken at {}, the verdict's base is {} at {}", file,
+                                               snap->name, snap->wal_position.ToString(), v.base_name,
+                                               vn.from.ToString()));
+  }
+  if (snap->fingerprint != vn.snapshot_fingerprint) {
+    return Status::InvalidArgument(fmt::format("{}: fingerprint {}, the verdict's SNAPSHOT record says {}", file,
+                                               walfmt::Hex16(snap->fingerprint),
+                                               walfmt::Hex16(vn.snapshot_fingerprint)));
+  }
+  job.base_file = file;
+  job.base_fingerprint = snap->fingerprint;
+  job.out.base_entries = entries;
+  return Status::Ok();
+}
 
+// Node I's job: cut K's rule, the range, what the WAL must hold in it.
+detail::NodeJob PlanPartJob(const PartRequest& req) {
+  const Verdict& v = *req.verdict;
+  const VerdictNode& vn = v.nodes[req.node];
   detail::NodeJob job;
   job.node = req.node;
   job.wal_dir = req.wal_dir;
@@ -191,63 +236,64 @@ walfmt::Result<RestoreResult> RestorePart(const PartRequest& req) {
   NodeRestore& o = job.out;
   o.node = req.node;
   o.from = vn.from;
-  o.to = to;
+  o.to = vn.finished ? vn.finish : vn.start;
   o.cut_start = vn.start;
   o.cut_start_time_us = vn.start_time_us;
   o.continue_from = nc.ContinueFrom();
-  if (v.base_kind == BaseKind::kFull) {
-    if (req.base_dir.empty()) {
-      return Status::InvalidArgument(
-          fmt::format("the verdict's base is full snapshot {}: give the directory holding its node-{}.snap",
-                      v.base_name, req.node));
-    }
-    r.base.dir = req.base_dir;
-    const std::string file = (fs::path(req.base_dir) / fmt::format("node-{}.snap", req.node)).string();
-    uint64_t entries = 0;
-    auto snap = walfmt::ReadSnapshotFile(file, [&entries](std::string_view, std::string_view) { ++entries; });
-    if (!snap.ok()) return Status::Corruption(snap.status().message());
-    if (snap->node_id != req.node) {
-      return Status::InvalidArgument(fmt::format("{}: holds node {}, expected node {}", file, snap->node_id, req.node));
-    }
-    if (snap->cluster_id != head->cluster_id) {
-      return Status::InvalidArgument(fmt::format("{}: from cluster {}, the WAL is from {}", file,
-                                                 walfmt::Hex16(snap->cluster_id), walfmt::Hex16(head->cluster_id)));
-    }
-    if (snap->name != v.base_name || snap->wal_position != vn.from) {
-      return Status::InvalidArgument(fmt::format("{}: snapshot {} taken at {}, the verdict's base is {} at {}", file,
-                                                 snap->name, snap->wal_position.ToString(), v.base_name,
-                                                 vn.from.ToString()));
-    }
-    if (snap->fingerprint != vn.snapshot_fingerprint) {
-      return Status::InvalidArgument(fmt::format("{}: fingerprint {}, the verdict's SNAPSHOT record says {}", file,
-                                                 walfmt::Hex16(snap->fingerprint),
-                                                 walfmt::Hex16(vn.snapshot_fingerprint)));
-    }
-    job.base_file = file;
-    job.base_fingerprint = snap->fingerprint;
-    o.base_entries = entries;
-  }
   for (const auto& s : vn.segments) o.segments.push_back(s);
-  job.expect = Expectations(v, vn, vn.from, to);
+  job.expect = Expectations(v, vn, vn.from, o.to);
   job.origin = fmt::format("the verdict (cut {})", v.cut);
   job.check_identity = true;
   job.expect_cluster = v.cluster_known;
   job.cluster_id = v.cluster_id;
   job.keep_state = req.out.empty() && !req.dry_run;
+  return job;
+}
 
-  if (!req.dry_run && !req.out.empty()) {
-    auto staged = walfmt::BeginStagedDir(req.out);
-    if (!staged.ok()) return staged.status();
-    r.out_lock = staged->lock;
-    const fs::path stage = staged->dir;
-    r.stage_dir = stage.string();
-    job.stage_file = (stage / fmt::format("node-{}.snap", req.node)).string();
-    job.header.node_id = req.node;
-    job.header.cluster_id = v.file_cluster_id;
-    job.header.wal_position = vn.start;
-    job.header.time_us = vn.start_time_us;
-    job.header.name = fmt::format("cut-{}", v.cut);
+// The node file is staged beside OUT (locked) until WritePart.
+Status StagePart(const PartRequest& req, RestoreResult& r, detail::NodeJob& job) {
+  if (req.dry_run || req.out.empty()) return Status::Ok();
+  const Verdict& v = *req.verdict;
+  const VerdictNode& vn = v.nodes[req.node];
+  auto staged = walfmt::BeginStagedDir(req.out);
+  if (!staged.ok()) return staged.status();
+  r.out_lock = staged->lock;
+  const fs::path stage = staged->dir;
+  r.stage_dir = stage.string();
+  job.stage_file = (stage / fmt::format("node-{}.snap", req.node)).string();
+  job.header.node_id = req.node;
+  job.header.cluster_id = v.file_cluster_id;
+  job.header.wal_position = vn.start;
+  job.header.time_us = vn.start_time_us;
+  job.header.name = fmt::format("cut-{}", v.cut);
+  return Status::Ok();
+}
+
+}  // namespace
+
+walfmt::Result<RestoreResult> RestorePart(const PartRequest& req) {
+  if (Status st = CheckPartRequest(req); !st.ok()) return st;
+  const Verdict& v = *req.verdict;
+  const VerdictNode& vn = v.nodes[req.node];
+  auto head = CheckNodeWal(req);
+  if (!head.ok()) return head.status();
+
+  RestoreResult r;
+  r.cut = v.cut;
+  r.status = v.status;
+  r.reason = v.reason;
+  r.base.kind = v.base_kind;
+  r.base.name = v.base_name;
+  r.base.position.assign(v.nodes.size(), Lsn{});
+  r.base.position[req.node] = vn.from;
+  r.cluster_json = v.cluster_json;
+
+  detail::NodeJob job = PlanPartJob(req);
+  if (v.base_kind == BaseKind::kFull) {
+    if (Status st = CheckPartBase(req, *head, job); !st.ok()) return st;
+    r.base.dir = req.base_dir;
   }
+  if (Status st = StagePart(req, r, job); !st.ok()) return st;
   auto drop_stage = [&] {
     if (!r.stage_dir.empty()) {
       walfmt::RemoveStaging(r.stage_dir);
@@ -261,12 +307,12 @@ walfmt::Result<RestoreResult> RestorePart(const PartRequest& req) {
     drop_stage();
     throw;
   }
-  if (st.ok() && vn.has_transactions && v.status == cut::CutStatus::kConsistent &&
-      job.out.txs_applied != vn.transactions) {
+  const NodeRestore& o = job.out;
+  if (st.ok() && vn.has_transactions && v.status == cut::CutStatus::kConsistent && o.txs_applied != vn.transactions) {
     st = Status::InvalidArgument(fmt::format(
         "node {}: the WAL range {}..{} holds {} transactions of cut {}, the summaries count {}: they do not describe "
         "this WAL",
-        req.node, o.from.ToString(), o.to.ToString(), job.out.txs_applied, v.cut, vn.transactions));
+        req.node, o.from.ToString(), o.to.ToString(), o.txs_applied, v.cut, vn.transactions));
   }
   if (!st.ok()) {
     drop_stage();
@@ -275,6 +321,41 @@ walfmt::Result<RestoreResult> RestorePart(const PartRequest& req) {
   r.bytes_read = job.out.bytes_to_read;
   r.nodes.push_back(std::move(job.out));
   return r;
+}
+
+walfmt::Result<PartBaseArg> ReadPartBaseArg(const std::string& arg, uint32_t node, bool read_name) {
+  PartBaseArg a;
+  std::error_code ec;
+  if (arg.empty() || arg == "genesis" || (arg.find('/') == std::string::npos && !fs::is_directory(arg, ec))) {
+    a.name = arg;
+    return a;
+  }
+  a.dir = arg;
+  const std::string file = (fs::path(arg) / fmt::format("node-{}.snap", node)).string();
+  if (!fs::exists(file, ec)) {
+    return Status::NotFound(fmt::format("{}: no such file (--base {} holds no base file of node {})", file, arg, node));
+  }
+  if (!read_name) return a;
+  auto snap = walfmt::ReadSnapshotFile(file, [](std::string_view, std::string_view) {});
+  if (!snap.ok()) return Status::Corruption(snap.status().message());
+  a.name = snap->name;
+  return a;
+}
+
+walfmt::Result<std::string> PartBaseDir(const Verdict& v, const PartBaseArg& arg, const std::string& snapshots_root) {
+  if (v.base_kind != BaseKind::kFull) {
+    if (!arg.dir.empty() || (!arg.name.empty() && arg.name != "genesis")) {
+      return Status::InvalidArgument(
+          fmt::format("--base {}: the verdict's base is genesis", arg.dir.empty() ? arg.name : arg.dir));
+    }
+    return std::string();
+  }
+  if (!arg.dir.empty()) return arg.dir;
+  if (!arg.name.empty() && arg.name != v.base_name) {
+    return Status::InvalidArgument(
+        fmt::format("--base {}: the verdict's base is full snapshot {}", arg.name, v.base_name));
+  }
+  return (fs::path(snapshots_root) / v.base_name).string();
 }
 
 walfmt::Status WritePart(RestoreResult& r, const Verdict& v, const std::string& out) {
@@ -361,46 +442,35 @@ walfmt::Result<Part> ReadPart(const std::string& dir) {
   }
   Part p;
   p.dir = dir;
-  try {
-    p.cut = m.at("cut").get<uint64_t>();
-    p.status = m.at("status").get<std::string>();
-    if (m.contains("problem")) p.problem = m.at("problem").get<std::string>();
-    p.verdict = m.at("verdict").get<std::string>();
-    p.node = m.at("node").get<uint32_t>();
-    p.nodes = m.at("nodes").get<uint64_t>();
-    p.cluster_id = m.at("cluster_id").get<std::string>();
-    if (p.cluster_id.size() != 16 || p.cluster_id.find_first_not_of("0123456789abcdef") != std::string::npos) {
-      throw std::invalid_argument("cluster_id is not 16 hex digits");
-    }
-    p.cluster_id_value = std::stoull(p.cluster_id, nullptr, 16);
-    p.base_kind = m.at("base").at("kind").get<std::string>();
-    p.base_name = m.at("base").at("name").get<std::string>();
-    if (m.contains("cluster_json")) p.cluster_json = m.at("cluster_json").get<std::string>();
-    const json& e = m.at("entry");
-    NodeRestore& nr = p.entry;
-    nr.node = e.at("node").get<uint32_t>();
-    const std::string fp = e.at("fingerprint").get<std::string>();
-    if (fp.size() != 16 || fp.find_first_not_of("0123456789abcdef") != std::string::npos) {
-      throw std::invalid_argument("entry.fingerprint is not 16 hex digits");
-    }
-    nr.fingerprint = std::stoull(fp, nullptr, 16);
-    nr.entries = e.at("entries").get<uint64_t>();
-    auto pos = [&](const char* key) {
-      auto l = Lsn::Parse(e.at(key).get<std::string>());
-      if (!l) throw std::invalid_argument(fmt::format("entry.{} is not a position", key));
-      return *l;
-    };
-    nr.from = pos("wal_from");
-    nr.to = pos("wal_to");
-    nr.cut_start = pos("cut_start");
-    if (e.contains("cut_start_time_us")) nr.cut_start_time_us = e.at("cut_start_time_us").get<uint64_t>();
-    nr.continue_from = pos("continue_from");
-    nr.txs_applied = e.at("txs_applied").get<uint64_t>();
-    nr.txs_skipped = e.at("txs_skipped").get<uint64_t>();
-    nr.writes_applied = e.at("writes_applied").get<uint64_t>();
-  } catch (const std::exception& x) {
-    return bad(fmt::format("malformed per-node manifest: {}", x.what()));
+  walfmt::JsonFields f(path);
+  p.cut = f.U64(m, "cut", "");
+  p.status = f.String(m, "status", "");
+  p.problem = f.OptionalString(m, "problem", "").value_or("");
+  p.verdict = f.String(m, "verdict", "");
+  p.node = f.U32(m, "node", "");
+  p.nodes = f.U64(m, "nodes", "");
+  p.cluster_id_value = f.Hex16(m, "cluster_id", "");
+  p.cluster_id = walfmt::Hex16(p.cluster_id_value);
+  if (const json* b = f.Object(m, "base", "")) {
+    p.base_kind = f.String(*b, "kind", "base");
+    p.base_name = f.String(*b, "name", "base");
   }
+  p.cluster_json = f.OptionalString(m, "cluster_json", "").value_or("");
+  if (const json* e = f.Object(m, "entry", "")) {
+    NodeRestore& nr = p.entry;
+    nr.node = f.U32(*e, "node", "entry");
+    nr.fingerprint = f.Hex16(*e, "fingerprint", "entry");
+    nr.entries = f.U64(*e, "entries", "entry");
+    nr.from = f.Position(*e, "wal_from", "entry");
+    nr.to = f.Position(*e, "wal_to", "entry");
+    nr.cut_start = f.Position(*e, "cut_start", "entry");
+    nr.cut_start_time_us = f.OptionalU64(*e, "cut_start_time_us", "entry").value_or(0);
+    nr.continue_from = f.Position(*e, "continue_from", "entry");
+    nr.txs_applied = f.U64(*e, "txs_applied", "entry");
+    nr.txs_skipped = f.U64(*e, "txs_skipped", "entry");
+    nr.writes_applied = f.U64(*e, "writes_applied", "entry");
+  }
+  if (!f.ok()) return Status::InvalidArgument(f.error());
   if (p.entry.node != p.node)
     return bad(fmt::format("names node {} and holds an entry of node {}", p.node, p.entry.node));
   if (p.node >= p.nodes) return bad(fmt::format("node {} of a cluster of {} nodes", p.node, p.nodes));

@@ -58,6 +58,23 @@ struct PartRequest {
 // kNotFound / kIo as Restore.
 walfmt::Result<RestoreResult> RestorePart(const PartRequest& req);
 
+// What `--base ARG` names for the per-node restore of node `node`: nothing
+// (ARG ""), genesis, a full snapshot by name (looked for beside the node's
+// directory), or a directory holding node-<node>.snap (a path: with a '/',
+// or an existing directory). With `read_name`, a directory's snapshot name
+// is read from its node file (a verdict is to be made for it). A directory
+// without the node's file is kNotFound naming the file.
+struct PartBaseArg {
+  std::string name;  // "", "genesis" or a snapshot name ("" for a directory not read)
+  std::string dir;   // the directory given ("" unless one was)
+};
+walfmt::Result<PartBaseArg> ReadPartBaseArg(const std::string& arg, uint32_t node, bool read_name);
+
+// The directory holding node I's base file for the verdict `v` (PartRequest::
+// base_dir): "" for genesis; `arg.dir`, else `snapshots_root`/<name>, for a
+// full snapshot. kInvalidArgument when `arg` names another base than v's.
+walfmt::Result<std::string> PartBaseDir(const Verdict& v, const PartBaseArg& arg, const std::string& snapshots_root);
+
 // Writes OUT/manifest.json next to the staged node file and renames the
 // staging directory to OUT.
 walfmt::Status WritePart(RestoreResult& r, const Verdict& v, const std::string& out);

@@ -100,4 +100,21 @@ walfmt::Status RunNode(NodeJob& job, bool dry_run, const std::function<void(uint
 // single-host restore, a per-node part and an assembled restore.
 nlohmann::json NodeEntryJson(const NodeRestore& nr);
 
+// A base snapshot file, checked by ResolveBase.
+struct BaseFile {
+  std::string path;  // "" : genesis
+  uint64_t fingerprint = 0;
+  uint64_t entries = 0;
+};
+
+// The base `req.base` names, checked against the WAL (recovery/base.cpp):
+// every node's base file and, for a restored base, cut J's rule by node.
+walfmt::Result<BaseInfo> ResolveBase(const cut::ClusterCuts& cc, const cut::ClusterLayout& layout,
+                                     const RestoreRequest& req, std::vector<BaseFile>& files,
+                                     std::vector<std::optional<CutRule>>& base_rules);
+
+// The fields a restore manifest is known by, each of the right type
+// (recovery/restore_manifest.cpp).
+bool IsRestoreManifest(const nlohmann::json& m);
+
 }  // namespace walcut::recovery::detail

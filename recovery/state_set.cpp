@@ -45,7 +45,7 @@ fs::path Normalised(const std::string& dir) {
   return p;
 }
 
-std::optional<FullSnapshotInfo> ListedSnapshot(const ClusterInfo& ci, const std::string& snapshot_dir) {
+std::optional<walfmt::FullSnapshotInfo> ListedSnapshot(const walfmt::ClusterInfo& ci, const std::string& snapshot_dir) {
   const std::string name = Normalised(snapshot_dir).filename().string();
   for (const auto& s : ci.full_snapshots) {
     if (s.name == name || fs::path(s.dir).lexically_normal().filename() == name) return s;
@@ -142,7 +142,7 @@ walfmt::Result<StateSet> LoadStateSet(const std::string& dir, const LoadOptions&
 }
 
 walfmt::Result<ClusterInfoSource> ClusterInfoFromDir(const std::string& cluster_dir, const std::string& snapshot_dir) {
-  auto ci = LoadClusterInfo(cluster_dir);
+  auto ci = walfmt::LoadClusterInfo(cluster_dir);
   if (!ci.ok()) return ci.status();
   ClusterInfoSource src;
   src.path = cluster_dir + "/cluster.json";
@@ -171,7 +171,7 @@ walfmt::Result<ClusterInfoSource> FindClusterInfoFor(const std::string& snapshot
     if (!doc["cluster"].is_object()) {
       return Status::Corruption(fmt::format("{}: field \"cluster\": expected an object", manifest));
     }
-    auto ci = ParseClusterInfo(walfmt::DumpJson(doc["cluster"]), manifest + " (cluster)");
+    auto ci = walfmt::ParseClusterInfo(walfmt::DumpJson(doc["cluster"]), manifest + " (cluster)");
     if (!ci.ok()) return ci.status();
     ClusterInfoSource src;
     src.path = manifest;

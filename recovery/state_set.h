@@ -14,9 +14,10 @@
 #include <string>
 #include <vector>
 
-#include "recovery/cluster_info.h"
+#include "walfmt/cluster_layout.h"
 #include "walfmt/snapshot.h"
 #include "walfmt/status.h"
+#include "walfmt/workload.h"
 
 namespace walcut::recovery {
 
@@ -58,10 +59,10 @@ bool IsSnapshotDir(const std::string& dir);
 
 // Where the cluster description of a snapshot directory lives.
 struct ClusterInfoSource {
-  ClusterInfo info;
-  std::string path;                               // cluster.json or manifest.json
-  bool from_manifest = false;                     // a restore output
-  std::optional<FullSnapshotInfo> full_snapshot;  // cluster.json's entry for this directory, when listed
+  walfmt::ClusterInfo info;
+  std::string path;                                       // cluster.json or manifest.json
+  bool from_manifest = false;                             // a restore output
+  std::optional<walfmt::FullSnapshotInfo> full_snapshot;  // cluster.json's entry for this directory, when listed
 };
 
 // The ClusterInfo for a snapshot directory: DIR/manifest.json's "cluster" when

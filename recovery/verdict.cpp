@@ -5,6 +5,7 @@
 
 #include "walfmt/cluster_layout.h"
 #include "walfmt/file_io.h"
+#include "walfmt/json_fields.h"
 #include "walfmt/strings.h"
 #include "walfmt/text_escape.h"
 
@@ -74,72 +75,84 @@ json Body(const Verdict& v) {
   return j;
 }
 
-// A field that is missing or of the wrong type: one line naming it.
-struct FieldError {
-  std::string field;
-  std::string what;
-};
-
-const json& Need(const json& j, const char* key, const std::string& path) {
-  if (!j.is_object()) throw FieldError{path, "is not an object"};
-  auto it = j.find(key);
-  if (it == j.end()) throw FieldError{path.empty() ? key : path + "." + key, "is missing"};
-  return *it;
-}
-std::string Join(const std::string& path, const char* key) { return path.empty() ? key : path + "." + key; }
-uint64_t U64(const json& j, const char* key, const std::string& path) {
-  const json& v = Need(j, key, path);
-  if (!v.is_number_unsigned()) throw FieldError{Join(path, key), "is not an unsigned integer"};
-  return v.get<uint64_t>();
-}
-std::string Str(const json& j, const char* key, const std::string& path) {
-  const json& v = Need(j, key, path);
-  if (!v.is_string()) throw FieldError{Join(path, key), "is not a string"};
-  return v.get<std::string>();
-}
-bool Bool(const json& j, const char* key, const std::string& path) {
-  const json& v = Need(j, key, path);
-  if (!v.is_boolean()) throw FieldError{Join(path, key), "is not a boolean"};
-  return v.get<bool>();
-}
-Lsn Pos(const json& j, const char* key, const std::string& path) {
-  auto l = Lsn::Parse(Str(j, key, path));
-  if (!l) throw FieldError{Join(path, key), "is not a position SEG/OFFSET"};
-  return *l;
-}
-uint64_t HexU64(const json& j, const char* key, const std::string& path) {
-  const std::string s = Str(j, key, path);
-  if (s.size() != 16 || s.find_first_not_of("0123456789abcdef") != std::string::npos) {
-    throw FieldError{Join(path, key), "is not 16 hex digits"};
-  }
-  return std::stoull(s, nullptr, 16);
-}
-const json& Arr(const json& j, const char* key, const std::string& path) {
-  const json& v = Need(j, key, path);
-  if (!v.is_array()) throw FieldError{Join(path, key), "is not an array"};
-  return v;
-}
-
-cut::TrackedTx TrackedFrom(const json& t, const std::string& p) {
+// A tracked transaction of a verdict node (element `p` of its before/after).
+cut::TrackedTx TrackedFrom(walfmt::JsonFields& f, const json& t, const std::string& p) {
   cut::TrackedTx x;
-  if (!walfmt::TxId::Parse(Str(t, "tx", p), x.tx)) throw FieldError{p + ".tx", "is not a transaction id NODE:SEQ"};
-  if (t.contains("commit")) {
+  x.tx = f.Tx(t, "tx", p);
+  if (const auto commit = f.OptionalPosition(t, "commit", p)) {
     x.committed = true;
-    x.commit = Pos(t, "commit", p);
-    x.marker = U64(t, "marker", p);
+    x.commit = *commit;
+    x.marker = f.U64(t, "marker", p);
   }
-  if (t.contains("rolled_back")) {
+  if (const auto rolled_back = f.OptionalPosition(t, "rolled_back", p)) {
     x.rolled_back = true;
-    x.commit = Pos(t, "rolled_back", p);
+    x.commit = *rolled_back;
   }
-  if (x.committed || x.rolled_back) x.first_seen = Pos(t, "first_seen", p);
+  if (x.committed || x.rolled_back) x.first_seen = f.Position(t, "first_seen", p);
   return x;
 }
 
-Verdict FromBody(const json& j) {
+// The segments of a verdict node's range.
+void SegmentsFrom(walfmt::JsonFields& f, const json& e, const std::string& p, VerdictNode& n) {
+  const std::string path = walfmt::JsonFields::Member(p, "segments");
+  const json* segs = f.Array(e, "segments", p);
+  if (segs == nullptr) return;
+  for (size_t x = 0; x < segs->size() && f.ok(); ++x) {
+    const std::string q = walfmt::JsonFields::Element(path, x);
+    const json& s = (*segs)[x];
+    cut::SegmentInfo info;
+    info.index = f.U64(s, "index", q);
+    info.file = f.String(s, "file", q);
+    info.compressed = f.Bool(s, "compressed", q);
+    info.bytes = f.U64(s, "bytes", q);
+    info.records = f.U64(s, "records", q);
+    n.segments.push_back(std::move(info));
+  }
+}
+
+// Node i of a verdict (element `p` of "nodes").
+VerdictNode NodeFrom(walfmt::JsonFields& f, const json& e, const std::string& p, size_t i, BaseKind base_kind) {
+  VerdictNode n;
+  n.node = f.U32(e, "node", p);
+  if (f.ok() && n.node != i) {
+    f.Fail(walfmt::JsonFields::Member(p, "node"), fmt::format("is {}, expected {} (nodes by id from 0)", n.node, i));
+  }
+  n.from = f.Position(e, "from", p);
+  if (const auto s = f.OptionalPosition(e, "wal_start", p)) {
+    n.pruned = true;
+    n.wal_start = *s;
+  }
+  if (const auto s = f.OptionalPosition(e, "start", p)) {
+    n.started = true;
+    n.start = *s;
+    n.start_time_us = f.OptionalU64(e, "start_time_us", p).value_or(0);
+  }
+  if (const auto s = f.OptionalPosition(e, "finish", p)) {
+    n.finished = true;
+    n.finish = *s;
+  }
+  if (base_kind == BaseKind::kFull) n.snapshot_fingerprint = f.Hex16(e, "snapshot_fingerprint", p);
+  if (const auto t = f.OptionalU64(e, "transactions", p)) {
+    n.has_transactions = true;
+    n.transactions = *t;
+  }
+  for (const char* key : {"before", "after"}) {
+    const json* l = f.Array(e, key, p);
+    const std::string path = walfmt::JsonFields::Member(p, key);
+    for (size_t x = 0; l != nullptr && x < l->size() && f.ok(); ++x) {
+      (std::string_view(key) == "before" ? n.before : n.after)
+          .push_back(TrackedFrom(f, (*l)[x], walfmt::JsonFields::Element(path, x)));
+    }
+  }
+  SegmentsFrom(f, e, p, n);
+  return n;
+}
+
+// The verdict's fields (all but schema and id); f says what is wrong.
+Verdict FromBody(walfmt::JsonFields& f, const json& j) {
   Verdict v;
-  v.cut = U64(j, "cut", "");
-  const std::string status = Str(j, "status", "");
+  v.cut = f.U64(j, "cut", "");
+  const std::string status = f.String(j, "status", "");
   bool known = false;
   for (auto s : {cut::CutStatus::kConsistent, cut::CutStatus::kInconsistent, cut::CutStatus::kIncomplete,
                  cut::CutStatus::kUnavailable}) {
@@ -148,72 +161,32 @@ Verdict FromBody(const json& j) {
       known = true;
     }
   }
-  if (!known) throw FieldError{"status", "is not a cut status"};
-  if (j.contains("reason")) v.reason = Str(j, "reason", "");
-  if (!Need(j, "cluster_id", "").is_null()) {
+  if (f.ok() && !known) f.Fail("status", fmt::format("\"{}\" is not a cut status", status));
+  v.reason = f.OptionalString(j, "reason", "").value_or("");
+  const json* cluster_id = f.Get(j, "cluster_id", "");
+  if (cluster_id != nullptr && !cluster_id->is_null()) {
     v.cluster_known = true;
-    v.cluster_id = HexU64(j, "cluster_id", "");
+    v.cluster_id = f.Hex16(j, "cluster_id", "");
   }
-  v.file_cluster_id = HexU64(j, "file_cluster_id", "");
-  if (j.contains("cluster_json")) v.cluster_json = Str(j, "cluster_json", "");
-  const json& b = Need(j, "base", "");
-  const std::string kind = Str(b, "kind", "base");
-  if (kind == BaseKindName(BaseKind::kGenesis)) {
-    v.base_kind = BaseKind::kGenesis;
-  } else if (kind == BaseKindName(BaseKind::kFull)) {
-    v.base_kind = BaseKind::kFull;
-  } else {
-    throw FieldError{"base.kind", "is neither genesis nor full"};
+  v.file_cluster_id = f.Hex16(j, "file_cluster_id", "");
+  v.cluster_json = f.OptionalString(j, "cluster_json", "").value_or("");
+  if (const json* b = f.Object(j, "base", "")) {
+    const std::string kind = f.String(*b, "kind", "base");
+    if (kind == BaseKindName(BaseKind::kGenesis)) {
+      v.base_kind = BaseKind::kGenesis;
+    } else if (kind == BaseKindName(BaseKind::kFull)) {
+      v.base_kind = BaseKind::kFull;
+    } else if (f.ok()) {
+      f.Fail("base.kind", fmt::format("\"{}\" is neither genesis nor full", kind));
+    }
+    v.base_name = f.String(*b, "name", "base");
+    v.base_why = f.String(*b, "why", "base");
   }
-  v.base_name = Str(b, "name", "base");
-  v.base_why = Str(b, "why", "base");
-  const json& nodes = Arr(j, "nodes", "");
-  for (size_t i = 0; i < nodes.size(); ++i) {
-    const std::string p = fmt::format("nodes[{}]", i);
-    const json& e = nodes[i];
-    VerdictNode n;
-    n.node = static_cast<uint32_t>(U64(e, "node", p));
-    if (n.node != i) throw FieldError{p + ".node", fmt::format("is {}, expected {} (nodes by id from 0)", n.node, i)};
-    n.from = Pos(e, "from", p);
-    if (e.contains("wal_start")) {
-      n.pruned = true;
-      n.wal_start = Pos(e, "wal_start", p);
-    }
-    if (e.contains("start")) {
-      n.started = true;
-      n.start = Pos(e, "start", p);
-      if (e.contains("start_time_us")) n.start_time_us = U64(e, "start_time_us", p);
-    }
-    if (e.contains("finish")) {
-      n.finished = true;
-      n.finish = Pos(e, "finish", p);
-    }
-    if (v.base_kind == BaseKind::kFull) n.snapshot_fingerprint = HexU64(e, "snapshot_fingerprint", p);
-    if (e.contains("transactions")) {
-      n.has_transactions = true;
-      n.transactions = U64(e, "transactions", p);
-    }
-    for (int side = 0; side < 2; ++side) {
-      const char* key = side == 0 ? "before" : "after";
-      const json& l = Arr(e, key, p);
-      for (size_t x = 0; x < l.size(); ++x) {
-        (side == 0 ? n.before : n.after).push_back(TrackedFrom(l[x], fmt::format("{}.{}[{}]", p, key, x)));
-      }
-    }
-    const json& segs = Arr(e, "segments", p);
-    for (size_t x = 0; x < segs.size(); ++x) {
-      const std::string q = fmt::format("{}.segments[{}]", p, x);
-      cut::SegmentInfo s;
-      s.index = U64(segs[x], "index", q);
-      s.file = Str(segs[x], "file", q);
-      s.compressed = Bool(segs[x], "compressed", q);
-      s.bytes = U64(segs[x], "bytes", q);
-      s.records = U64(segs[x], "records", q);
-      n.segments.push_back(std::move(s));
-    }
-    v.nodes.push_back(std::move(n));
+  const json* nodes = f.Array(j, "nodes", "");
+  for (size_t i = 0; nodes != nullptr && i < nodes->size() && f.ok(); ++i) {
+    v.nodes.push_back(NodeFrom(f, (*nodes)[i], walfmt::JsonFields::Element("nodes", i), i, v.base_kind));
   }
-  if (v.nodes.empty()) throw FieldError{"nodes", "is empty"};
+  if (f.ok() && v.nodes.empty()) f.Fail("nodes", "is empty");
   return v;
 }
 
@@ -331,20 +304,19 @@ walfmt::Result<Verdict> VerdictFromJson(const std::string& text, const std::stri
   if (schema == j.end() || !schema->is_string() || schema->get<std::string>() != kVerdictSchema) {
     return Status::InvalidArgument(fmt::format("{}: not a walcut verdict (schema is not {})", origin, kVerdictSchema));
   }
-  try {
-    const std::string id = Str(j, "id", "");
-    j.erase("id");
-    const std::string digest = walfmt::Hex16(Fnv1a64(j.dump()));
-    if (id != digest) {
-      return Status::InvalidArgument(fmt::format(
-          "{}: its content does not match its id {} (digest {}): the file was edited or damaged", origin, id, digest));
-    }
-    Verdict v = FromBody(walfmt::UnescapeJsonStrings(j));  // the byte strings it was made from
-    v.id = id;
-    return v;
-  } catch (const FieldError& e) {
-    return Status::InvalidArgument(fmt::format("{}: field '{}' {}", origin, e.field, e.what));
+  walfmt::JsonFields f(origin);
+  const std::string id = f.String(j, "id", "");
+  if (!f.ok()) return Status::InvalidArgument(f.error());
+  j.erase("id");
+  const std::string digest = walfmt::Hex16(Fnv1a64(j.dump()));
+  if (id != digest) {
+    return Status::InvalidArgument(fmt::format(
+        "{}: its content does not match its id {} (digest {}): the file was edited or damaged", origin, id, digest));
   }
+  Verdict v = FromBody(f, walfmt::UnescapeJsonStrings(j));  // the byte strings it was made from
+  if (!f.ok()) return Status::InvalidArgument(f.error());
+  v.id = id;
+  return v;
 }
 
 walfmt::Result<Verdict> ReadVerdict(const std::string& path) {

@@ -11,13 +11,14 @@
 
 #include <fmt/format.h>
 
-#include "recovery/cluster_info.h"
 #include "recovery/invariants.h"
 #include "recovery/state_set.h"
 #include "repo/repository.h"
+#include "walfmt/cluster_layout.h"
 #include "walfmt/file_io.h"
 #include "walfmt/snapshot.h"
 #include "walfmt/strings.h"
+#include "walfmt/workload.h"
 
 namespace walcut::repo {
 namespace fs = std::filesystem;
@@ -270,7 +271,7 @@ void CrossCheckFingerprints(const RepoListing& l, const Artifact& step, const st
 Status CheckInvariantsOf(const Artifact& last, const std::string& dir, RepoCheckItem& it) {
   auto cj = walfmt::ReadWholeFile(walfmt::JoinPath(last.dir, "cluster.json"), 64u << 20);
   if (!cj.ok()) return cj.status();
-  auto info = recovery::ParseClusterInfo(*cj, walfmt::JoinPath(last.dir, "cluster.json"));
+  auto info = walfmt::ParseClusterInfo(*cj, walfmt::JoinPath(last.dir, "cluster.json"));
   if (!info.ok()) return info.status();
   recovery::LoadOptions lo;
   lo.expected_nodes = info->nodes;

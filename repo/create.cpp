@@ -10,7 +10,6 @@
 #include <fmt/format.h>
 
 #include "cut/load.h"
-#include "recovery/cluster_info.h"
 #include "recovery/restore.h"
 #include "repo/artifact_io.h"
 #include "repo/manifest.h"
@@ -132,7 +131,7 @@ Result<ArtifactNode> CopySnapshotNode(const CreateRequest& req, const walfmt::Fu
 }
 
 Result<CreateResult> CreateRuntimeFull(const CreateRequest& req, const RepoListing& l, Manifest m) {
-  auto info = recovery::LoadClusterInfo(req.cluster_dir);
+  auto info = walfmt::LoadClusterInfo(req.cluster_dir);
   if (!info.ok()) return info.status();
   const walfmt::FullSnapshotInfo* fsi = info->FindSnapshot(req.from);
   if (!fsi) {

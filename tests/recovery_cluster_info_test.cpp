@@ -2,8 +2,9 @@
 // own tests are in walfmt_cluster_layout_test.cpp.
 #include <catch2/catch.hpp>
 
-#include "recovery/cluster_info.h"
 #include "recovery_support.h"
+#include "walfmt/cluster_layout.h"
+#include "walfmt/workload.h"
 
 using namespace walcut::recovery;
 using namespace walcut::recovery::testing;
@@ -11,7 +12,7 @@ using namespace walcut::recovery::testing;
 TEST_CASE("cluster.json: what the runtime writes is what it ran", "[recovery][cluster_info][cluster]") {
   TempDir t("ci-run");
   const SmallCluster c = MakeSmallCluster(t.str(), walcut::node::Workload::kMixed, 5, 5, 2);
-  auto r = LoadClusterInfo(c.dir);
+  auto r = walfmt::LoadClusterInfo(c.dir);
   INFO(r.status().message());
   REQUIRE(r.ok());
   const auto& o = c.run.options;
@@ -19,7 +20,7 @@ TEST_CASE("cluster.json: what the runtime writes is what it ran", "[recovery][cl
   CHECK(r->backups == o.backups);
   CHECK(r->partitions == o.partitions);
   CHECK(r->seed == o.seed);
-  CHECK(r->workload == Workload::kMixed);
+  CHECK(r->workload == walfmt::Workload::kMixed);
   CHECK(r->accounts == o.workload.accounts);
   CHECK(r->ring_keys == o.workload.ring);
   CHECK(r->initial_balance == o.workload.initial_balance);

@@ -15,7 +15,7 @@ using namespace walcut::recovery::testing;
 
 namespace {
 
-InvariantReport Check(const ClusterInfo& ci, const std::vector<NodeState>& states, InvariantOptions o = {}) {
+InvariantReport Check(const walfmt::ClusterInfo& ci, const std::vector<NodeState>& states, InvariantOptions o = {}) {
   if (!o.bank && !o.cycle) o = OptionsFor(ci.workload);
   return CheckInvariants(ci, Ptrs(states), o);
 }
@@ -42,13 +42,13 @@ const Finding& Only(const InvariantReport& r, const std::string& check) {
 }
 
 // The two holders of a key with 1 backup: primary first.
-std::pair<uint32_t, uint32_t> Holders(const ClusterInfo& ci, const std::string& key) {
+std::pair<uint32_t, uint32_t> Holders(const walfmt::ClusterInfo& ci, const std::string& key) {
   const auto topo = ci.topology();
   const uint32_t p = topo.PrimaryOf(key);
   return {p, topo.BackupOf(p, 0)};
 }
 
-uint32_t NonHolder(const ClusterInfo& ci, const std::string& key) {
+uint32_t NonHolder(const walfmt::ClusterInfo& ci, const std::string& key) {
   for (uint32_t n = 0; n < ci.nodes; ++n) {
     if (!ci.topology().Holds(n, key)) return n;
   }
@@ -71,7 +71,7 @@ TEST_CASE("key names round trip and reject near misses", "[recovery][invariants]
 }
 
 TEST_CASE("invariants: the initial data passes every check", "[recovery][invariants]") {
-  const ClusterInfo ci = HandInfo();
+  const walfmt::ClusterInfo ci = HandInfo();
   const auto states = Place(ci, HandData(ci));
   const auto r = Check(ci, states);
   INFO(Describe(r));
@@ -84,7 +84,7 @@ TEST_CASE("invariants: the initial data passes every check", "[recovery][invaria
 }
 
 TEST_CASE("invariants: bank breakage names the node and the account", "[recovery][invariants]") {
-  const ClusterInfo ci = HandInfo();
+  const walfmt::ClusterInfo ci = HandInfo();
   const std::string key = AccountKey(3);
   const auto [primary, backup] = Holders(ci, key);
   auto states = Place(ci, HandData(ci));
@@ -202,7 +202,7 @@ TEST_CASE("invariants: bank breakage names the node and the account", "[recovery
 }
 
 TEST_CASE("invariants: cycle breakage names the keys", "[recovery][invariants]") {
-  const ClusterInfo ci = HandInfo();
+  const walfmt::ClusterInfo ci = HandInfo();
   auto data = HandData(ci);
   InvariantOptions cycle_only;
   cycle_only.cycle = true;
@@ -291,7 +291,7 @@ TEST_CASE("invariants: cycle breakage names the keys", "[recovery][invariants]")
 }
 
 TEST_CASE("invariants: states for another number of nodes are one finding", "[recovery][invariants]") {
-  const ClusterInfo ci = HandInfo();
+  const walfmt::ClusterInfo ci = HandInfo();
   auto states = Place(ci, HandData(ci));
   states.pop_back();
   const auto r = Check(ci, states);
@@ -301,7 +301,7 @@ TEST_CASE("invariants: states for another number of nodes are one finding", "[re
 }
 
 TEST_CASE("invariants: findings beyond max_findings are counted, not kept", "[recovery][invariants]") {
-  const ClusterInfo ci = HandInfo();
+  const walfmt::ClusterInfo ci = HandInfo();
   auto states = Place(ci, HandData(ci));
   for (auto& s : states) s.clear();
   InvariantOptions o = OptionsFor(ci.workload);
@@ -332,7 +332,7 @@ TEST_CASE("invariants: full snapshots taken by the runtime pass, a changed balan
     auto set = LoadStateSet(cl.snapshot_dir, {src->info.nodes, src->info.cluster_id, src->path});
     INFO(set.status().message());
     REQUIRE(set.ok());
-    const ClusterInfo& ci = src->info;
+    const walfmt::ClusterInfo& ci = src->info;
     const auto r = CheckInvariants(ci, StatesOf(*set), OptionsFor(ci.workload));
     INFO(Describe(r));
     CHECK(r.ok());

@@ -29,6 +29,7 @@
 #include "recovery/verdict.h"
 #include "sweep_support.h"
 #include "walfmt/file_io.h"
+#include "walfmt/reader.h"
 #include "walfmt/segment.h"
 #include "walfmt/source.h"
 #include "walfmt/staging.h"
@@ -452,6 +453,71 @@ TEST_CASE("a per-node restore refuses a verdict, a WAL or a base that do not bel
   }
 }
 
+// The positions of every record of a WAL directory, in order.
+std::vector<walfmt::Lsn> RecordPositions(const fs::path& wal) {
+  std::vector<walfmt::Lsn> at;
+  auto segs = walfmt::ListSegments(wal.string(), [](const walfmt::Problem&) {});
+  REQUIRE(segs.ok());
+  walfmt::NodeReadOptions ro;
+  walfmt::ReadNodeWal(
+      *segs, ro,
+      [&](const walfmt::RecordView& r) {
+        at.push_back(r.lsn);
+        return true;
+      },
+      [](const walfmt::Problem&) {});
+  return at;
+}
+
+TEST_CASE("a per-node restore refuses a CUT_FINISH position that is another record of the node's WAL") {
+  Split s = MakeSplit(4, "part-finish");
+  const fs::path out = s.dir->path / "out";
+  const Verdict& v = s.verdict;
+  const walcut::recovery::VerdictNode& vn = v.nodes[0];
+  REQUIRE(vn.finished);
+  // The positions the verdict names on node 0 besides CUT_FINISH: a record
+  // there is checked as what it is, so CUT_FINISH is moved elsewhere.
+  std::vector<walfmt::Lsn> named = {vn.from, vn.start};
+  for (const auto* list : {&vn.before, &vn.after}) {
+    for (const auto& t : *list) {
+      named.push_back(t.commit);
+      named.push_back(t.first_seen);
+    }
+  }
+  auto is_named = [&](walfmt::Lsn p) { return std::find(named.begin(), named.end(), p) != named.end(); };
+  const std::vector<walfmt::Lsn> at = RecordPositions(s.hosts.node_dirs[0] / "wal");
+  const auto finish = std::find(at.begin(), at.end(), vn.finish);
+  REQUIRE(finish != at.end());
+  std::vector<walfmt::Lsn> moved;
+  // The nearest record before CUT_FINISH that the verdict does not name, after CUT_START.
+  for (auto it = finish; it != at.begin();) {
+    --it;
+    if (!(vn.start < *it)) break;
+    if (!is_named(*it)) {
+      moved.push_back(*it);
+      break;
+    }
+  }
+  // The record right after it, when the WAL goes on.
+  if (finish + 1 != at.end() && !is_named(*(finish + 1))) moved.push_back(*(finish + 1));
+  REQUIRE_FALSE(moved.empty());
+  for (const walfmt::Lsn p : moved) {
+    INFO("CUT_FINISH moved from " << vn.finish.ToString() << " to " << p.ToString());
+    Verdict bad = v;
+    bad.nodes[0].finish = p;
+    auto r = RestorePart(Request(bad, s.hosts, 0, out));
+    INFO(r.status().message());
+    REQUIRE_FALSE(r.ok());
+    CHECK(r.status().code() == walfmt::ErrorCode::kInvalidArgument);
+    CHECK_THAT(
+        r.status().message(),
+        Catch::Contains(fmt::format("node 0: the verdict (cut {}) places CUT_FINISH({}) tracking", v.cut, v.cut)) &&
+            Catch::Contains(fmt::format("at {}, but node 0's WAL has ", p.ToString())));
+    CHECK_THAT(r.status().message(), !Catch::Contains("no record starting there"));
+    CHECK_FALSE(fs::exists(out));
+  }
+}
+
 TEST_CASE("assembly refuses parts that are not one restore: a node missing or twice, another verdict, a damaged file") {
   Split s = MakeSplit(4, "part-assemble");
   const Verdict& v = s.verdict;
@@ -524,7 +590,7 @@ TEST_CASE("assembly refuses parts that are not one restore: a node missing or tw
     json m = json::parse(Slurp(mf));
     m["cluster_id"] = "not hex";
     std::ofstream(mf, std::ios::binary | std::ios::trunc) << m.dump(2);
-    refused(parts, parts[1] + "/manifest.json: malformed per-node manifest: cluster_id is not 16 hex digits");
+    refused(parts, parts[1] + "/manifest.json: field 'cluster_id': \"not hex\" is not 16 lower-case hex digits");
   }
   SECTION("a whole restore is not a part") {
     const std::string whole = (s.dir->path / "whole").string();

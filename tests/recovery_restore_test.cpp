@@ -206,7 +206,7 @@ void CheckOneSeed(uint64_t seed, SweepCounts& counts, const std::function<void(C
 
   // The naive rule (WAL prefix up to CUT_START, sets ignored) must be caught
   // by the invariants on some seeds, or the oracle could not fail.
-  if (rr.options.workload.workload == Workload::kBank && !faults) {
+  if (rr.options.workload.workload == walfmt::Workload::kBank && !faults) {
     for (auto& s : cc.nodes) {
       for (auto& c : s.cuts) {
         c.before.clear();
@@ -262,7 +262,7 @@ TEST_CASE("transactions wider than the scan's inline participant lists: 9 nodes,
   SweepCounts counts;
   for (uint64_t seed = 1; seed <= 8; ++seed) {
     CheckOneSeed(seed, counts, [](ClusterOptions& o) {
-      o.workload.workload = Workload::kCycle;
+      o.workload.workload = walfmt::Workload::kCycle;
       o.random_crashes = 0;
       o.nodes = 9;
       o.backups = 2;

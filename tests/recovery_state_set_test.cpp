@@ -187,7 +187,7 @@ TEST_CASE("state set: the cluster description of a full snapshot, a restore outp
     CHECK(src->from_manifest);
     CHECK(src->path == out + "/manifest.json");
     CHECK_FALSE(src->full_snapshot);
-    CHECK(src->info.cluster_id == LoadClusterInfo(c.dir)->cluster_id);
+    CHECK(src->info.cluster_id == walfmt::LoadClusterInfo(c.dir)->cluster_id);
 
     manifest["cluster"].erase("nodes");
     WriteAll(out + "/manifest.json", manifest.dump(2));

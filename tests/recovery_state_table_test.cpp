@@ -13,10 +13,11 @@
 #include <fmt/format.h>
 #include <catch2/catch.hpp>
 
+#include "bench/partitioned_state.h"
 #include "recovery/state_table.h"
 
+using walcut::bench::PartitionedState;
 using walcut::recovery::HugeArray;
-using walcut::recovery::PartitionedState;
 using walcut::recovery::StateTable;
 
 namespace {
@@ -295,4 +296,51 @@ TEST_CASE("state table: the radix sort and std::sort give the keys' byte order a
     for (size_t i = 0; i < shuffled.size(); ++i) got.push_back(shuffled[items[i].ref]);
     CHECK(got == keys);
   }
+}
+
+TEST_CASE("state table: an erase and a rewrite probe past a tombstone in their chain") {
+  // Four keys whose hashes share their low 16 bits: in a table of fewer
+  // slots their probes start at one slot, so they fill one chain in order.
+  std::map<uint64_t, std::vector<std::string>> by_low;
+  std::vector<std::string> chain;
+  for (uint64_t n = 0; chain.empty(); ++n) {
+    std::string key = fmt::format("acct/{}", n);
+    auto& same = by_low[StateTable::Hash(key) & 0xffff];
+    same.push_back(std::move(key));
+    if (same.size() == 4) chain = same;
+  }
+  INFO(fmt::format("chain {} {} {} {}", chain[0], chain[1], chain[2], chain[3]));
+  StateTable t;
+  std::map<std::string, std::string> model;
+  auto put = [&](const std::string& k, const std::string& v) {
+    t.Put(k, v);
+    model[k] = v;
+  };
+  auto erase = [&](const std::string& k) {
+    t.Erase(k);
+    model.erase(k);
+  };
+  auto same = [&] {
+    CHECK(Contents(t) == model);
+    CHECK(t.size() == model.size());
+  };
+  for (const auto& k : chain) put(k, "v-" + k);
+  same();
+  erase(chain[0]);  // a tombstone at the head of the chain
+  same();
+  erase(chain[2]);  // found past the tombstone
+  same();
+  put(chain[1], "x");                    // rewritten in place past the tombstone, not added again
+  put(chain[3], std::string(200, 'y'));  // rewritten where it moves to the arena's end
+  same();
+  erase(chain[2]);  // gone already: nothing changes
+  same();
+  put(chain[0], "back");  // back into its grave
+  put(chain[2], "again");
+  same();
+  erase(chain[3]);  // past two tombstones' worth of rewrites
+  erase(chain[1]);
+  same();
+  put(chain[3], "z");
+  same();
 }

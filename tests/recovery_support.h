@@ -16,10 +16,11 @@
 #include <catch2/catch.hpp>
 
 #include "node/cluster.h"
-#include "recovery/cluster_info.h"
 #include "recovery/invariants.h"
 #include "recovery/state_set.h"
 #include "scratch_dir.h"
+#include "walfmt/cluster_layout.h"
+#include "walfmt/workload.h"
 
 namespace walcut::recovery::testing {
 
@@ -75,14 +76,14 @@ inline SmallCluster MakeSmallCluster(const std::string& parent, node::Workload w
 
 // A cluster description made by hand: 3 nodes, 1 backup, 12 partitions,
 // 10 accounts of 100, a ring of 8 keys.
-inline ClusterInfo HandInfo(uint32_t nodes = 3, uint32_t backups = 1) {
-  ClusterInfo ci;
+inline walfmt::ClusterInfo HandInfo(uint32_t nodes = 3, uint32_t backups = 1) {
+  walfmt::ClusterInfo ci;
   ci.origin = "hand-made";
   ci.cluster_id = 0xABCD;
   ci.nodes = nodes;
   ci.backups = backups;
   ci.partitions = 12;
-  ci.workload = Workload::kMixed;
+  ci.workload = walfmt::Workload::kMixed;
   ci.accounts = 10;
   ci.ring_keys = 8;
   ci.initial_balance = 100;
@@ -92,7 +93,7 @@ inline ClusterInfo HandInfo(uint32_t nodes = 3, uint32_t backups = 1) {
 }
 
 // The initial data of HandInfo: every account at 100, ring i -> i+1.
-inline std::map<std::string, std::string> HandData(const ClusterInfo& ci) {
+inline std::map<std::string, std::string> HandData(const walfmt::ClusterInfo& ci) {
   std::map<std::string, std::string> m;
   for (uint32_t i = 0; i < ci.accounts; ++i) m[AccountKey(i)] = std::to_string(ci.initial_balance);
   for (uint32_t i = 0; i < ci.ring_keys; ++i) m[RingKey(i)] = std::to_string((i + 1) % ci.ring_keys);
@@ -100,7 +101,7 @@ inline std::map<std::string, std::string> HandData(const ClusterInfo& ci) {
 }
 
 // Every key on each node that holds it (primary and backups).
-inline std::vector<NodeState> Place(const ClusterInfo& ci, const std::map<std::string, std::string>& data) {
+inline std::vector<NodeState> Place(const walfmt::ClusterInfo& ci, const std::map<std::string, std::string>& data) {
   std::vector<NodeState> v(ci.nodes);
   const walfmt::Topology topo = ci.topology();
   for (const auto& [k, val] : data) {

@@ -101,7 +101,7 @@ walfmt::Result<CreateResult> Create(const std::string& cluster, const std::strin
 // A full artifact of the cluster's first runtime full snapshot, then an
 // increment of its latest consistent cut on top; the increment.
 CreateResult FullAndLatestIncrement(const std::string& cluster, const std::string& repo) {
-  auto info = recovery::LoadClusterInfo(cluster);
+  auto info = walfmt::LoadClusterInfo(cluster);
   REQUIRE(info.ok());
   REQUIRE_OK(Create(cluster, repo, true, info->full_snapshots[0].name, std::nullopt));
   auto inc = Create(cluster, repo, false, "", std::nullopt, "", true);
@@ -195,7 +195,7 @@ TEST_CASE("repo: full artifact of a runtime snapshot, listed and checked, a tamp
   TempDir t("repo-full");
   const std::string cluster = MakeCluster(t.str(), 11);
   const std::string repo = t.str() + "/repo";
-  auto info = recovery::LoadClusterInfo(cluster);
+  auto info = walfmt::LoadClusterInfo(cluster);
   REQUIRE(info.ok());
   const std::string snap = info->full_snapshots.at(0).name;
   auto r = Create(cluster, repo, true, snap, std::nullopt);
@@ -387,7 +387,7 @@ TEST_CASE("repo: refusals: inconsistent cut, another cluster's parent, missing s
   TempDir t2("repo-missing");
   const std::string small = MakeCluster(t2.str(), 51, 4096);
   const std::string repo2 = t2.str() + "/repo";
-  auto info = recovery::LoadClusterInfo(small);
+  auto info = walfmt::LoadClusterInfo(small);
   REQUIRE(info.ok());
   REQUIRE_OK(Create(small, repo2, true, info->full_snapshots[0].name, std::nullopt));
   const walfmt::Lsn from = info->full_snapshots[0].nodes[1].wal_position;
@@ -460,7 +460,7 @@ TEST_CASE("repo: create failing at every I/O step leaves no artifact or a comple
   TempDir t("repo-crash");
   const std::string cluster = MakeCluster(t.str(), 71);
   const std::string repo = t.str() + "/repo";
-  auto info = recovery::LoadClusterInfo(cluster);
+  auto info = walfmt::LoadClusterInfo(cluster);
   REQUIRE(info.ok());
   const auto consistent = ConsistentCuts(Cuts(cluster));
   REQUIRE(consistent.size() >= 2);
@@ -507,7 +507,7 @@ TEST_CASE("repo: expire keeps the newest fulls and every chain they start, the r
   TempDir t("repo-expire");
   const std::string cluster = MakeCluster(t.str(), 81);
   const std::string repo = t.str() + "/repo";
-  auto info = recovery::LoadClusterInfo(cluster);
+  auto info = walfmt::LoadClusterInfo(cluster);
   REQUIRE(info.ok());
   const auto consistent = ConsistentCuts(Cuts(cluster));
   REQUIRE(consistent.size() >= 4);
@@ -581,7 +581,7 @@ TEST_CASE("repo: increments of a WAL of many segments restore byte-identically t
   TempDir t("repo-multiseg");
   const std::string cluster = MakeCluster(t.str(), 91, 8192);
   const std::string repo = t.str() + "/repo";
-  auto info = recovery::LoadClusterInfo(cluster);
+  auto info = walfmt::LoadClusterInfo(cluster);
   REQUIRE(info.ok());
   const auto consistent = ConsistentCuts(Cuts(cluster));
   REQUIRE(consistent.size() >= 3);
