@@ -1,6 +1,7 @@
 // libFuzzer target for walcut's command line: every input is one argv, run
-// by fork/exec of an instrumented walcut (WALCUT_FUZZ_BIN, built by
-// fuzz/CMakeLists.txt with ASan and UBSan) against a small cluster.
+// by fork/exec of walcut (WALCUT_FUZZ_BIN: this build's walcut, or the one
+// WALCUT_FUZZ_ARGV_BIN names, e.g. walcut_fuzz_cli, built with ASan and UBSan)
+// against a small cluster.
 //
 // Input: argv tokens separated by newlines (or NUL bytes). A token "@NAME"
 // names a path into the run's copy of the cluster (kPaths below), so that the
