@@ -7,7 +7,6 @@
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
-#include <limits>
 #include <memory>
 #include <mutex>
 
@@ -16,6 +15,7 @@
 #include "cli/check_report.h"
 #include "cli/command.h"
 #include "cli/inputs.h"
+#include "cli/numbers.h"
 #include "cli/output.h"
 #include "recovery/check.h"
 #include "recovery/verdict.h"
@@ -210,7 +210,7 @@ void RegisterCheck(CLI::App& root, Registry& reg) {
       "checks (one pass over the WAL in all); --from-genesis restores each from genesis instead.\n"
       "Exit 0 all good, 1 findings, 2 usage error, 3 I/O or internal error.");
   cmd->add_option("dir", o->dir, "Cluster directory, or one node's directory (see --node)");
-  cmd->add_option("--cut", o->cut, "Check this cut (default level: restore)");
+  AddNumber(cmd, "--cut", o->cut, kCutIdRange, "Check this cut (default level: restore)");
   cmd->add_flag("--all", o->all, "Check every cut (the default; default level: cuts)");
   cmd->add_option("--level", o->level, "files, cuts or restore (each includes the ones before it)")
       ->check(CLI::IsMember({"files", "cuts", "restore"}))
@@ -229,12 +229,11 @@ void RegisterCheck(CLI::App& root, Registry& reg) {
   cmd->add_flag("--from-genesis", o->from_genesis,
                 "Level restore: restore every cut from genesis, not from the previous cut's checked restore "
                 "(each restore independent of the others; reads the WAL prefix once per cut)");
-  cmd->add_option("-j,--jobs", o->jobs, "Threads (default: one per core)");
+  AddNumber(cmd, "-j,--jobs", o->jobs, kJobsRange, "Threads (default: one per core)");
   AddProgressOptions(cmd);
-  cmd->add_option("--node", o->node,
-                  "Check one node where its WAL lives: DIR is its directory (node-<i>, with wal/; checked this way "
-                  "without --node too) or its WAL directory; level files (default), or restore with --verdict")
-      ->check(CLI::Range(0, std::numeric_limits<int>::max()).description(""));
+  AddNumber(cmd, "--node", o->node, kNodeIdRange,
+            "Check one node where its WAL lives: DIR is its directory (node-<i>, with wal/; checked this way "
+            "without --node too) or its WAL directory; level files (default), or restore with --verdict");
   cmd->add_option("--verdict", o->verdict,
                   "One node, level restore: the cut's verdict (walcut cuts SUMMARIES... --verdict-out FILE --cut K); "
                   "the node is restored from it into a temporary directory and read back");

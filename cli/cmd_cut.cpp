@@ -9,6 +9,7 @@
 
 #include "cli/command.h"
 #include "cli/cut_common.h"
+#include "cli/numbers.h"
 #include "cli/output.h"
 #include "cut/svg.h"
 #include "walfmt/file_io.h"
@@ -52,21 +53,58 @@ std::string SvgPathProblem(const std::string& svg, const std::vector<std::string
   return OutputInsideInput("--svg", svg, inputs);
 }
 
+void PrintCutShowJson(const cut::ClusterCuts& cc, const cut::GlobalCut& g, const std::vector<std::string>& inputs) {
+  json j = CutJson(g, true, ClockOf(cc));
+  j["schema"] = kCutSchema;
+  j["input"] = inputs;
+  for (size_t i = 0; i < g.nodes.size(); ++i) {
+    if (const cut::NodeCut* nc = g.nodes[i]; nc && nc->started) {
+      j["nodes"][i]["local_state"] = {{"wal_prefix_end", nc->start.ToString()}, {"commits", nc->commits_before_start}};
+    }
+  }
+  fmt::print("{}\n", walfmt::DumpJson(j, 2));
+}
+
+// One node's part of cut K in `cut show` text.
+void PrintCutNode(const cut::GlobalCut& g, size_t i, const walfmt::ClusterClock& clock, uint64_t k) {
+  const cut::NodeCut* nc = g.nodes[i];
+  fmt::print("\nnode {}: {}\n", i, nc ? cut::CutEndName(nc->end) : "no record of this cut");
+  if (!nc) return;
+  if (nc->started) {
+    fmt::print("  LocalState: the WAL prefix up to CUT_START {} ({}): {} commits\n", nc->start.ToString(),
+               clock.Format(nc->start_time_us), nc->commits_before_start);
+  } else {
+    fmt::print("  LocalState: no CUT_START\n");
+  }
+  if (nc->finished) {
+    fmt::print("  ChannelState: before {}, after {} (CUT_FINISH {} at {})\n", nc->before.size(), nc->after.size(),
+               nc->finish.ToString(), clock.Format(nc->finish_time_us));
+  } else {
+    fmt::print("  ChannelState: unknown, no CUT_FINISH\n");
+  }
+  for (const auto& t : nc->before) PrintTracked("before", t, *nc, k);
+  for (const auto& t : nc->after) PrintTracked("after", t, *nc, k);
+  for (const auto& a : nc->aborts) {
+    fmt::print("  CUT_ABORT at {}: {}{}{}\n", a.at.ToString(), walfmt::CutAbortReasonName(a.reason),
+               a.detail.empty() ? "" : ": ", a.detail);
+  }
+  if (nc->restarted) fmt::print("  the node restarted during the cut\n");
+  fmt::print("  transactions of the cut on this node: {}\n", g.node_transactions[i]);
+}
+
 int RunCutShow(const CutShowOptions& o) {
   if (o.paths.size() < 2) {
     PrintError("usage: walcut cut show DIR K (or SUMMARY... K)");
     return kExitUsage;
   }
   std::vector<std::string> inputs(o.paths.begin(), o.paths.end() - 1);
-  uint64_t k = 0;
-  try {
-    size_t used = 0;
-    k = std::stoull(o.paths.back(), &used);
-    if (used != o.paths.back().size()) throw std::invalid_argument("trailing");
-  } catch (...) {
-    PrintError(fmt::format("'{}' is not a cut id", o.paths.back()));
+  std::string bad_k;
+  const std::optional<uint64_t> parsed = ParseInRange("K", o.paths.back(), kCutIdRange, bad_k);
+  if (!parsed) {
+    PrintError(bad_k);
     return kExitUsage;
   }
+  const uint64_t k = *parsed;
   if (!o.svg.empty()) {
     if (std::string why = SvgPathProblem(o.svg, inputs); !why.empty()) {
       PrintError(why);
@@ -95,16 +133,7 @@ int RunCutShow(const CutShowOptions& o) {
     }
   }
   if (o.format == Format::kJson) {
-    json j = CutJson(*g, true, ClockOf(*cc));
-    j["schema"] = kCutSchema;
-    j["input"] = inputs;
-    for (size_t i = 0; i < g->nodes.size(); ++i) {
-      if (const cut::NodeCut* nc = g->nodes[i]; nc && nc->started) {
-        j["nodes"][i]["local_state"] = {{"wal_prefix_end", nc->start.ToString()},
-                                        {"commits", nc->commits_before_start}};
-      }
-    }
-    fmt::print("{}\n", walfmt::DumpJson(j, 2));
+    PrintCutShowJson(*cc, *g, inputs);
     return rc;
   }
   const walfmt::ClusterClock clock = ClockOf(*cc);
@@ -128,31 +157,7 @@ int RunCutShow(const CutShowOptions& o) {
                g->consistent_before ? std::to_string(*g->consistent_before) : "none",
                g->consistent_after ? std::to_string(*g->consistent_after) : "none");
   }
-  for (size_t i = 0; i < g->nodes.size(); ++i) {
-    const cut::NodeCut* nc = g->nodes[i];
-    fmt::print("\nnode {}: {}\n", i, nc ? cut::CutEndName(nc->end) : "no record of this cut");
-    if (!nc) continue;
-    if (nc->started) {
-      fmt::print("  LocalState: the WAL prefix up to CUT_START {} ({}): {} commits\n", nc->start.ToString(),
-                 clock.Format(nc->start_time_us), nc->commits_before_start);
-    } else {
-      fmt::print("  LocalState: no CUT_START\n");
-    }
-    if (nc->finished) {
-      fmt::print("  ChannelState: before {}, after {} (CUT_FINISH {} at {})\n", nc->before.size(), nc->after.size(),
-                 nc->finish.ToString(), clock.Format(nc->finish_time_us));
-    } else {
-      fmt::print("  ChannelState: unknown, no CUT_FINISH\n");
-    }
-    for (const auto& t : nc->before) PrintTracked("before", t, *nc, k);
-    for (const auto& t : nc->after) PrintTracked("after", t, *nc, k);
-    for (const auto& a : nc->aborts) {
-      fmt::print("  CUT_ABORT at {}: {}{}{}\n", a.at.ToString(), walfmt::CutAbortReasonName(a.reason),
-                 a.detail.empty() ? "" : ": ", a.detail);
-    }
-    if (nc->restarted) fmt::print("  the node restarted during the cut\n");
-    fmt::print("  transactions of the cut on this node: {}\n", g->node_transactions[i]);
-  }
+  for (size_t i = 0; i < g->nodes.size(); ++i) PrintCutNode(*g, i, clock, k);
   if (!g->findings.empty()) {
     fmt::print("\nfindings:\n");
     for (const auto& f : g->findings) fmt::print("  {}: {}\n", f.check, f.message);
@@ -176,8 +181,8 @@ void RegisterCut(CLI::App& root, Registry& reg) {
       "Exit 0 when the cut is consistent, 1 when it is not, 2 usage error (no such cut), 3 I/O error.");
   show->add_option("args", o->paths, "DIR K, or SUMMARY... K")->required()->expected(2, -1);
   AddFormatOption(show, o->format);
-  show->add_option("-j,--jobs", o->jobs,
-                   "Threads scanning the WALs (default: one per core); nodes take turns segment by segment");
+  AddNumber(show, "-j,--jobs", o->jobs, kJobsRange,
+            "Threads scanning the WALs (default: one per core); nodes take turns segment by segment");
   AddProgressOptions(show);
   show->add_option("--svg", o->svg, "Also write the space-time diagram of the cut to FILE (SVG)")->type_name("FILE");
   reg.Add(show, [o] { return RunCutShow(*o); });

@@ -7,6 +7,7 @@
 
 #include "cli/command.h"
 #include "cli/cut_common.h"
+#include "cli/numbers.h"
 #include "cli/output.h"
 #include "recovery/verdict.h"
 #include "walfmt/file_io.h"
@@ -141,6 +142,38 @@ std::string CutTime(const cut::GlobalCut& g, const walfmt::ClusterClock& clock) 
   return g.finish_time_us > 0 ? clock.Format(g.finish_time_us) : "-";
 }
 
+// `walcut cuts --format json`; `counts` by cut::CutStatus.
+void PrintCutsJson(const CutsOptions& o, const cut::ClusterCuts& cc, const uint64_t (&counts)[5]) {
+  json j;
+  j["schema"] = kCutsSchema;
+  j["input"] = o.paths;
+  j["nodes"] = cc.nodes.size();
+  j["epoch_unix_us"] = cc.epoch_unix_us ? json(*cc.epoch_unix_us) : json(nullptr);
+  j["epoch"] = cc.epoch_unix_us ? json(ClockOf(cc).Format(0)) : json(nullptr);
+  j["counts"] = {{"cuts", cc.cuts.size()},
+                 {"consistent", counts[static_cast<int>(cut::CutStatus::kConsistent)]},
+                 {"inconsistent", counts[static_cast<int>(cut::CutStatus::kInconsistent)]},
+                 {"incomplete", counts[static_cast<int>(cut::CutStatus::kIncomplete)]},
+                 {"unavailable", counts[static_cast<int>(cut::CutStatus::kUnavailable)]}};
+  j["window"] = WindowJson(cc.window);
+  j["snapshots"] = SnapshotsJson(cc);
+  json wal = json::array();
+  for (const auto& s : cc.nodes) {
+    json n = {{"node", s.node}, {"end", s.end.ToString()}, {"records", s.records}, {"commits", s.commits}};
+    n["torn_tail"] = s.torn_tail ? json(s.torn_at.ToString()) : json(nullptr);
+    n["damage"] = s.damaged ? json({{"at", s.damage_at.ToString()}, {"message", s.damage}}) : json(nullptr);
+    wal.push_back(std::move(n));
+  }
+  j["wal"] = wal;
+  json cuts = json::array();
+  for (const auto& g : cc.cuts) cuts.push_back(CutJson(g, false, ClockOf(cc)));
+  j["cuts"] = cuts;
+  json fs = json::array();
+  for (const auto& f : cc.findings) fs.push_back(FindingJson(f));
+  j["findings"] = fs;
+  fmt::print("{}\n", walfmt::DumpJson(j, 2));
+}
+
 int RunCuts(const CutsOptions& o) {
   if (!o.verdict_out.empty()) return RunVerdict(o);
   if (o.cut > 0 || o.latest || !o.base.empty() || !o.cluster_json.empty()) {
@@ -161,34 +194,7 @@ int RunCuts(const CutsOptions& o) {
   const std::string where = o.paths.size() == 1 ? o.paths[0] : fmt::format("{} summaries", o.paths.size());
 
   if (o.format == Format::kJson) {
-    json j;
-    j["schema"] = kCutsSchema;
-    j["input"] = o.paths;
-    j["nodes"] = cc->nodes.size();
-    j["epoch_unix_us"] = cc->epoch_unix_us ? json(*cc->epoch_unix_us) : json(nullptr);
-    j["epoch"] = cc->epoch_unix_us ? json(ClockOf(*cc).Format(0)) : json(nullptr);
-    j["counts"] = {{"cuts", cc->cuts.size()},
-                   {"consistent", counts[static_cast<int>(cut::CutStatus::kConsistent)]},
-                   {"inconsistent", counts[static_cast<int>(cut::CutStatus::kInconsistent)]},
-                   {"incomplete", counts[static_cast<int>(cut::CutStatus::kIncomplete)]},
-                   {"unavailable", counts[static_cast<int>(cut::CutStatus::kUnavailable)]}};
-    j["window"] = WindowJson(cc->window);
-    j["snapshots"] = SnapshotsJson(*cc);
-    json wal = json::array();
-    for (const auto& s : cc->nodes) {
-      json n = {{"node", s.node}, {"end", s.end.ToString()}, {"records", s.records}, {"commits", s.commits}};
-      n["torn_tail"] = s.torn_tail ? json(s.torn_at.ToString()) : json(nullptr);
-      n["damage"] = s.damaged ? json({{"at", s.damage_at.ToString()}, {"message", s.damage}}) : json(nullptr);
-      wal.push_back(std::move(n));
-    }
-    j["wal"] = wal;
-    json cuts = json::array();
-    for (const auto& g : cc->cuts) cuts.push_back(CutJson(g, false, ClockOf(*cc)));
-    j["cuts"] = cuts;
-    json fs = json::array();
-    for (const auto& f : cc->findings) fs.push_back(FindingJson(f));
-    j["findings"] = fs;
-    fmt::print("{}\n", walfmt::DumpJson(j, 2));
+    PrintCutsJson(o, *cc, counts);
     return findings ? kExitFindings : kExitOk;
   }
 
@@ -256,14 +262,14 @@ void RegisterCuts(CLI::App& root, Registry& reg) {
   cmd->add_option("paths", o->paths, "A cluster directory, or one summary file per node (walcut scan --out)")
       ->required();
   AddFormatOption(cmd, o->format);
-  cmd->add_option("-j,--jobs", o->jobs,
-                  "Threads scanning the WALs (default: one per core); nodes take turns segment by segment");
+  AddNumber(cmd, "-j,--jobs", o->jobs, kJobsRange,
+            "Threads scanning the WALs (default: one per core); nodes take turns segment by segment");
   AddProgressOptions(cmd);
   cmd->add_option("--verdict-out", o->verdict_out,
                   "Write the verdict of one cut (--cut K or --latest) to FILE for the per-node restores "
                   "(walcut restore NODE_DIR --verdict FILE) and print one line instead of the table; exit 0 when the "
                   "cut is consistent, 1 when not; never overwrites FILE");
-  cmd->add_option("--cut", o->cut, "With --verdict-out: the cut");
+  AddNumber(cmd, "--cut", o->cut, kCutIdRange, "With --verdict-out: the cut");
   cmd->add_flag("--latest", o->latest, "With --verdict-out: the latest restorable cut");
   cmd->add_option("--base", o->base,
                   "With --verdict-out: 'genesis' or a full snapshot name (default: chosen as restore chooses)");

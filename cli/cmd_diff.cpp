@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "cli/command.h"
+#include "cli/numbers.h"
 #include "cli/output.h"
 #include "recovery/diff.h"
 #include "recovery/state_set.h"
@@ -26,18 +27,6 @@ struct DiffCommandOptions {
   size_t max_bytes = 32;
 };
 
-// A snapshot directory that is missing or malformed as a whole is a usage
-// error; a node file that cannot be read or fails its checks is exit 3.
-int ExitForLoad(const walfmt::Status& st) {
-  switch (st.code()) {
-    case walfmt::ErrorCode::kNotFound:
-    case walfmt::ErrorCode::kInvalidArgument:
-      return kExitUsage;
-    default:
-      return kExitIo;
-  }
-}
-
 nlohmann::json SideJson(const recovery::StateSet& s) {
   nlohmann::json names = nlohmann::json::array();
   for (const auto& n : s.nodes) names.push_back(walfmt::Printable(n.name, 0));
@@ -56,77 +45,96 @@ std::string NameOf(const recovery::StateSet& s) {
   return "snapshot " + walfmt::Printable(s.nodes[0].name, 64);
 }
 
-int RunDiff(const DiffCommandOptions& o) {
-  auto a = recovery::LoadStateSet(o.a);
-  if (!a.ok()) {
-    PrintError(a.status().message());
-    return ExitForLoad(a.status());
-  }
-  auto b = recovery::LoadStateSet(o.b);
-  if (!b.ok()) {
-    PrintError(b.status().message());
-    return ExitForLoad(b.status());
-  }
-  recovery::DiffOptions dopt;
-  dopt.limit = o.limit == 0 ? std::numeric_limits<size_t>::max() : o.limit;
-  auto d = recovery::DiffStates(*a, *b, dopt);
-  if (!d.ok()) {
-    PrintError(d.status().message());
-    return ExitForLoad(d.status());
-  }
+// The totals over the nodes.
+struct DiffTotals {
   uint64_t only_a = 0, only_b = 0, changed = 0;
-  for (const auto& n : d->nodes) {
-    only_a += n.only_a_count;
-    only_b += n.only_b_count;
-    changed += n.changed_count;
-  }
-  const int rc = d->equal() ? kExitOk : kExitFindings;
+};
 
-  if (o.format == Format::kJson) {
-    using walfmt::Printable;
-    nlohmann::json nodes = nlohmann::json::array();
-    for (const auto& n : d->nodes) {
-      nlohmann::json ja = nlohmann::json::array(), jb = nlohmann::json::array(), jc = nlohmann::json::array();
-      for (const auto& kv : n.only_a) ja.push_back({{"key", Printable(kv.key, 0)}, {"value", Printable(kv.value, 0)}});
-      for (const auto& kv : n.only_b) jb.push_back({{"key", Printable(kv.key, 0)}, {"value", Printable(kv.value, 0)}});
-      for (const auto& c : n.changed) {
-        jc.push_back({{"key", Printable(c.key, 0)}, {"a", Printable(c.a, 0)}, {"b", Printable(c.b, 0)}});
-      }
-      nodes.push_back({{"node", n.node},
-                       {"equal", n.equal()},
-                       {"entries_a", n.entries_a},
-                       {"entries_b", n.entries_b},
-                       {"fingerprint_a", walfmt::Hex16(n.fingerprint_a)},
-                       {"fingerprint_b", walfmt::Hex16(n.fingerprint_b)},
-                       {"only_a_count", n.only_a_count},
-                       {"only_b_count", n.only_b_count},
-                       {"changed_count", n.changed_count},
-                       {"truncated", n.truncated()},
-                       {"only_a", ja},
-                       {"only_b", jb},
-                       {"changed", jc}});
+DiffTotals Totals(const recovery::StateDiff& d) {
+  DiffTotals t;
+  for (const auto& n : d.nodes) {
+    t.only_a += n.only_a_count;
+    t.only_b += n.only_b_count;
+    t.changed += n.changed_count;
+  }
+  return t;
+}
+
+nlohmann::json NodeDiffJson(const recovery::NodeDiff& n) {
+  using walfmt::Printable;
+  nlohmann::json ja = nlohmann::json::array(), jb = nlohmann::json::array(), jc = nlohmann::json::array();
+  for (const auto& kv : n.only_a) ja.push_back({{"key", Printable(kv.key, 0)}, {"value", Printable(kv.value, 0)}});
+  for (const auto& kv : n.only_b) jb.push_back({{"key", Printable(kv.key, 0)}, {"value", Printable(kv.value, 0)}});
+  for (const auto& c : n.changed) {
+    jc.push_back({{"key", Printable(c.key, 0)}, {"a", Printable(c.a, 0)}, {"b", Printable(c.b, 0)}});
+  }
+  return {{"node", n.node},
+          {"equal", n.equal()},
+          {"entries_a", n.entries_a},
+          {"entries_b", n.entries_b},
+          {"fingerprint_a", walfmt::Hex16(n.fingerprint_a)},
+          {"fingerprint_b", walfmt::Hex16(n.fingerprint_b)},
+          {"only_a_count", n.only_a_count},
+          {"only_b_count", n.only_b_count},
+          {"changed_count", n.changed_count},
+          {"truncated", n.truncated()},
+          {"only_a", ja},
+          {"only_b", jb},
+          {"changed", jc}};
+}
+
+void PrintDiffJson(const DiffCommandOptions& o, const recovery::StateSet& a, const recovery::StateSet& b,
+                   const recovery::StateDiff& d, int rc) {
+  nlohmann::json nodes = nlohmann::json::array();
+  for (const auto& n : d.nodes) nodes.push_back(NodeDiffJson(n));
+  const DiffTotals t = Totals(d);
+  nlohmann::json doc{{"schema", kDiffSchema},
+                     {"a", SideJson(a)},
+                     {"b", SideJson(b)},
+                     {"equal", d.equal()},
+                     {"limit", o.limit},
+                     {"nodes", nodes},
+                     {"summary",
+                      {{"nodes", d.nodes.size()},
+                       {"nodes_differing", d.nodes_differing()},
+                       {"only_a", t.only_a},
+                       {"only_b", t.only_b},
+                       {"changed", t.changed},
+                       {"exit_code", rc}}}};
+  fmt::print("{}\n", walfmt::DumpJson(doc, 2));
+}
+
+// The listed keys of a differing node in key order, whatever their kind.
+void PrintListedKeys(const recovery::NodeDiff& n, size_t mb) {
+  size_t ia = 0, ib = 0, ic = 0;
+  for (;;) {
+    const std::string* ka = ia < n.only_a.size() ? &n.only_a[ia].key : nullptr;
+    const std::string* kb = ib < n.only_b.size() ? &n.only_b[ib].key : nullptr;
+    const std::string* kc = ic < n.changed.size() ? &n.changed[ic].key : nullptr;
+    const std::string* least = nullptr;
+    for (const std::string* k : {ka, kb, kc}) {
+      if (k != nullptr && (least == nullptr || *k < *least)) least = k;
     }
-    nlohmann::json doc{{"schema", kDiffSchema},
-                       {"a", SideJson(*a)},
-                       {"b", SideJson(*b)},
-                       {"equal", d->equal()},
-                       {"limit", o.limit},
-                       {"nodes", nodes},
-                       {"summary",
-                        {{"nodes", d->nodes.size()},
-                         {"nodes_differing", d->nodes_differing()},
-                         {"only_a", only_a},
-                         {"only_b", only_b},
-                         {"changed", changed},
-                         {"exit_code", rc}}}};
-    fmt::print("{}\n", walfmt::DumpJson(doc, 2));
-    return rc;
+    if (least == nullptr) break;
+    if (least == ka) {
+      fmt::print("  - {} = {}  (only in A)\n", walfmt::Printable(*ka, mb), walfmt::Printable(n.only_a[ia].value, mb));
+      ++ia;
+    } else if (least == kb) {
+      fmt::print("  + {} = {}  (only in B)\n", walfmt::Printable(*kb, mb), walfmt::Printable(n.only_b[ib].value, mb));
+      ++ib;
+    } else {
+      fmt::print("  ~ {}: {} -> {}\n", walfmt::Printable(*kc, mb), walfmt::Printable(n.changed[ic].a, mb),
+                 walfmt::Printable(n.changed[ic].b, mb));
+      ++ic;
+    }
   }
+}
 
-  const size_t mb = o.max_bytes;
-  fmt::print("A: {} ({} node{}, {})\n", a->dir, a->nodes.size(), a->nodes.size() == 1 ? "" : "s", NameOf(*a));
-  fmt::print("B: {} ({} node{}, {})\n", b->dir, b->nodes.size(), b->nodes.size() == 1 ? "" : "s", NameOf(*b));
-  for (const auto& n : d->nodes) {
+void PrintDiffText(const DiffCommandOptions& o, const recovery::StateSet& a, const recovery::StateSet& b,
+                   const recovery::StateDiff& d, int rc) {
+  fmt::print("A: {} ({} node{}, {})\n", a.dir, a.nodes.size(), a.nodes.size() == 1 ? "" : "s", NameOf(a));
+  fmt::print("B: {} ({} node{}, {})\n", b.dir, b.nodes.size(), b.nodes.size() == 1 ? "" : "s", NameOf(b));
+  for (const auto& n : d.nodes) {
     if (n.equal()) {
       fmt::print("node {}: equal, {} keys, fingerprint {}\n", n.node, n.entries_a, walfmt::Hex16(n.fingerprint_a));
       continue;
@@ -134,39 +142,44 @@ int RunDiff(const DiffCommandOptions& o) {
     fmt::print("node {}: differs: {} only in A, {} only in B, {} changed; keys A {} B {}; fingerprint A {} B {}\n",
                n.node, n.only_a_count, n.only_b_count, n.changed_count, n.entries_a, n.entries_b,
                walfmt::Hex16(n.fingerprint_a), walfmt::Hex16(n.fingerprint_b));
-    // The listed keys in key order, whatever their kind.
-    size_t ia = 0, ib = 0, ic = 0;
-    for (;;) {
-      const std::string* ka = ia < n.only_a.size() ? &n.only_a[ia].key : nullptr;
-      const std::string* kb = ib < n.only_b.size() ? &n.only_b[ib].key : nullptr;
-      const std::string* kc = ic < n.changed.size() ? &n.changed[ic].key : nullptr;
-      const std::string* least = nullptr;
-      for (const std::string* k : {ka, kb, kc}) {
-        if (k != nullptr && (least == nullptr || *k < *least)) least = k;
-      }
-      if (least == nullptr) break;
-      if (least == ka) {
-        fmt::print("  - {} = {}  (only in A)\n", walfmt::Printable(*ka, mb), walfmt::Printable(n.only_a[ia].value, mb));
-        ++ia;
-      } else if (least == kb) {
-        fmt::print("  + {} = {}  (only in B)\n", walfmt::Printable(*kb, mb), walfmt::Printable(n.only_b[ib].value, mb));
-        ++ib;
-      } else {
-        fmt::print("  ~ {}: {} -> {}\n", walfmt::Printable(*kc, mb), walfmt::Printable(n.changed[ic].a, mb),
-                   walfmt::Printable(n.changed[ic].b, mb));
-        ++ic;
-      }
-    }
+    PrintListedKeys(n, o.max_bytes);
     if (n.truncated()) {
       fmt::print("  ... {} more (--limit {} lists {} per node; --limit 0 lists all)\n",
                  n.differences() - (n.only_a.size() + n.only_b.size() + n.changed.size()), o.limit, o.limit);
     }
   }
   if (rc == kExitOk) {
-    fmt::print("EQUAL ({} node{})\n", d->nodes.size(), d->nodes.size() == 1 ? "" : "s");
+    fmt::print("EQUAL ({} node{})\n", d.nodes.size(), d.nodes.size() == 1 ? "" : "s");
   } else {
-    fmt::print("DIFFERENT ({} of {} nodes differ: {} only in A, {} only in B, {} changed)\n", d->nodes_differing(),
-               d->nodes.size(), only_a, only_b, changed);
+    const DiffTotals t = Totals(d);
+    fmt::print("DIFFERENT ({} of {} nodes differ: {} only in A, {} only in B, {} changed)\n", d.nodes_differing(),
+               d.nodes.size(), t.only_a, t.only_b, t.changed);
+  }
+}
+
+int RunDiff(const DiffCommandOptions& o) {
+  auto a = recovery::LoadStateSet(o.a);
+  if (!a.ok()) {
+    PrintError(a.status().message());
+    return ExitForStatus(a.status());
+  }
+  auto b = recovery::LoadStateSet(o.b);
+  if (!b.ok()) {
+    PrintError(b.status().message());
+    return ExitForStatus(b.status());
+  }
+  recovery::DiffOptions dopt;
+  dopt.limit = o.limit == 0 ? std::numeric_limits<size_t>::max() : o.limit;
+  auto d = recovery::DiffStates(*a, *b, dopt);
+  if (!d.ok()) {
+    PrintError(d.status().message());
+    return ExitForStatus(d.status());
+  }
+  const int rc = d->equal() ? kExitOk : kExitFindings;
+  if (o.format == Format::kJson) {
+    PrintDiffJson(o, *a, *b, *d, rc);
+  } else {
+    PrintDiffText(o, *a, *b, *d, rc);
   }
   return rc;
 }
@@ -180,15 +193,16 @@ void RegisterDiff(CLI::App& root, Registry& reg) {
       "Compare two snapshot directories node by node: keys only in A, only in B, and changed, with each node's\n"
       "state fingerprint. A and B are each a full snapshot (CLUSTER/snapshots/<name>) or a restore output (a\n"
       "directory of node-<i>.snap files); both must have the same number of nodes. Neither is modified.\n"
-      "Exit 0 when every node is equal, 1 when any differs, 2 on usage errors (a directory missing or without\n"
-      "node-<i>.snap files, node counts that differ), 3 when a snapshot file cannot be read or fails its checks.");
+      "Exit 0 when every node is equal, 1 when any differs or a snapshot file fails its checks, 2 on usage\n"
+      "errors (a directory missing or without node-<i>.snap files, node counts that differ), 3 when a snapshot\n"
+      "file cannot be read.");
   cmd->add_option("A", o->a, "First snapshot directory")->required();
   cmd->add_option("B", o->b, "Second snapshot directory")->required();
   AddFormatOption(cmd, o->format);
-  cmd->add_option("-n,--limit", o->limit,
-                  "Differing keys listed per node (default 20; 0 lists all); counts are always complete");
-  cmd->add_option("--max-bytes", o->max_bytes,
-                  "Shorten keys and values to N bytes in text output (default 32; 0 prints them whole)");
+  AddNumber(cmd, "-n,--limit", o->limit, {0, 1000000000},
+            "Differing keys listed per node (default 20; 0 lists all); counts are always complete");
+  AddNumber(cmd, "--max-bytes", o->max_bytes, kMaxBytesRange,
+            "Shorten keys and values to N bytes in text output (default 32; 0 prints them whole)");
   reg.Add(cmd, [o] { return RunDiff(*o); });
 }
 

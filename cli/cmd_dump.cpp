@@ -26,6 +26,7 @@
 #include "cli/dump_format.h"
 #include "cli/follow.h"
 #include "cli/inputs.h"
+#include "cli/numbers.h"
 #include "cli/ordered_pipeline.h"
 #include "cli/output.h"
 #include "cli/signals.h"
@@ -405,24 +406,24 @@ void RegisterDump(CLI::App& root, Registry& reg) {
   cmd->add_option("-k,--key", o->key, "Only TX_DATA records writing this key (exact bytes)");
   cmd->add_option("-s,--from", o->from, "Start at this position SEGMENT/OFFSET (hex), per node");
   cmd->add_option("-e,--to", o->to, "Stop before this position SEGMENT/OFFSET (hex), per node");
-  cmd->add_option("--node", o->nodes, "Only these node ids (repeat or comma-separate)")->delimiter(',');
-  cmd->add_option("-n,--limit", o->limit, "Stop after this many records (0: no limit)");
-  cmd->add_option("--max-bytes", o->max_bytes, "Shorten keys and values to this many bytes in text (0: in full)")
-      ->default_val(32);
+  AddNumberList(cmd, "--node", o->nodes, kNodeIdRange, "Only these node ids (repeat or comma-separate)");
+  AddNumber(cmd, "-n,--limit", o->limit, {0, 1000000000000}, "Stop after this many records (0: no limit)");
+  AddNumber(cmd, "--max-bytes", o->max_bytes, kMaxBytesRange,
+            "Shorten keys and values to this many bytes in text (0: in full)")
+      ->default_str("32");
   cmd->add_option("--mode", o->mode,
                   "Recovery mode: strict, tolerate-torn-tail (default), point-in-time (stop quietly at damage), "
                   "salvage (skip damage)")
       ->default_str("tolerate-torn-tail");
-  cmd->add_option("-j,--jobs", o->jobs,
-                  "Threads reading and formatting segments ahead of the output (default: one per core; 1: the "
-                  "output's thread formats, one more reads ahead and checks the checksums)");
+  AddNumber(cmd, "-j,--jobs", o->jobs, kJobsRange,
+            "Worker threads parsing and formatting segments ahead of the output (default: one per core); -j1: "
+            "the output's thread parses and formats, and a helper thread still reads ahead and checks the "
+            "checksums, so -j1 uses two threads");
   cmd->add_flag("-f,--follow", o->follow,
                 "Keep reading as the WAL grows, across new segments, until interrupted (SIGINT, SIGTERM: exit 0); "
                 "one node (--node with a cluster); an incomplete record at the end is read once it is complete");
-  cmd->add_option("--follow-interval", o->follow_interval_ms,
-                  "With --follow: milliseconds between looks for more WAL (default 100)")
-      ->default_val(100)
-      ->check(CLI::Range(1u, 60000u));
+  AddNumber(cmd, "--follow-interval", o->follow_interval_ms, {1, 60000},
+            "With --follow: milliseconds between looks for more WAL (default 100)");
   reg.Add(cmd, [o] { return RunDump(*o); });
 }
 

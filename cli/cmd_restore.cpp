@@ -2,13 +2,13 @@
 // restored to a cut from a base (genesis, a full snapshot, or an earlier
 // restore) plus the WAL.
 #include <filesystem>
-#include <limits>
 
 #include <fmt/format.h>
 
 #include "cli/command.h"
 #include "cli/cut_common.h"
 #include "cli/inputs.h"
+#include "cli/numbers.h"
 #include "cli/output.h"
 #include "cli/repo_commands.h"
 #include "cli/restore_check.h"
@@ -580,7 +580,7 @@ void RegisterRestore(CLI::App& root, Registry& reg) {
                   "Cluster directory (with --repo: an artifact NAME, or none with --cut/--latest/--before; with "
                   "--verdict or --summaries: the node directory)");
   cmd->add_option("--repo", o->repo, "Restore from a repository of snapshot artifacts: a full and its increments");
-  cmd->add_option("--cut", o->cut, "Cut id to restore");
+  AddNumber(cmd, "--cut", o->cut, kCutIdRange, "Cut id to restore");
   cmd->add_flag("--latest", o->latest, "The latest restorable cut (the end of the restore window)");
   cmd->add_option("--before", o->before,
                   "The latest consistent cut that finished before TIME: ISO 8601 (2026-11-30T12:00:00Z, "
@@ -596,7 +596,10 @@ void RegisterRestore(CLI::App& root, Registry& reg) {
                 "Print the plan (per node: base, WAL range and segments, bytes, transactions to apply and skip);"
                 " write nothing");
   cmd->add_flag("--force", o->force, "Restore a cut that is not consistent (the manifest records why)");
-  cmd->add_option("-j,--jobs", o->jobs, "Nodes restored at once (default: one per core)");
+  AddNumber(cmd, "-j,--jobs", o->jobs, kJobsRange,
+            "Worker threads, each restoring (applying the WAL of) one node at a time (default: one per core); "
+            "helper threads still read the WAL ahead and write each node's file, so -j1 uses more than one "
+            "thread");
   AddProgressOptions(cmd);
   cmd->add_option("--check", o->check,
                   "Check the workload invariants on the restored state (bank total as in cluster.json, the cycle is "
@@ -609,8 +612,8 @@ void RegisterRestore(CLI::App& root, Registry& reg) {
                   "Restore one node where its WAL lives, deciding the verdict here from every node's summary "
                   "(walcut scan --out; repeat or comma-separate)")
       ->delimiter(',');
-  cmd->add_option("--node", o->node, "With --verdict/--summaries: the node id (default: from NODE_DIR's name node-<i>)")
-      ->check(CLI::Range(0, std::numeric_limits<int>::max()).description(""));
+  AddNumber(cmd, "--node", o->node, kNodeIdRange,
+            "With --verdict/--summaries: the node id (default: from NODE_DIR's name node-<i>)");
   cmd->add_option("--cluster-json", o->cluster_json, "With --summaries: the cluster's cluster.json");
   cmd->add_flag("--clean-stale", o->clean_stale,
                 "Remove the staging directories and lock files that killed walcut processes left beside OUT "

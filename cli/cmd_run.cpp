@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include "cli/command.h"
+#include "cli/numbers.h"
 #include "cli/output.h"
 #include "node/cluster.h"
 #include "walfmt/duration.h"
@@ -245,19 +246,22 @@ void RegisterRun(CLI::App& root, Registry& reg) {
       "run", "Create a simulated cluster in DIR, run 2PC transactions and consistent cuts, write its WAL");
   sub->add_option("dir", opts->dir, "Cluster directory (must not exist, or be empty)")->required();
   auto& c = opts->cluster;
-  sub->add_option("--nodes", c.nodes, "Number of nodes")->capture_default_str();
-  sub->add_option("--backups", c.backups, "Backups per partition (less than --nodes)")->capture_default_str();
-  sub->add_option("--partitions", c.partitions, "Number of partitions (default: 4 per node)");
+  AddNumber(sub, "--nodes", c.nodes, {1, 64}, "Number of nodes")->default_str(std::to_string(c.nodes));
+  AddNumber(sub, "--backups", c.backups, {0, 63}, "Backups per partition (less than --nodes)")
+      ->default_str(std::to_string(c.backups));
+  AddNumber(sub, "--partitions", c.partitions, {1, 65536}, "Number of partitions (default: 4 per node)");
   sub->add_option("--workload", opts->workload, "bank, cycle or mixed")->capture_default_str();
-  sub->add_option("--txs", c.txs, "Workload transactions to run")->capture_default_str();
-  sub->add_option("--concurrency", c.concurrency, "Transactions in flight")->capture_default_str();
-  auto* cuts = sub->add_option("--cuts", c.cuts, "Number of cuts to take")->capture_default_str();
-  auto* every = sub->add_option("--cut-every", c.cut_every, "Committed transactions between cuts");
-  sub->add_option("--seed", c.seed, "Seed of the simulation")->capture_default_str();
+  AddNumber(sub, "--txs", c.txs, {1, 1000000000}, "Workload transactions to run")->default_str(std::to_string(c.txs));
+  AddNumber(sub, "--concurrency", c.concurrency, {1, 100000}, "Transactions in flight")
+      ->default_str(std::to_string(c.concurrency));
+  auto* cuts =
+      AddNumber(sub, "--cuts", c.cuts, {0, 1000000}, "Number of cuts to take")->default_str(std::to_string(c.cuts));
+  auto* every = AddNumber(sub, "--cut-every", c.cut_every, {1, 1000000}, "Committed transactions between cuts");
+  AddNumber(sub, "--seed", c.seed, {0, UINT64_MAX}, "Seed of the simulation")->default_str(std::to_string(c.seed));
   sub->add_option("--segment-size", opts->segment_size, "WAL segment size (bytes, or with KiB/MiB)")
       ->capture_default_str();
-  sub->add_option("--accounts", c.workload.accounts, "Bank accounts (default 1000)");
-  sub->add_option("--ring-keys", c.workload.ring, "Keys in the cycle workload's ring (default 1000)");
+  AddNumber(sub, "--accounts", c.workload.accounts, {2, 1000000}, "Bank accounts (default 1000)");
+  AddNumber(sub, "--ring-keys", c.workload.ring, {4, 1000000}, "Keys in the cycle workload's ring (default 1000)");
   sub->add_option("--crash", opts->crashes,
                   "Crash NODE (any, the cut initiator included) at virtual TIME, restart after DELAY: "
                   "NODE@TIME[+DELAY], TIME cluster time since creation with a unit us, ms, s, m or h, "
@@ -265,18 +269,18 @@ void RegisterRun(CLI::App& root, Registry& reg) {
   sub->add_option("--epoch", opts->epoch,
                   "The wall-clock time of cluster time 0, recorded in cluster.json so that record times print as "
                   "real times: ISO 8601 (2026-11-30T12:00:00Z) or @UNIX_SECONDS. Default: now");
-  sub->add_option("--full-snapshot-at", c.full_snapshot_at_tx,
-                  "Take a full snapshot (transactions quiesced) after this many workload transactions started");
-  sub->add_option("--full-snapshot-every", c.full_snapshot_every_tx,
-                  "Take a full snapshot after every N workload transactions started (N, 2N, ... up to --txs), "
-                  "each named full-<at>; combines with --full-snapshot-at");
+  AddNumber(sub, "--full-snapshot-at", c.full_snapshot_at_tx, {1, 1000000000},
+            "Take a full snapshot (transactions quiesced) after this many workload transactions started");
+  AddNumber(sub, "--full-snapshot-every", c.full_snapshot_every_tx, {1, 1000000000},
+            "Take a full snapshot after every N workload transactions started (N, 2N, ... up to --txs), "
+            "each named full-<at>; combines with --full-snapshot-at");
   sub->add_option("--wal-retention", opts->wal_retention,
                   "WAL retention: keep (every segment) or after-snapshot (after each full snapshot, each node deletes "
                   "its segments wholly before the one holding its SNAPSHOT record; a restarted node recovers from "
                   "its latest snapshot file plus the WAL after that record)")
       ->capture_default_str();
-  sub->add_option("--crashes", c.random_crashes,
-                  "Random crashes drawn from the seed, on any node (the initiator included)");
+  AddNumber(sub, "--crashes", c.random_crashes, {0, 1000},
+            "Random crashes drawn from the seed, on any node (the initiator included)");
   AddFormatOption(sub, opts->format);
   reg.Add(sub, [opts, cuts, every] {
     // --cut-every alone means "as many cuts as fit".

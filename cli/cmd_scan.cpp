@@ -1,7 +1,6 @@
 // walcut scan NODE_DIR --out FILE: one node's WAL summary, so that the
 // per-node scans can run where the WAL lives and only summaries travel.
 #include <filesystem>
-#include <limits>
 #include <optional>
 
 #include <fmt/format.h>
@@ -9,6 +8,7 @@
 #include "cli/clock.h"
 #include "cli/command.h"
 #include "cli/inputs.h"
+#include "cli/numbers.h"
 #include "cli/output.h"
 #include "cut/load.h"
 #include "cut/scan.h"
@@ -96,8 +96,7 @@ void RegisterScan(CLI::App& root, Registry& reg) {
       ->required();
   cmd->add_option("-o,--out", o->out, "Summary file to write (JSON, schema walcut.summary/1); never overwritten")
       ->required();
-  cmd->add_option("--node", o->node, "Node id (default: from the directory name node-<i>)")
-      ->check(CLI::Range(0, std::numeric_limits<int>::max()).description(""));
+  AddNumber(cmd, "--node", o->node, kNodeIdRange, "Node id (default: from the directory name node-<i>)");
   AddProgressOptions(cmd);
   reg.Add(cmd, [o] { return RunScan(*o); });
 }

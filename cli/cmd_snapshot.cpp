@@ -8,6 +8,7 @@
 
 #include "cli/clock.h"
 #include "cli/command.h"
+#include "cli/numbers.h"
 #include "cli/output.h"
 #include "cli/repo_commands.h"
 #include "recovery/invariants.h"
@@ -22,19 +23,6 @@ namespace {
 
 inline constexpr const char* kSnapshotCheckSchema = "walcut.snapshot.check/1";
 inline constexpr const char* kSnapshotShowSchema = "walcut.snapshot.show/1";
-
-// Missing or unusable directories and options that do not fit the cluster are
-// usage errors; a file that cannot be read or is damaged (a .snap failing its
-// checks, a malformed cluster.json or manifest.json) is exit 3.
-int ExitForLoad(const walfmt::Status& st) {
-  switch (st.code()) {
-    case walfmt::ErrorCode::kNotFound:
-    case walfmt::ErrorCode::kInvalidArgument:
-      return kExitUsage;
-    default:
-      return kExitIo;
-  }
-}
 
 // The directory must exist before anything else is said about it.
 std::optional<int> CheckDirExists(const std::string& dir) {
@@ -75,6 +63,80 @@ nlohmann::json FindingJson(const recovery::Finding& f) {
           {"message", f.message}};
 }
 
+// What `snapshot check` found on a snapshot directory, for its report.
+struct CheckResult {
+  const CheckOptions& o;
+  const recovery::ClusterInfoSource& src;
+  const recovery::StateSet& set;
+  const recovery::InvariantOptions& iopt;
+  const recovery::InvariantReport& report;
+  const std::vector<recovery::Finding>& recorded;  // against the snapshot recorded in cluster.json
+  const std::vector<std::string>& checks;
+  uint64_t total;
+  int rc;
+};
+
+void PrintCheckJson(const CheckResult& r) {
+  nlohmann::json findings = nlohmann::json::array();
+  for (const auto& f : r.recorded) findings.push_back(FindingJson(f));
+  for (const auto& f : r.report.findings) findings.push_back(FindingJson(f));
+  nlohmann::json nodes = nlohmann::json::array();
+  for (const auto& n : r.set.nodes) {
+    nodes.push_back(
+        {{"node", n.node_id}, {"entries", n.entries.size()}, {"fingerprint", walfmt::Hex16(n.fingerprint)}});
+  }
+  nlohmann::json doc{
+      {"schema", kSnapshotCheckSchema},
+      {"dir", r.o.dir},
+      {"cluster",
+       {{"path", r.src.path},
+        {"from_manifest", r.src.from_manifest},
+        {"cluster_id", walfmt::Hex16(r.src.info.cluster_id)},
+        {"workload", walfmt::WorkloadName(r.src.info.workload)},
+        {"nodes", r.src.info.nodes},
+        {"backups", r.src.info.backups},
+        {"partitions", r.src.info.partitions}}},
+      {"snapshot", r.src.full_snapshot ? nlohmann::json(r.src.full_snapshot->name) : nlohmann::json(nullptr)},
+      {"checks", r.checks},
+      {"nodes", nodes},
+      {"keys_checked", r.report.keys_checked},
+      {"findings", findings},
+      {"total_findings", r.total},
+      {"ok", r.rc == kExitOk},
+      {"exit_code", r.rc}};
+  if (r.iopt.bank) {
+    doc["bank"] = {{"accounts", r.src.info.accounts},
+                   {"expected_total", r.src.info.initial_bank_total},
+                   {"total", r.report.bank_total ? nlohmann::json(*r.report.bank_total) : nlohmann::json(nullptr)}};
+  }
+  if (r.iopt.cycle) doc["cycle"] = {{"ring_keys", r.src.info.ring_keys}, {"walked", r.report.ring_walked}};
+  fmt::print("{}\n", walfmt::DumpJson(doc, 2));
+}
+
+void PrintCheckText(const CheckResult& r) {
+  fmt::print("snapshot {}: {} node{}, cluster {}, workload {} ({})\n", r.o.dir, r.set.nodes.size(),
+             r.set.nodes.size() == 1 ? "" : "s", walfmt::Hex16(r.src.info.cluster_id),
+             walfmt::WorkloadName(r.src.info.workload), r.src.path);
+  fmt::print("checks: {}\n", fmt::join(r.checks, ", "));
+  for (const auto& f : r.recorded) fmt::print("FINDING {}: {}\n", f.check, f.message);
+  for (const auto& f : r.report.findings) fmt::print("FINDING {}: {}\n", f.check, f.message);
+  if (r.report.total_findings > r.report.findings.size()) {
+    fmt::print("... {} more findings not listed (--max-findings)\n",
+               r.report.total_findings - r.report.findings.size());
+  }
+  std::vector<std::string> facts{fmt::format("{} key copies", r.report.keys_checked)};
+  if (r.iopt.bank && r.report.bank_total) {
+    facts.push_back(fmt::format("bank total {} of {}", *r.report.bank_total, r.src.info.initial_bank_total));
+  }
+  if (r.iopt.cycle)
+    facts.push_back(fmt::format("ring walked {} of {} keys", r.report.ring_walked, r.src.info.ring_keys));
+  if (r.rc == kExitOk) {
+    fmt::print("OK ({})\n", fmt::join(facts, ", "));
+  } else {
+    fmt::print("FAILED ({} finding{}; {})\n", r.total, r.total == 1 ? "" : "s", fmt::join(facts, ", "));
+  }
+}
+
 int RunCheck(const CheckOptions& o) {
   if (auto rc = CheckDirExists(o.dir)) return *rc;
   if (IsRepositoryDir(o.dir)) return RunRepoCheck({o.dir, o.name, o.restore, o.format_name, o.output, o.jobs});
@@ -87,7 +149,7 @@ int RunCheck(const CheckOptions& o) {
       o.cluster_dir.empty() ? recovery::FindClusterInfoFor(o.dir) : recovery::ClusterInfoFromDir(o.cluster_dir, o.dir);
   if (!src.ok()) {
     PrintError(src.status().message());
-    return ExitForLoad(src.status());
+    return ExitForStatus(src.status());
   }
   const walfmt::ClusterInfo& info = src->info;
 
@@ -111,7 +173,7 @@ int RunCheck(const CheckOptions& o) {
   auto set = recovery::LoadStateSet(o.dir, lopt);
   if (!set.ok()) {
     PrintError(set.status().message());
-    return ExitForLoad(set.status());
+    return ExitForStatus(set.status());
   }
 
   recovery::InvariantReport report = recovery::CheckInvariants(info, recovery::StatesOf(*set), iopt);
@@ -128,62 +190,11 @@ int RunCheck(const CheckOptions& o) {
   if (iopt.cycle) checks.push_back("cycle");
   if (src->full_snapshot) checks.push_back("recorded");
 
+  const CheckResult r{o, *src, *set, iopt, report, recorded, checks, total, rc};
   if (o.format == Format::kJson) {
-    nlohmann::json findings = nlohmann::json::array();
-    for (const auto& f : recorded) findings.push_back(FindingJson(f));
-    for (const auto& f : report.findings) findings.push_back(FindingJson(f));
-    nlohmann::json nodes = nlohmann::json::array();
-    for (const auto& n : set->nodes) {
-      nodes.push_back(
-          {{"node", n.node_id}, {"entries", n.entries.size()}, {"fingerprint", walfmt::Hex16(n.fingerprint)}});
-    }
-    nlohmann::json doc{
-        {"schema", kSnapshotCheckSchema},
-        {"dir", o.dir},
-        {"cluster",
-         {{"path", src->path},
-          {"from_manifest", src->from_manifest},
-          {"cluster_id", walfmt::Hex16(info.cluster_id)},
-          {"workload", walfmt::WorkloadName(info.workload)},
-          {"nodes", info.nodes},
-          {"backups", info.backups},
-          {"partitions", info.partitions}}},
-        {"snapshot", src->full_snapshot ? nlohmann::json(src->full_snapshot->name) : nlohmann::json(nullptr)},
-        {"checks", checks},
-        {"nodes", nodes},
-        {"keys_checked", report.keys_checked},
-        {"findings", findings},
-        {"total_findings", total},
-        {"ok", rc == kExitOk},
-        {"exit_code", rc}};
-    if (iopt.bank) {
-      doc["bank"] = {{"accounts", info.accounts},
-                     {"expected_total", info.initial_bank_total},
-                     {"total", report.bank_total ? nlohmann::json(*report.bank_total) : nlohmann::json(nullptr)}};
-    }
-    if (iopt.cycle) doc["cycle"] = {{"ring_keys", info.ring_keys}, {"walked", report.ring_walked}};
-    fmt::print("{}\n", walfmt::DumpJson(doc, 2));
-    return rc;
-  }
-
-  fmt::print("snapshot {}: {} node{}, cluster {}, workload {} ({})\n", o.dir, set->nodes.size(),
-             set->nodes.size() == 1 ? "" : "s", walfmt::Hex16(info.cluster_id), walfmt::WorkloadName(info.workload),
-             src->path);
-  fmt::print("checks: {}\n", fmt::join(checks, ", "));
-  for (const auto& f : recorded) fmt::print("FINDING {}: {}\n", f.check, f.message);
-  for (const auto& f : report.findings) fmt::print("FINDING {}: {}\n", f.check, f.message);
-  if (report.total_findings > report.findings.size()) {
-    fmt::print("... {} more findings not listed (--max-findings)\n", report.total_findings - report.findings.size());
-  }
-  std::vector<std::string> facts{fmt::format("{} key copies", report.keys_checked)};
-  if (iopt.bank && report.bank_total) {
-    facts.push_back(fmt::format("bank total {} of {}", *report.bank_total, info.initial_bank_total));
-  }
-  if (iopt.cycle) facts.push_back(fmt::format("ring walked {} of {} keys", report.ring_walked, info.ring_keys));
-  if (rc == kExitOk) {
-    fmt::print("OK ({})\n", fmt::join(facts, ", "));
+    PrintCheckJson(r);
   } else {
-    fmt::print("FAILED ({} finding{}; {})\n", total, total == 1 ? "" : "s", fmt::join(facts, ", "));
+    PrintCheckText(r);
   }
   return rc;
 }
@@ -203,7 +214,7 @@ int RunShow(const ShowOptions& o) {
   auto set = recovery::LoadStateSet(o.dir);
   if (!set.ok()) {
     PrintError(set.status().message());
-    return ExitForLoad(set.status());
+    return ExitForStatus(set.status());
   }
   if (o.node && *o.node >= set->nodes.size()) {
     PrintError(fmt::format("--node {}: {} holds nodes 0..{}", *o.node, o.dir, set->nodes.size() - 1));
@@ -283,21 +294,22 @@ void RegisterSnapshot(CLI::App& root, Registry& reg) {
       "the node and the keys. The cluster comes from DIR/manifest.json, else DIR/../../cluster.json, else\n"
       "--cluster. Exit 0 when every check passes, 1 on findings, 2 on usage errors (no such directory, no\n"
       "cluster.json to be found, a --check the workload has no keys for, node counts or cluster ids that do\n"
-      "not match), 3 when a file cannot be read or is damaged (.snap, cluster.json, manifest.json).");
+      "not match), 1 also when a file is damaged (.snap, cluster.json, manifest.json), 3 when one cannot be\n"
+      "read.");
   check->add_option("DIR", c->dir, "Snapshot directory, or a repository of snapshot artifacts")->required();
   check->add_option("NAME", c->name, "Repository: check this artifact and its chain only");
   check->add_flag("--restore", c->restore, "Repository: trial restore through each chain with the workload invariants");
   check->add_option("-o,--output", c->output,
                     "Repository: write the report to FILE (atomically); stdout gets the verdict");
-  check->add_option("-j,--jobs", c->jobs, "Repository: threads (default: one per core)");
+  AddNumber(check, "-j,--jobs", c->jobs, kJobsRange, "Repository: threads (default: one per core)");
   check
       ->add_option("--check", c->check,
                    "bank, cycle, or auto: what the cluster's workload has (default; mixed runs both)")
       ->check(CLI::IsMember({"bank", "cycle", "auto"}))
       ->type_name("bank|cycle|auto");
   check->add_option("--cluster", c->cluster_dir, "Cluster directory whose cluster.json describes the snapshot");
-  check->add_option("--max-findings", c->max_findings,
-                    "List at most this many findings (default 1000); all are counted");
+  AddNumber(check, "--max-findings", c->max_findings, {0, 1000000000},
+            "List at most this many findings (default 1000); all are counted");
   check
       ->add_option_function<std::string>(
           "--format",
@@ -315,13 +327,13 @@ void RegisterSnapshot(CLI::App& root, Registry& reg) {
       "show",
       "Per node: entries, file size, state fingerprint, the WAL position of its SNAPSHOT record, name and\n"
       "time; with --keys every entry, keys and values shortened like `walcut dump`. Every file is checked\n"
-      "(header and body checksums, fingerprint) before anything is shown. Exit 0, 2 on usage errors, 3 when\n"
-      "a snapshot file cannot be read or fails its checks.");
+      "(header and body checksums, fingerprint) before anything is shown. Exit 0, 1 when a\n"
+      "snapshot file fails its checks, 2 on usage errors, 3 when one cannot be read.");
   show->add_option("DIR", s->dir, "Snapshot directory")->required();
-  show->add_option_function<uint32_t>(
-      "--node", [s](const uint32_t& n) { s->node = n; }, "Only this node");
+  AddNumber(show, "--node", s->node, kNodeIdRange, "Only this node");
   show->add_flag("-k,--keys", s->keys, "List the entries");
-  show->add_option("--max-bytes", s->max_bytes, "Shorten keys and values to N bytes (default 32; 0 prints them whole)");
+  AddNumber(show, "--max-bytes", s->max_bytes, kMaxBytesRange,
+            "Shorten keys and values to N bytes (default 32; 0 prints them whole)");
   AddFormatOption(show, s->format);
   reg.Add(show, [s] { return RunShow(*s); });
 }

@@ -5,6 +5,7 @@
 
 #include "cli/command.h"
 #include "cli/cut_common.h"
+#include "cli/numbers.h"
 #include "cli/output.h"
 #include "repo/repository.h"
 #include "walfmt/text_escape.h"
@@ -133,14 +134,13 @@ void RegisterSnapshotCreate(CLI::App& root, Registry& reg) {
   cmd->add_flag("--full", o->full, "A full artifact");
   cmd->add_flag("--incremental", o->incremental, "An incremental artifact");
   cmd->add_option("--from", o->from, "Full: the runtime full snapshot to store (a name under CLUSTER/snapshots/)");
-  cmd->add_option_function<uint64_t>(
-      "--cut", [o](const uint64_t& k) { o->cut = k; }, "The cut");
+  AddNumber(cmd, "--cut", o->cut, kCutIdRange, "The cut");
   cmd->add_flag("--latest", o->latest, "Incremental: the latest consistent cut after the parent");
   cmd->add_option("--parent", o->parent, "Incremental: the artifact to build on (default: the newest of the cluster)");
   cmd->add_option("--name", o->name, "Artifact name (default f-<snapshot>, f-cut-<K>, i-cut-<K>)");
-  cmd->add_option("--zstd-level", o->level,
-                  "zstd level for the WAL segments (default 1: as small as 3 on WAL, about twice as fast)");
-  cmd->add_option("-j,--jobs", o->jobs, "Threads (default: one per core)");
+  AddNumber(cmd, "--zstd-level", o->level, {1, 19},
+            "zstd level for the WAL segments (default 1: as small as 3 on WAL, about twice as fast)");
+  AddNumber(cmd, "-j,--jobs", o->jobs, kJobsRange, "Threads (default: one per core)");
   AddFormatOption(cmd, o->format);
   reg.Add(cmd, [o] { return RunCreate(*o); });
 }

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "cli/command.h"
+#include "cli/numbers.h"
 #include "cli/output.h"
 #include "repo/repository.h"
 #include "walfmt/text_escape.h"
@@ -50,7 +51,7 @@ void RegisterSnapshotExpire(CLI::App& root, Registry& reg) {
       "one of them; remove the others, leaves first, each renamed away before it is deleted. Artifacts\n"
       "with a broken chain are left alone (snapshot check reports them). Exit 0, 2 usage, 3 I/O error.");
   cmd->add_option("REPO", o->repo, "Repository directory")->required();
-  cmd->add_option("--keep-full", o->keep_full, "Full artifacts to keep per cluster (at least 1)")->required();
+  AddNumber(cmd, "--keep-full", o->keep_full, {1, 1000000}, "Full artifacts to keep per cluster")->required();
   cmd->add_flag("--dry-run", o->dry_run, "Print what would be removed; remove nothing");
   AddFormatOption(cmd, o->format);
   reg.Add(cmd, [o] { return RunExpire(*o); });

@@ -35,6 +35,47 @@ std::optional<uint64_t> EpochOf(const repo::RepoListing& l, const std::string& a
   return a ? a->epoch_unix_us : std::nullopt;
 }
 
+// One artifact of `snapshot list --format json` (a readable one).
+nlohmann::json ArtifactJson(const repo::Artifact& a) {
+  using nlohmann::json;
+  json nodes = json::array();
+  for (const auto& n : a.m.nodes) {
+    json jn = {{"node", n.node}, {"continue_from", n.continue_from.ToString()}};
+    if (n.has_wal) {
+      jn["wal_from"] = n.wal_from.ToString();
+      jn["wal_to"] = n.wal_to.ToString();
+      jn["segments"] = n.segments.size();
+      jn["first_segment"] = fmt::format("{:016X}", n.first_segment);
+      jn["last_segment"] = fmt::format("{:016X}", n.last_segment);
+    }
+    if (!n.snap_file.empty()) {
+      jn["file"] = n.snap_file;
+      jn["entries"] = n.entries;
+      jn["fingerprint"] = fmt::format("{:016x}", n.fingerprint);
+    }
+    if (n.has_cut) {
+      jn["cut_start"] = n.cut_start.ToString();
+      jn["cut_finish"] = n.cut_finish.ToString();
+    }
+    nodes.push_back(jn);
+  }
+  return {{"name", a.name},
+          {"type", a.m.type},
+          {"source", a.m.source},
+          {"seq", a.m.seq},
+          {"parent", a.m.parent.empty() ? json(nullptr) : json(a.m.parent)},
+          {"cluster_id", fmt::format("{:016x}", a.m.cluster_id)},
+          {"cut", a.m.cut ? json(*a.m.cut) : json(nullptr)},
+          {"snapshot", a.m.snapshot.empty() ? json(nullptr) : json(a.m.snapshot)},
+          {"time_us", a.m.time_us},
+          {"time", walfmt::ClusterClock{a.epoch_unix_us}.Format(a.m.time_us)},
+          {"epoch_unix_us", a.epoch_unix_us ? json(*a.epoch_unix_us) : json(nullptr)},
+          {"verdict", a.m.verdict},
+          {"bytes", a.m.Bytes()},
+          {"files", a.m.files.size()},
+          {"nodes", nodes}};
+}
+
 int RunList(const ListOptions& o) {
   auto l = repo::ListRepository(o.repo);
   if (!l.ok()) {
@@ -61,42 +102,7 @@ int RunList(const ListOptions& o) {
         arts.push_back({{"name", a.name}, {"error", a.status.message()}});
         continue;
       }
-      json nodes = json::array();
-      for (const auto& n : a.m.nodes) {
-        json jn = {{"node", n.node}, {"continue_from", n.continue_from.ToString()}};
-        if (n.has_wal) {
-          jn["wal_from"] = n.wal_from.ToString();
-          jn["wal_to"] = n.wal_to.ToString();
-          jn["segments"] = n.segments.size();
-          jn["first_segment"] = fmt::format("{:016X}", n.first_segment);
-          jn["last_segment"] = fmt::format("{:016X}", n.last_segment);
-        }
-        if (!n.snap_file.empty()) {
-          jn["file"] = n.snap_file;
-          jn["entries"] = n.entries;
-          jn["fingerprint"] = fmt::format("{:016x}", n.fingerprint);
-        }
-        if (n.has_cut) {
-          jn["cut_start"] = n.cut_start.ToString();
-          jn["cut_finish"] = n.cut_finish.ToString();
-        }
-        nodes.push_back(jn);
-      }
-      arts.push_back({{"name", a.name},
-                      {"type", a.m.type},
-                      {"source", a.m.source},
-                      {"seq", a.m.seq},
-                      {"parent", a.m.parent.empty() ? json(nullptr) : json(a.m.parent)},
-                      {"cluster_id", fmt::format("{:016x}", a.m.cluster_id)},
-                      {"cut", a.m.cut ? json(*a.m.cut) : json(nullptr)},
-                      {"snapshot", a.m.snapshot.empty() ? json(nullptr) : json(a.m.snapshot)},
-                      {"time_us", a.m.time_us},
-                      {"time", walfmt::ClusterClock{a.epoch_unix_us}.Format(a.m.time_us)},
-                      {"epoch_unix_us", a.epoch_unix_us ? json(*a.epoch_unix_us) : json(nullptr)},
-                      {"verdict", a.m.verdict},
-                      {"bytes", a.m.Bytes()},
-                      {"files", a.m.files.size()},
-                      {"nodes", nodes}});
+      arts.push_back(ArtifactJson(a));
     }
     json tj = json::array();
     for (const auto& t : targets) {

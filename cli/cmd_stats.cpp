@@ -7,6 +7,7 @@
 
 #include "cli/command.h"
 #include "cli/inputs.h"
+#include "cli/numbers.h"
 #include "cli/output.h"
 #include "walfmt/bytes.h"
 #include "walfmt/parallel_scan.h"
@@ -150,6 +151,68 @@ struct StatsOptions {
   unsigned jobs = 0;
 };
 
+// What the scan counted: in all, per node, and each node's file bytes.
+struct StatsTotals {
+  Counts total;
+  std::vector<Counts> per_node;
+  std::vector<uint64_t> node_bytes;
+};
+
+void PrintStatsJson(const Inputs& in, const StatsTotals& t, const ProblemTally& tally, int rc) {
+  nlohmann::json doc = CountsJson(t.total);
+  doc["schema"] = kStatsSchema;
+  nlohmann::json nodes = nlohmann::json::array();
+  for (size_t i = 0; i < in.nodes.size(); ++i) {
+    nlohmann::json jn = CountsJson(t.per_node[i]);
+    jn["node"] = in.nodes[i].node_id ? nlohmann::json(*in.nodes[i].node_id) : nlohmann::json(nullptr);
+    jn["path"] = in.nodes[i].label;
+    jn["segments"] = in.nodes[i].wal.segments.size();
+    jn["file_bytes"] = t.node_bytes[i];
+    nodes.push_back(jn);
+  }
+  doc["nodes"] = nodes;
+  doc["findings"] = tally.findings;
+  doc["exit_code"] = rc;
+  fmt::print("{}\n", walfmt::DumpJson(doc, 2));
+}
+
+void PrintStatsText(const Inputs& in, const StatsTotals& t) {
+  uint64_t n = 0, b = 0;
+  for (size_t i = 1; i < kSlots; ++i) {
+    n += t.total.count[i];
+    b += t.total.bytes[i];
+  }
+  fmt::print("{:<18} {:>12} {:>8} {:>16} {:>8}\n", "Type", "N", "(%)", "Record size", "(%)");
+  fmt::print("{:<18} {:>12} {:>8} {:>16} {:>8}\n", "----", "-", "---", "-----------", "---");
+  for (size_t i = 1; i < kSlots; ++i) {
+    if (t.total.count[i] == 0) continue;
+    fmt::print("{:<18} {:>12} {:>8.2f} {:>16} {:>8.2f}\n", TypeLabel(i), t.total.count[i], Pct(t.total.count[i], n),
+               t.total.bytes[i], Pct(t.total.bytes[i], b));
+  }
+  fmt::print("{:<18} {:>12} {:>8} {:>16} {:>8}\n", "Total", n, "", b, "");
+  fmt::print("\n");
+  for (size_t i = 0; i < in.nodes.size(); ++i) {
+    const Counts& c = t.per_node[i];
+    uint64_t nn = 0;
+    for (size_t k = 1; k < kSlots; ++k) nn += c.count[k];
+    fmt::print("node {:<3} {:>4} segments {:>10}  {:>10} records  {:>8} commits  {:>6} rollbacks  cuts {}\n",
+               in.nodes[i].node_id ? fmt::format("{}", *in.nodes[i].node_id) : std::string("?"),
+               in.nodes[i].wal.segments.size(), HumanBytes(t.node_bytes[i]), nn, c.commit_records, c.rollback_records,
+               c.cut_min == UINT64_MAX ? std::string("none")
+                                       : fmt::format("{}..{} ({} started, {} finished, {} aborted)", c.cut_min,
+                                                     c.cut_max, c.cut_starts, c.cut_finishes, c.cut_aborts));
+  }
+  fmt::print("\ntransactions: {} committed ({} one-phase, {} two-phase), {} rolled back\n", t.total.committed,
+             t.total.one_phase, t.total.committed - t.total.one_phase, t.total.rolled_back);
+  if (t.total.cut_min != UINT64_MAX) {
+    fmt::print("cuts: ids {}..{}; {} CUT_START, {} CUT_FINISH, {} CUT_ABORT records\n", t.total.cut_min,
+               t.total.cut_max, t.total.cut_starts, t.total.cut_finishes, t.total.cut_aborts);
+  } else {
+    fmt::print("cuts: none\n");
+  }
+  if (t.total.snapshots > 0) fmt::print("snapshots: {} SNAPSHOT records\n", t.total.snapshots);
+}
+
 int RunStats(const StatsOptions& o) {
   auto in = ResolveInputs(o.paths);
   if (!in.ok()) {
@@ -186,77 +249,29 @@ int RunStats(const StatsOptions& o) {
     tally.Add(p);
     PrintProblem(p);
   }
-  Counts total;
-  std::vector<Counts> per_node(in->nodes.size());
-  std::vector<uint64_t> node_bytes(in->nodes.size(), 0);
+  StatsTotals t;
+  t.per_node.resize(in->nodes.size());
+  t.node_bytes.assign(in->nodes.size(), 0);
   for (size_t i = 0; i < in->nodes.size(); ++i) {
     for (size_t s = 0; s < counts[i].size(); ++s) {
-      per_node[i].Merge(counts[i][s]);
-      per_node[i].count[kSlots - 1] += outcomes[i][s].scan.skipped_unknown;
-      per_node[i].bytes[kSlots - 1] += outcomes[i][s].scan.skipped_unknown_bytes;
-      node_bytes[i] += outcomes[i][s].scan.file_bytes;
+      t.per_node[i].Merge(counts[i][s]);
+      t.per_node[i].count[kSlots - 1] += outcomes[i][s].scan.skipped_unknown;
+      t.per_node[i].bytes[kSlots - 1] += outcomes[i][s].scan.skipped_unknown_bytes;
+      t.node_bytes[i] += outcomes[i][s].scan.file_bytes;
       for (const auto& p : outcomes[i][s].problems) {
         tally.Add(p);
         PrintProblem(p);
       }
     }
-    total.Merge(per_node[i]);
+    t.total.Merge(t.per_node[i]);
   }
   const int rc = tally.ExitCode();
 
   if (o.format == Format::kJson) {
-    nlohmann::json doc = CountsJson(total);
-    doc["schema"] = kStatsSchema;
-    nlohmann::json nodes = nlohmann::json::array();
-    for (size_t i = 0; i < in->nodes.size(); ++i) {
-      nlohmann::json jn = CountsJson(per_node[i]);
-      jn["node"] = in->nodes[i].node_id ? nlohmann::json(*in->nodes[i].node_id) : nlohmann::json(nullptr);
-      jn["path"] = in->nodes[i].label;
-      jn["segments"] = in->nodes[i].wal.segments.size();
-      jn["file_bytes"] = node_bytes[i];
-      nodes.push_back(jn);
-    }
-    doc["nodes"] = nodes;
-    doc["findings"] = tally.findings;
-    doc["exit_code"] = rc;
-    fmt::print("{}\n", walfmt::DumpJson(doc, 2));
-    return rc;
-  }
-
-  uint64_t n = 0, b = 0;
-  for (size_t i = 1; i < kSlots; ++i) {
-    n += total.count[i];
-    b += total.bytes[i];
-  }
-  fmt::print("{:<18} {:>12} {:>8} {:>16} {:>8}\n", "Type", "N", "(%)", "Record size", "(%)");
-  fmt::print("{:<18} {:>12} {:>8} {:>16} {:>8}\n", "----", "-", "---", "-----------", "---");
-  for (size_t i = 1; i < kSlots; ++i) {
-    if (total.count[i] == 0) continue;
-    fmt::print("{:<18} {:>12} {:>8.2f} {:>16} {:>8.2f}\n", TypeLabel(i), total.count[i], Pct(total.count[i], n),
-               total.bytes[i], Pct(total.bytes[i], b));
-  }
-  fmt::print("{:<18} {:>12} {:>8} {:>16} {:>8}\n", "Total", n, "", b, "");
-  fmt::print("\n");
-  for (size_t i = 0; i < in->nodes.size(); ++i) {
-    const Counts& c = per_node[i];
-    uint64_t nn = 0;
-    for (size_t t = 1; t < kSlots; ++t) nn += c.count[t];
-    fmt::print("node {:<3} {:>4} segments {:>10}  {:>10} records  {:>8} commits  {:>6} rollbacks  cuts {}\n",
-               in->nodes[i].node_id ? fmt::format("{}", *in->nodes[i].node_id) : std::string("?"),
-               in->nodes[i].wal.segments.size(), HumanBytes(node_bytes[i]), nn, c.commit_records, c.rollback_records,
-               c.cut_min == UINT64_MAX ? std::string("none")
-                                       : fmt::format("{}..{} ({} started, {} finished, {} aborted)", c.cut_min,
-                                                     c.cut_max, c.cut_starts, c.cut_finishes, c.cut_aborts));
-  }
-  fmt::print("\ntransactions: {} committed ({} one-phase, {} two-phase), {} rolled back\n", total.committed,
-             total.one_phase, total.committed - total.one_phase, total.rolled_back);
-  if (total.cut_min != UINT64_MAX) {
-    fmt::print("cuts: ids {}..{}; {} CUT_START, {} CUT_FINISH, {} CUT_ABORT records\n", total.cut_min, total.cut_max,
-               total.cut_starts, total.cut_finishes, total.cut_aborts);
+    PrintStatsJson(*in, t, tally, rc);
   } else {
-    fmt::print("cuts: none\n");
+    PrintStatsText(*in, t);
   }
-  if (total.snapshots > 0) fmt::print("snapshots: {} SNAPSHOT records\n", total.snapshots);
   return rc;
 }
 
@@ -274,7 +289,9 @@ void RegisterStats(CLI::App& root, Registry& reg) {
       ->required();
   AddFormatOption(cmd, o->format);
   AddProgressOptions(cmd);
-  cmd->add_option("-j,--jobs", o->jobs, "Threads (default: one per core)");
+  AddNumber(cmd, "-j,--jobs", o->jobs, kJobsRange,
+            "Worker threads parsing segments (default: one per core); each segment is also read ahead, and its "
+            "checksums checked, on a helper thread, so -j1 still uses two threads");
   reg.Add(cmd, [o] { return RunStats(*o); });
 }
 

@@ -11,6 +11,7 @@
 #include "cli/command.h"
 #include "cli/follow.h"
 #include "cli/inputs.h"
+#include "cli/numbers.h"
 #include "cli/output.h"
 #include "cli/signals.h"
 #include "walfmt/parallel_scan.h"
@@ -284,16 +285,16 @@ void RegisterVerify(CLI::App& root, Registry& reg) {
       ->required();
   AddFormatOption(cmd, o->format);
   AddProgressOptions(cmd);
-  cmd->add_option("-j,--jobs", o->jobs, "Threads (default: one per core)");
+  AddNumber(cmd, "-j,--jobs", o->jobs, kJobsRange,
+            "Worker threads parsing segments (default: one per core); each segment is also read ahead, and its "
+            "checksums checked, on a helper thread, so -j1 still uses two threads");
   cmd->add_flag("-v,--verbose", o->verbose, "List every segment, not only those with problems");
   cmd->add_flag("-f,--follow", o->follow,
                 "Keep checking records as the WAL grows, across new segments, printing each finding as it is "
                 "found, until interrupted (SIGINT, SIGTERM: the report of what was read, exit 0 or 1); one node "
                 "(a node or WAL directory); an incomplete record at the end is checked once it is complete");
-  cmd->add_option("--follow-interval", o->follow_interval_ms,
-                  "With --follow: milliseconds between looks for more WAL (default 100)")
-      ->default_val(100)
-      ->check(CLI::Range(1u, 60000u));
+  AddNumber(cmd, "--follow-interval", o->follow_interval_ms, {1, 60000},
+            "With --follow: milliseconds between looks for more WAL (default 100)");
   reg.Add(cmd, [o] { return RunVerify(*o); });
 }
 

@@ -42,6 +42,39 @@ void Merge(walfmt::SegmentScan& acc, const walfmt::SegmentScan& s, bool first) {
   }
 }
 
+// The options of one pass over a segment from `pos`, checking that it
+// continues the segment before (`prev`) when there is one.
+walfmt::ScanOptions PassOptions(walfmt::RecoveryMode mode, bool is_last, uint64_t pos,
+                                const std::optional<walfmt::SegmentScan>& prev) {
+  walfmt::ScanOptions so;
+  so.mode = mode;
+  so.is_last = is_last;
+  so.start = pos;
+  if (prev && prev->header_ok) {
+    so.expect_node = true;
+    so.node_id = prev->header.node_id;
+    so.expect_cluster = true;
+    so.cluster_id = prev->header.cluster_id;
+  }
+  return so;
+}
+
+// The pass over the last segment ended at the live end of the WAL: a record
+// or a header still being written, or no more records yet.
+bool AtLiveEnd(const walfmt::SegmentScan& s) {
+  const bool short_header = !s.header_ok && s.file_bytes < walfmt::kSegmentHeaderSize;
+  return s.end == walfmt::SegmentEnd::kClean || s.end == walfmt::SegmentEnd::kTornTail || short_header ||
+         (s.end == walfmt::SegmentEnd::kDamaged && s.damaged_to_end);
+}
+
+// A complete segment whose scan ends the follow: it failed, or it is damaged
+// and the mode does not skip damage.
+bool EndsFollow(const walfmt::SegmentScan& s, walfmt::RecoveryMode mode) {
+  const bool damaged = s.end == walfmt::SegmentEnd::kDamaged || s.end == walfmt::SegmentEnd::kBadHeader ||
+                       s.end == walfmt::SegmentEnd::kIoError;
+  return s.failed || (damaged && mode != walfmt::RecoveryMode::kSalvage);
+}
+
 }  // namespace
 
 std::vector<walfmt::SegmentOutcome> FollowNodeWal(const NodeWal& nw, size_t first, const FollowOptions& opt,
@@ -85,12 +118,8 @@ std::vector<walfmt::SegmentOutcome> FollowNodeWal(const NodeWal& nw, size_t firs
       // Whether the writer moved on is looked at before the pass: a
       // segment that has a successor is complete, so the pass that
       // follows reads it to its true end.
-      std::optional<walfmt::SegmentFile> next;
-      if (i + 1 < known.size()) {
-        next = known[i + 1];
-      } else {
-        next = Existing(nw.wal_dir, file.index + 1);
-      }
+      const std::optional<walfmt::SegmentFile> next =
+          i + 1 < known.size() ? known[i + 1] : Existing(nw.wal_dir, file.index + 1);
       if (live_size && !next) {
         struct stat st {};
         if (::stat(file.path.c_str(), &st) == 0 && static_cast<uint64_t>(st.st_size) == *live_size) {
@@ -106,16 +135,7 @@ std::vector<walfmt::SegmentOutcome> FollowNodeWal(const NodeWal& nw, size_t firs
         // Archived while it was followed: read on in the archive.
         if (auto z = Existing(nw.wal_dir, file.index); z && z->compressed) file = *z;
       }
-      walfmt::ScanOptions so;
-      so.mode = opt.mode;
-      so.is_last = !next;
-      so.start = pos;
-      if (prev && prev->header_ok) {
-        so.expect_node = true;
-        so.node_id = prev->header.node_id;
-        so.expect_cluster = true;
-        so.cluster_id = prev->header.cluster_id;
-      }
+      const walfmt::ScanOptions so = PassOptions(opt.mode, !next, pos, prev);
       std::vector<walfmt::Problem> problems;
       walfmt::SegmentScan s = walfmt::ScanSegmentFile(
           file, so, checked, [&problems](const walfmt::Problem& p) { problems.push_back(p); },
@@ -129,10 +149,7 @@ std::vector<walfmt::SegmentOutcome> FollowNodeWal(const NodeWal& nw, size_t firs
       // The live end of the WAL: a record or a header still being
       // written, or no more records yet. Read again from the last
       // complete record once the writer added to it.
-      const bool short_header = !s.header_ok && s.file_bytes < walfmt::kSegmentHeaderSize;
-      const bool live = !next && (s.end == walfmt::SegmentEnd::kClean || s.end == walfmt::SegmentEnd::kTornTail ||
-                                  short_header || (s.end == walfmt::SegmentEnd::kDamaged && s.damaged_to_end));
-      if (live) {
+      if (!next && AtLiveEnd(s)) {
         // Damage skipped before the live end (salvage) is reported once;
         // the end itself is not damage yet.
         if (s.header_ok) {
@@ -152,9 +169,7 @@ std::vector<walfmt::SegmentOutcome> FollowNodeWal(const NodeWal& nw, size_t firs
       for (const auto& p : problems) give(p);
       prev = acc.scan;
       done.push_back(std::move(acc));
-      const bool damaged = s.end == walfmt::SegmentEnd::kDamaged || s.end == walfmt::SegmentEnd::kBadHeader ||
-                           s.end == walfmt::SegmentEnd::kIoError;
-      if (s.failed || (damaged && opt.mode != walfmt::RecoveryMode::kSalvage)) return done;
+      if (EndsFollow(s, opt.mode)) return done;
       if (i + 1 >= known.size()) known.push_back(*next);
       break;
     }

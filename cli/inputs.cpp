@@ -101,6 +101,60 @@ Status AddClusterNode(const std::string& wal_dir, const std::string& node_dir, s
   return Status::Ok();
 }
 
+// A directory given as input: a cluster (with or without cluster.json), a
+// node directory, or a WAL directory.
+Status AddDirectory(const std::string& path, Inputs& in) {
+  // A cluster directory with a cluster.json: its nodes are the ones it
+  // lists, where it says (the one parser, walfmt/cluster_layout.h).
+  auto layout = walfmt::FindClusterLayout(path);
+  if (!layout.ok() && layout.status().code() != walfmt::ErrorCode::kNotFound) return layout.status();
+  if (layout.ok() && layout->has_cluster_json) {
+    for (uint32_t id = 0; id < layout->wal_dirs.size(); ++id) {
+      const std::string& wal = layout->wal_dirs[id];
+      const std::string node_dir = BaseName(wal) == "wal" ? wal.substr(0, wal.rfind('/')) : wal;
+      if (Status st = AddClusterNode(wal, node_dir, id, in); !st.ok()) return st;
+    }
+    return Status::Ok();
+  }
+  // Without one: every node-<i> directory in it.
+  const std::vector<std::string> names = ListDir(path);
+  std::vector<std::string> node_dirs;
+  for (const std::string& n : names) {
+    if (NodeIdFromName(n) && IsDir(walfmt::JoinPath(path, n))) node_dirs.push_back(n);
+  }
+  if (!node_dirs.empty()) {  // a cluster directory
+    for (const std::string& n : node_dirs) {
+      const std::string node_dir = walfmt::JoinPath(path, n);
+      if (Status st = AddClusterNode(walfmt::JoinPath(node_dir, "wal"), node_dir, NodeIdFromName(n), in); !st.ok())
+        return st;
+    }
+    return Status::Ok();
+  }
+  if (IsDir(walfmt::JoinPath(path, "wal"))) {  // a node directory
+    if (Status st = AddWalDir(walfmt::JoinPath(path, "wal"), path, NodeIdFromName(BaseName(path)), in); !st.ok())
+      return st;
+    return Status::Ok();
+  }
+  const size_t before = in.nodes.size();
+  if (Status st = AddWalDir(path, path, std::nullopt, in); !st.ok()) return st;
+  if (in.nodes[before].wal.segments.empty()) {
+    return Status::NotFound(fmt::format(
+        "{}: no WAL here: expected a cluster directory (node-<i>/), a node directory (wal/) or segment files "
+        "(<16 hex digits>.wal[.zst])",
+        path));
+  }
+  const std::string parent = BaseName(path) == "wal"
+                                 ? path.substr(0, path.rfind('/') == std::string::npos ? 0 : path.rfind('/'))
+                                 : std::string();
+  if (!parent.empty()) {
+    if (auto id = NodeIdFromName(BaseName(parent))) {
+      in.nodes[before].node_id = id;
+      in.nodes[before].wal.expected_node = id;
+    }
+  }
+  return Status::Ok();
+}
+
 }  // namespace
 
 Result<Inputs> ResolveInputs(const std::vector<std::string>& paths) {
@@ -142,54 +196,7 @@ Result<Inputs> ResolveInputs(const std::vector<std::string>& paths) {
       continue;
     }
     if (!S_ISDIR(sb.st_mode)) return Status::Io(fmt::format("{}: not a regular file or directory", path));
-    // A cluster directory with a cluster.json: its nodes are the ones it
-    // lists, where it says (the one parser, walfmt/cluster_layout.h).
-    auto layout = walfmt::FindClusterLayout(path);
-    if (!layout.ok() && layout.status().code() != walfmt::ErrorCode::kNotFound) return layout.status();
-    if (layout.ok() && layout->has_cluster_json) {
-      for (uint32_t id = 0; id < layout->wal_dirs.size(); ++id) {
-        const std::string& wal = layout->wal_dirs[id];
-        const std::string node_dir = BaseName(wal) == "wal" ? wal.substr(0, wal.rfind('/')) : wal;
-        if (Status st = AddClusterNode(wal, node_dir, id, in); !st.ok()) return st;
-      }
-      continue;
-    }
-    // Without one: every node-<i> directory in it.
-    const std::vector<std::string> names = ListDir(path);
-    std::vector<std::string> node_dirs;
-    for (const std::string& n : names) {
-      if (NodeIdFromName(n) && IsDir(walfmt::JoinPath(path, n))) node_dirs.push_back(n);
-    }
-    if (!node_dirs.empty()) {  // a cluster directory
-      for (const std::string& n : node_dirs) {
-        const std::string node_dir = walfmt::JoinPath(path, n);
-        if (Status st = AddClusterNode(walfmt::JoinPath(node_dir, "wal"), node_dir, NodeIdFromName(n), in); !st.ok())
-          return st;
-      }
-      continue;
-    }
-    if (IsDir(walfmt::JoinPath(path, "wal"))) {  // a node directory
-      if (Status st = AddWalDir(walfmt::JoinPath(path, "wal"), path, NodeIdFromName(BaseName(path)), in); !st.ok())
-        return st;
-      continue;
-    }
-    const size_t before = in.nodes.size();
-    if (Status st = AddWalDir(path, path, std::nullopt, in); !st.ok()) return st;
-    if (in.nodes[before].wal.segments.empty()) {
-      return Status::NotFound(fmt::format(
-          "{}: no WAL here: expected a cluster directory (node-<i>/), a node directory (wal/) or segment files "
-          "(<16 hex digits>.wal[.zst])",
-          path));
-    }
-    const std::string parent = BaseName(path) == "wal"
-                                   ? path.substr(0, path.rfind('/') == std::string::npos ? 0 : path.rfind('/'))
-                                   : std::string();
-    if (!parent.empty()) {
-      if (auto id = NodeIdFromName(BaseName(parent))) {
-        in.nodes[before].node_id = id;
-        in.nodes[before].wal.expected_node = id;
-      }
-    }
+    if (Status st = AddDirectory(path, in); !st.ok()) return st;
   }
   for (auto& [id, files] : loose) {
     std::sort(files.begin(), files.end(), [](const auto& a, const auto& b) { return a.index < b.index; });

@@ -6,6 +6,7 @@
 #include <cstring>
 #include <exception>
 #include <filesystem>
+#include <map>
 #include <string>
 #include <string_view>
 #include <system_error>
@@ -181,6 +182,45 @@ int ReportParseError(CLI::App& app, const CLI::ParseError& e) {
   return kExitUsage;
 }
 
+// The one-line summaries of the commands, for the listings of `walcut help`
+// (and `walcut`, `walcut --help`) and of a command's own commands; the full
+// text is each command's description, printed by `walcut help COMMAND`.
+std::string Summary(const CLI::App* sub) {
+  static const std::map<std::string, std::string, std::less<>> kSummaries = {
+      {"verify", "Check every segment: headers, checksums, continuity, torn tails"},
+      {"dump", "Print the records of a WAL, one line each"},
+      {"stats", "Count records, bytes, commits, rollbacks and cuts per type and node"},
+      {"cuts", "List every cut of a cluster with its verdict and the restore window"},
+      {"cut", "Inspect one cut"},
+      {"cut show", "The global snapshot of cut K, node by node, and its checks"},
+      {"run", "Create a simulated cluster, run transactions and cuts, write its WAL"},
+      {"scan", "Summarize one node's WAL into a file, where the WAL lives"},
+      {"restore", "Restore every node (or one) to a cut"},
+      {"restore assemble", "Gather the per-node restores of one cut"},
+      {"check", "Check a cluster for CI: files, cuts, restore"},
+      {"check merge", "Join the per-node JSON reports of walcut check"},
+      {"diff", "Compare two snapshot directories node by node"},
+      {"snapshot", "Snapshot directories and repositories of snapshot artifacts"},
+      {"snapshot check", "Check a snapshot's workload invariants, or a repository"},
+      {"snapshot show", "Per node: entries, size, fingerprint, WAL position of a snapshot"},
+      {"snapshot create", "Add an artifact (full or incremental) to a repository"},
+      {"snapshot list", "List every artifact of a repository"},
+      {"snapshot expire", "Remove the artifacts beyond the newest N fulls of each cluster"},
+  };
+  if (const auto it = kSummaries.find(CommandPath(sub)); it != kSummaries.end()) return it->second;
+  // A command without an entry: the first line of its description.
+  const std::string& d = sub->get_description();
+  return d.substr(0, d.find('\n'));
+}
+
+// Lists commands one line each (name, summary), as git and cargo do.
+class ListingFormatter : public CLI::Formatter {
+ public:
+  std::string make_subcommand(const CLI::App* sub) const override {
+    return fmt::format("  {:<{}}{}\n", sub->get_name(), get_column_width() - 2, Summary(sub));
+  }
+};
+
 // `walcut help [COMMAND...]` is `walcut [COMMAND...] --help`, for the
 // commands that exist; `walcut version` is `walcut --version`. Returns the
 // arguments to parse, or an exit code when the request was answered here.
@@ -221,6 +261,7 @@ int main(int argc, char** argv) {
         "(or -V) prints the version.");
     app.require_subcommand(1);
     app.fallthrough(false);
+    app.formatter(std::make_shared<ListingFormatter>());  // before the commands: they inherit it
     Registry reg;
     auto table = CommandTable();
     std::sort(table.begin(), table.end(),
@@ -233,6 +274,11 @@ int main(int argc, char** argv) {
           "code stay the same");
     }
     OneValuePerOccurrence(app);
+    if (argc == 1) {  // `walcut` alone: the list of commands, as `walcut help`; no command is a usage error
+      app.name(argv[0]);
+      fmt::print("{}", app.help());
+      return FinishOutput(kExitUsage);
+    }
     auto args = HelpAndVersion(app, std::vector<std::string>(argv + 1, argv + argc));
     if (const int* rc = std::get_if<int>(&args)) return *rc;
     auto& words = std::get<std::vector<std::string>>(args);

@@ -13,6 +13,8 @@
 
 #include <fmt/format.h>
 
+#include "cli/command.h"
+
 namespace walcut::cli {
 
 void AddFormatOption(CLI::App* cmd, Format& f) {
@@ -80,17 +82,17 @@ std::string HumanBytes(uint64_t n) {
 int ExitForStatus(const walfmt::Status& st) {
   switch (st.code()) {
     case walfmt::ErrorCode::kOk:
-      return 0;
+      return kExitOk;
     case walfmt::ErrorCode::kCorruption:
-      return 1;
+      return kExitFindings;
     case walfmt::ErrorCode::kInvalidArgument:
     case walfmt::ErrorCode::kNotFound:
-      return 2;
+      return kExitUsage;
     case walfmt::ErrorCode::kIo:
     case walfmt::ErrorCode::kInternal:
-      return 3;
+      return kExitIo;
   }
-  return 3;
+  return kExitIo;
 }
 
 void ProblemTally::Add(const walfmt::Problem& p) {
@@ -104,9 +106,9 @@ void ProblemTally::Add(const walfmt::Problem& p) {
 }
 
 int ProblemTally::ExitCode() const {
-  if (io > 0) return 3;
-  if (findings > 0) return 1;
-  return 0;
+  if (io > 0) return kExitIo;
+  if (findings > 0) return kExitFindings;
+  return kExitOk;
 }
 
 namespace {
