@@ -33,7 +33,7 @@ namespace {
 // of calls.
 
 // Room for a text line but its description: node prefix (16), LSN (up to 33,
-// padded to 18), type (11), length (10), tx (up to 31), separators, newline;
+// padded to 18), type (11), length (10), tx (up to 33), separators, newline;
 // and slack for the fixed-size copies below, which may write past the end of
 // a short field.
 constexpr size_t kLineFixedBound = 160;
@@ -128,12 +128,20 @@ char* WritePrefix(char* p, const NodeCtx& n, const walfmt::RecordView& v, const 
   p += 5;
   std::memcpy(p, kSpaces, 16);
   if (t != nullptr) {
+    // TxId::Readable(): "node:seq", or "node@incarnation:counter" after a restart.
     const int a = DecimalDigits(t->node);
-    const int b = DecimalDigits(t->seq);
     PutDecimal(p, t->node, a);
-    p[a] = ':';
-    PutDecimal(p + a + 1, t->seq, b);
-    p += std::max(12, a + 1 + b);
+    int w = a;
+    if (const uint64_t inc = t->incarnation(); inc != 0) {
+      const int i = DecimalDigits(inc);
+      p[w] = '@';
+      PutDecimal(p + w + 1, inc, i);
+      w += 1 + i;
+    }
+    const int b = DecimalDigits(t->counter());
+    p[w] = ':';
+    PutDecimal(p + w + 1, t->counter(), b);
+    p += std::max(12, w + 1 + b);
   } else {
     *p = '-';
     p += 12;
@@ -290,6 +298,7 @@ LineFormatter::Outcome LineFormatter::Format(const NodeCtx& n, const walfmt::Rec
                      {"type", std::string(walfmt::RecordTypeName(v.type))},
                      {"length", v.size()},
                      {"tx", t ? nlohmann::json(t->ToString()) : nlohmann::json(nullptr)},
+                     {"tx_readable", t ? nlohmann::json(t->Readable()) : nlohmann::json(nullptr)},
                      {"record", RecordJson(*rec, f_.clock)}};
     const std::string s = walfmt::DumpJson(j);
     out.append(s.data(), s.data() + s.size());

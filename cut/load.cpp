@@ -54,7 +54,10 @@ json FindingToJson(const Finding& f) {
   json j = {{"check", CheckName(f.check)}, {"node", f.node}, {"message", f.message}};
   if (f.cut) j["cut"] = f.cut;
   if (f.has_position) j["position"] = f.position.ToString();
-  if (f.has_tx) j["tx"] = f.tx.ToString();
+  if (f.has_tx) {
+    j["tx"] = f.tx.ToString();
+    j["tx_readable"] = f.tx.Readable();
+  }
   if (!f.expected.empty()) j["expected"] = f.expected;
   if (!f.found.empty()) j["found"] = f.found;
   return j;

@@ -221,7 +221,7 @@ TEST_CASE("cli repo: create killed at every I/O step leaves the repository valid
     const std::string cmd = fmt::format(
         "WALCUT_FAIL_IO_AT={} '{}' snapshot create '{}' --repo '{}' --incremental --cut 3 "
         ">/dev/null 2>&1",
-        n, WALCUT_BIN, c, repo);
+        n, WALCUT_SEAMS_BIN, c, repo);
     const int st = std::system(cmd.c_str());
     const int code = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
     auto check = Walcut(fmt::format("snapshot check '{}'", repo));

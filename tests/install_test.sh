@@ -41,6 +41,11 @@ echo "ok: $(wc -l <"$tmp/got") files installed"
 
 "$prefix/bin/walcut" --version >/dev/null || fail "installed walcut --version"
 "$prefix/bin/walcut" verify "$src/samples/healthy" >/dev/null || fail "installed walcut verify samples/healthy"
+# Fault injection is for the test build alone (walcut_seams): the installed
+# walcut writes its file whatever WALCUT_FAIL_IO_AT says.
+WALCUT_FAIL_IO_AT=1 "$prefix/bin/walcut" scan "$src/samples/healthy/node-0" --out "$tmp/summary.json" >/dev/null ||
+  fail "installed walcut scan --out with WALCUT_FAIL_IO_AT=1: the fault was injected"
+[ -s "$tmp/summary.json" ] || fail "installed walcut scan --out with WALCUT_FAIL_IO_AT=1 wrote nothing"
 
 # Each installed header on its own, with the prefix as the only extra
 # include directory (not the source tree).

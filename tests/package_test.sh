@@ -75,6 +75,10 @@ if grep -q "not found" "$tmp/ldd"; then cat "$tmp/ldd" >&2; fail "the packaged w
 set +e; "$w" verify "$src/samples/corrupted-segment" >/dev/null 2>&1; rc=$?; set -e
 [ $rc = 1 ] || fail "packaged walcut verify samples/corrupted-segment: exit $rc, expected 1"
 "$w" cuts "$src/samples/healthy" >/dev/null || fail "packaged walcut cuts samples/healthy"
+# No fault injection in what is packaged (it is walcut_seams', a test build's).
+WALCUT_FAIL_IO_AT=1 "$w" scan "$src/samples/healthy/node-0" --out "$tmp/summary.json" >/dev/null ||
+  fail "packaged walcut scan --out with WALCUT_FAIL_IO_AT=1: the fault was injected"
+[ -s "$tmp/summary.json" ] || fail "packaged walcut scan --out with WALCUT_FAIL_IO_AT=1 wrote nothing"
 out=$(zcat "$root/usr/share/man/man1/walcut-verify.1.gz" | LC_ALL=C groff -man -ww -Tutf8 2>&1) || fail "man page render"
 echo "$out" | grep "walcut-verify - check the integrity" >/dev/null || fail "walcut-verify(1) does not render its NAME"
 ldd "$root/usr/lib/libwalfmt.so.0" >"$tmp/ldd.lib" 2>&1

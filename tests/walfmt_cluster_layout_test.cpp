@@ -150,7 +150,7 @@ TEST_CASE("cluster.json: every missing field is named", "[cluster_layout]") {
     doc[ptr.parent_pointer()].erase(ptr.back());
     INFO(pointer);
     const std::string msg = ParseError(doc);
-    CHECK(msg == fmt::format("/x/cluster.json: field \"{}\": missing", field));
+    CHECK(msg == fmt::format("/x/cluster.json: field '{}': missing", field));
   }
 }
 
@@ -161,39 +161,39 @@ TEST_CASE("cluster.json: malformed values are named with what was found", "[clus
     std::string expect;  // the whole message after "/x/cluster.json: "
   };
   const std::vector<Case> cases = {
-      {"/schema", "walcut.cluster/3", "field \"schema\": expected \"walcut.cluster/2\", found \"walcut.cluster/3\""},
-      {"/cluster_id", 18446744073709551557ull, "field \"cluster_id\": expected a string, found 18446744073709551557"},
-      {"/cluster_id", "c5", "field \"cluster_id\": \"c5\" is not 16 hex digits"},
-      {"/cluster_id", "fffffffffffffffg", "field \"cluster_id\": \"fffffffffffffffg\" is not 16 hex digits"},
-      {"/nodes", "3", "field \"nodes\": expected an unsigned integer, found \"3\""},
-      {"/nodes", -3, "field \"nodes\": expected an unsigned integer, found -3"},
-      {"/nodes", 2.5, "field \"nodes\": expected an unsigned integer, found 2.5"},
-      {"/nodes", 0, "field \"nodes\": expected at least 1, found 0"},
-      {"/nodes", 5000, "field \"nodes\": 5000 is larger than the limit 1024"},
-      {"/backups", 3, "field \"backups\": 3 backups need more than 3 nodes"},
+      {"/schema", "walcut.cluster/3", "field 'schema': expected \"walcut.cluster/2\", found \"walcut.cluster/3\""},
+      {"/cluster_id", 18446744073709551557ull, "field 'cluster_id': expected a string, found 18446744073709551557"},
+      {"/cluster_id", "c5", "field 'cluster_id': \"c5\" is not 16 lower-case hex digits"},
+      {"/cluster_id", "fffffffffffffffg", "field 'cluster_id': \"fffffffffffffffg\" is not 16 lower-case hex digits"},
+      {"/nodes", "3", "field 'nodes': expected an unsigned integer, found \"3\""},
+      {"/nodes", -3, "field 'nodes': expected an unsigned integer, found -3"},
+      {"/nodes", 2.5, "field 'nodes': expected an unsigned integer, found 2.5"},
+      {"/nodes", 0, "field 'nodes': expected at least 1, found 0"},
+      {"/nodes", 5000, "field 'nodes': 5000 is larger than the limit 1024"},
+      {"/backups", 3, "field 'backups': 3 backups need more than 3 nodes"},
       {"/key_hash", "crc32 % partitions",
-       "field \"key_hash\": expected \"fnv1a64 % partitions\", found \"crc32 % partitions\""},
-      {"/partitions", json::array(), "field \"partitions\": no partitions"},
-      {"/partitions", 6, "field \"partitions\": expected an array, found 6"},
+       "field 'key_hash': expected \"fnv1a64 % partitions\", found \"crc32 % partitions\""},
+      {"/partitions", json::array(), "field 'partitions': no partitions"},
+      {"/partitions", 6, "field 'partitions': expected an array, found 6"},
       {"/partitions/1/primary", 2,
-       "field \"partitions[1].primary\": expected node 1 (fnv1a64 % partitions over 3 nodes), found 2"},
-      {"/partitions/1/backups", json::array({0}), "field \"partitions[1].backups\": expected [2], found [0]"},
-      {"/partitions/3/id", 7, "field \"partitions[3].id\": expected 3, found 7"},
-      {"/node_dirs/2/id", 0, "field \"node_dirs[2].id\": expected 2, found 0"},
+       "field 'partitions[1].primary': expected node 1 (fnv1a64 % partitions over 3 nodes), found 2"},
+      {"/partitions/1/backups", json::array({0}), "field 'partitions[1].backups': expected [2], found [0]"},
+      {"/partitions/3/id", 7, "field 'partitions[3].id': expected 3, found 7"},
+      {"/node_dirs/2/id", 0, "field 'node_dirs[2].id': expected 2, found 0"},
       {"/parameters/workload", "ledger",
-       "field \"parameters.workload\": expected bank, cycle or mixed, found \"ledger\""},
-      {"/parameters/accounts", 0, "field \"parameters.accounts\": 0 accounts for the mixed workload"},
-      {"/parameters/ring_keys", 1000001, "field \"parameters.ring_keys\": 1000001 is larger than the limit 1000000"},
+       "field 'parameters.workload': expected bank, cycle or mixed, found \"ledger\""},
+      {"/parameters/accounts", 0, "field 'parameters.accounts': 0 accounts for the mixed workload"},
+      {"/parameters/ring_keys", 1000001, "field 'parameters.ring_keys': 1000001 is larger than the limit 1000000"},
       {"/parameters/initial_balance", "1000",
-       "field \"parameters.initial_balance\": expected an integer, found \"1000\""},
+       "field 'parameters.initial_balance': expected an integer, found \"1000\""},
       {"/initial_bank_total", 9223372036854775808ull,
-       "field \"initial_bank_total\": 9223372036854775808 does not fit a signed 64-bit integer"},
-      {"/full_snapshots/0/name", "", "field \"full_snapshots[0].name\": empty"},
+       "field 'initial_bank_total': 9223372036854775808 does not fit a signed 64-bit integer"},
+      {"/full_snapshots/0/name", "", "field 'full_snapshots[0].name': empty"},
       {"/full_snapshots/0/nodes/1/wal_position", "1:40",
-       "field \"full_snapshots[0].nodes[1].wal_position\": \"1:40\" is not a position (SEGMENT/OFFSET in hex)"},
+       "field 'full_snapshots[0].nodes[1].wal_position': \"1:40\" is not a position (SEGMENT/OFFSET in hex)"},
       {"/full_snapshots/0/nodes/0/fingerprint", "xyz",
-       "field \"full_snapshots[0].nodes[0].fingerprint\": \"xyz\" is not a 64-bit hex fingerprint"},
-      {"/full_snapshots/0/nodes/1/node", 2, "field \"full_snapshots[0].nodes[1].node\": expected 1, found 2"},
+       "field 'full_snapshots[0].nodes[0].fingerprint': \"xyz\" is not 16 lower-case hex digits"},
+      {"/full_snapshots/0/nodes/1/node", 2, "field 'full_snapshots[0].nodes[1].node': expected 1, found 2"},
   };
   for (const auto& c : cases) {
     json doc = SampleDoc();
@@ -204,16 +204,15 @@ TEST_CASE("cluster.json: malformed values are named with what was found", "[clus
   SECTION("a snapshot listed with too few nodes") {
     json doc = SampleDoc();
     doc["full_snapshots"][0]["nodes"].erase(2);
-    CHECK(ParseError(doc) ==
-          "/x/cluster.json: field \"full_snapshots[0].nodes\": 2 entries, expected one per node (3)");
+    CHECK(ParseError(doc) == "/x/cluster.json: field 'full_snapshots[0].nodes': 2 entries, expected one per node (3)");
   }
   SECTION("a snapshot listed twice") {
     json doc = SampleDoc();
     doc["full_snapshots"].push_back(doc["full_snapshots"][0]);
-    CHECK(ParseError(doc) == "/x/cluster.json: field \"full_snapshots[1].name\": \"full-100\" is listed twice");
+    CHECK(ParseError(doc) == "/x/cluster.json: field 'full_snapshots[1].name': \"full-100\" is listed twice");
   }
   SECTION("not an object") {
-    CHECK(ParseError(json::array({1, 2})) == "/x/cluster.json: field \"(document)\": expected an object, found [1,2]");
+    CHECK(ParseError(json::array({1, 2})) == "/x/cluster.json: field '(document)': expected an object, found [1,2]");
   }
 }
 
@@ -229,16 +228,16 @@ TEST_CASE("cluster.json: version 1, as older walcut wrote it, still reads", "[cl
   // Its own keys are checked as before.
   json doc = SampleDocV1();
   doc["format"] = "something-else";
-  CHECK(ParseError(doc) == "/x/cluster.json: field \"format\": expected \"walcut-cluster\", found \"something-else\"");
+  CHECK(ParseError(doc) == "/x/cluster.json: field 'format': expected \"walcut-cluster\", found \"something-else\"");
   doc = SampleDocV1();
   doc["format_version"] = 2;
   CHECK(ParseError(doc) ==
-        "/x/cluster.json: field \"format_version\": version 2 is not supported (this walcut reads 1, "
+        "/x/cluster.json: field 'format_version': version 2 is not supported (this walcut reads 1, "
         "and \"schema\": \"walcut.cluster/2\")");
   doc = SampleDocV1();
   doc["cluster_id"] = "ffffffffffffffc5";
   CHECK(ParseError(doc) ==
-        "/x/cluster.json: field \"cluster_id\": expected an unsigned integer, found \"ffffffffffffffc5\"");
+        "/x/cluster.json: field 'cluster_id': expected an unsigned integer, found \"ffffffffffffffc5\"");
   // The copy walcut embeds in what it writes is made current, other members kept.
   json v1doc = SampleDocV1();
   v1doc["complete"] = true;
@@ -365,7 +364,7 @@ TEST_CASE("cluster.json: a WAL directory must stay inside the cluster directory"
     json doc = SampleDoc();
     doc["node_dirs"][0]["wal_dir"] = bad;
     INFO(bad);
-    CHECK(ParseError(doc) == fmt::format("/x/cluster.json: field \"node_dirs[0].wal_dir\": expected a relative path "
+    CHECK(ParseError(doc) == fmt::format("/x/cluster.json: field 'node_dirs[0].wal_dir': expected a relative path "
                                          "inside the cluster directory, found \"{}\"",
                                          bad));
   }
@@ -426,5 +425,5 @@ TEST_CASE("cluster layout: node directories from cluster.json, else by name", "[
   REQUIRE_FALSE(damaged.ok());
   CHECK(damaged.status().code() == ErrorCode::kCorruption);
   CHECK(damaged.status().message() ==
-        d.path() + "/cluster.json: field \"node_dirs\": 2 entries, expected one per node (3)");
+        d.path() + "/cluster.json: field 'node_dirs': 2 entries, expected one per node (3)");
 }

@@ -22,7 +22,7 @@ json MinimalCluster() {
     "parameters": {"workload": "bank", "accounts": 1, "ring_keys": 0, "initial_balance": 5},
     "initial_bank_total": 5,
     "full_snapshots": [{"name": "s", "dir": "snapshots/s", "at_tx": 1, "time_us": 1,
-      "nodes": [{"node": 0, "file": "node-0.snap", "wal_position": "0/40", "fingerprint": "00"}]}]})");
+      "nodes": [{"node": 0, "file": "node-0.snap", "wal_position": "0/40", "fingerprint": "0000000000000000"}]}]})");
 }
 
 }  // namespace
@@ -37,16 +37,16 @@ TEST_CASE("cluster.json: a string shown in an error is escaped, so the error sta
     json::json_pointer at;
     std::string expect;
   } cases[] = {
-      {json::json_pointer("/format"), "field \"format\": expected \"walcut-cluster\", found " + shown},
-      {json::json_pointer("/key_hash"), "field \"key_hash\": expected \"fnv1a64 % partitions\", found " + shown},
+      {json::json_pointer("/format"), "field 'format': expected \"walcut-cluster\", found " + shown},
+      {json::json_pointer("/key_hash"), "field 'key_hash': expected \"fnv1a64 % partitions\", found " + shown},
       {json::json_pointer("/parameters/workload"),
-       "field \"parameters.workload\": expected bank, cycle or mixed, found " + shown},
+       "field 'parameters.workload': expected bank, cycle or mixed, found " + shown},
       {json::json_pointer("/node_dirs/0/wal_dir"),
-       "field \"node_dirs[0].wal_dir\": expected a relative path inside the cluster directory, found \"/\\n\""},
+       "field 'node_dirs[0].wal_dir': expected a relative path inside the cluster directory, found \"/\\n\""},
       {json::json_pointer("/full_snapshots/0/nodes/0/wal_position"),
-       "field \"full_snapshots[0].nodes[0].wal_position\": " + shown + " is not a position (SEGMENT/OFFSET in hex)"},
+       "field 'full_snapshots[0].nodes[0].wal_position': " + shown + " is not a position (SEGMENT/OFFSET in hex)"},
       {json::json_pointer("/full_snapshots/0/nodes/0/fingerprint"),
-       "field \"full_snapshots[0].nodes[0].fingerprint\": " + shown + " is not a 64-bit hex fingerprint"},
+       "field 'full_snapshots[0].nodes[0].fingerprint': " + shown + " is not 16 lower-case hex digits"},
   };
   for (const Case& c : cases) {
     json doc = MinimalCluster();
@@ -62,5 +62,5 @@ TEST_CASE("cluster.json: a string shown in an error is escaped, so the error sta
   doc["full_snapshots"].push_back(doc["full_snapshots"][0]);
   auto r = ParseClusterInfo(doc.dump(), "c.json");
   REQUIRE_FALSE(r.ok());
-  CHECK(r.status().message() == "c.json: field \"full_snapshots[1].name\": " + shown + " is listed twice");
+  CHECK(r.status().message() == "c.json: field 'full_snapshots[1].name': " + shown + " is listed twice");
 }

@@ -34,6 +34,9 @@
 #include "walfmt/segment.h"
 #include "walfmt/source.h"
 #include "walfmt/writer.h"
+#ifdef WALCUT_TEST_SEAMS
+#include "walfmt/test_seams.h"
+#endif
 
 namespace {
 
@@ -1930,6 +1933,8 @@ TEST_CASE("reader: a scan from `start` reads the records from there, growing dat
 
 }  // namespace
 
+// The pread stand-in exists in a test build alone (walfmt/test_seams.h).
+#ifdef WALCUT_TEST_SEAMS
 namespace {
 
 // A pread that fails with EIO in one file (by inode) from one offset on,
@@ -2000,3 +2005,4 @@ TEST_CASE("reader: a read of a plain segment that fails (pread) fails the node's
     }
   }
 }
+#endif  // WALCUT_TEST_SEAMS

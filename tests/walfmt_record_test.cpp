@@ -436,6 +436,45 @@ TEST_CASE("record: TxId prints and parses", "[record]") {
   CHECK(TxIdHash{}(TxId{1, 2}) != TxIdHash{}(TxId{2, 1}));
 }
 
+TEST_CASE("record: TxId's readable form names the incarnation of a restarted node", "[record]") {
+  // node/crash_restart.cpp: incarnation i starts at (i << 40) + 1.
+  const TxId restarted{2, (uint64_t{1} << 40) + 215};
+  CHECK(restarted.incarnation() == 1);
+  CHECK(restarted.counter() == 215);
+  CHECK(restarted.Readable() == "2@1:215");
+  CHECK(restarted.ToString() == "2:1099511627991");  // the raw form JSON's "tx" keeps
+  // Incarnation 0 reads as it always has.
+  CHECK(TxId{2, 215}.Readable() == "2:215");
+  CHECK(TxId{2, 215}.incarnation() == 0);
+  CHECK(TxId{2, (uint64_t{1} << 40) - 1}.Readable() == "2:1099511627775");
+  CHECK(TxId{4294967295u, ~uint64_t{0}}.Readable() == "4294967295@16777215:1099511627775");
+  CHECK(TxId{3, uint64_t{7} << 40}.Readable() == "3@7:0");
+  for (const TxId t : {TxId{0, 0}, TxId{2, 215}, restarted, TxId{3, uint64_t{7} << 40}, TxId{1, uint64_t{1} << 40},
+                       TxId{4294967295u, ~uint64_t{0}}}) {
+    INFO(t.ToString() << " / " << t.Readable());
+    TxId back{99, 99};
+    REQUIRE(TxId::Parse(t.Readable(), back));
+    CHECK(back == t);
+    back = TxId{99, 99};
+    REQUIRE(TxId::Parse(t.ToString(), back));  // summaries and reports written before
+    CHECK(back == t);
+  }
+  for (const char* bad : {"2@0:215", "2@:215", "@1:215", "2@1:", "2@1@1:5", "2@16777216:1", "2@1:1099511627776",
+                          "2@-1:5", "2@1:-5", "2@ 1:5", "2@1:5 ", "2@1:2:3", "2:1@5"}) {
+    INFO("'" << bad << "'");
+    TxId out{7, 8};
+    CHECK_FALSE(TxId::Parse(bad, out));
+    CHECK(out == TxId{7, 8});
+  }
+  // dump's description of a record that names transactions of a restarted node.
+  std::string desc;
+  AppendDescription(desc, CutFinish{3, 0, {restarted, TxId{1, 9}}, {TxId{2, (uint64_t{2} << 40) + 1}}});
+  INFO(desc);
+  CHECK(desc.find("2@1:215,1:9") != std::string::npos);
+  CHECK(desc.find("2@2:1") != std::string::npos);
+  CHECK(desc.find("1099511627991") == std::string::npos);
+}
+
 TEST_CASE("record: ParseRecordType accepts the printed names", "[record]") {
   for (uint16_t v = 1; v <= kMaxKnownRecordType; ++v) {
     const auto t = static_cast<RecordType>(v);

@@ -20,11 +20,17 @@ namespace fs = std::filesystem;
 
 std::string Why(int err) { return std::strerror(err); }
 
-// The test hook: 0 when off. Read from WALCUT_FAIL_IO_AT the first time.
+// The test hook: 0 when off. In a test build (WALCUT_TEST_SEAMS: the
+// walcut_seams binary and the test suites, never what is installed) read
+// from WALCUT_FAIL_IO_AT the first time.
 std::atomic<uint64_t>& FailAt() {
   static std::atomic<uint64_t> at = [] {
+#ifdef WALCUT_TEST_SEAMS
     const char* e = std::getenv("WALCUT_FAIL_IO_AT");
     return e != nullptr ? std::strtoull(e, nullptr, 10) : 0ULL;
+#else
+    return 0ULL;
+#endif
   }();
   return at;
 }

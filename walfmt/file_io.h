@@ -11,8 +11,11 @@
 //   the old version or the complete new version, never a prefix.
 // - Fault injection for crash tests: every write, fsync and rename done here
 //   counts as one step; SetFailAtStep(n) (or WALCUT_FAIL_IO_AT=n in the
-//   environment) makes the n-th step fail with kIo "injected fault", the way
-//   a full disk or a crash at that point would stop the writer.
+//   environment, in a test build only: the CMake option WALCUT_TEST_SEAMS
+//   builds it into walcut_seams and the test suites, never into the walcut
+//   and libwalfmt that are installed) makes the n-th step fail with kIo
+//   "injected fault", the way a full disk or a crash at that point would
+//   stop the writer.
 #pragma once
 
 #include <cstdint>

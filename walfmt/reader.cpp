@@ -205,8 +205,12 @@ class Framer {
   // plausible header. Forward only (a zstd source cannot go back), so when
   // nothing is found it also tells where the data ends and whether every
   // byte from offset() on is zero.
-  bool FindNext(uint64_t& found, uint64_t& end, bool& all_zero, Status& io) {
+  // A candidate starts before `limit` (the end of the look past, see
+  // kLookPastBytes): when the data goes on past it, `cut` is set and `end`
+  // is `limit`.
+  bool FindNext(uint64_t limit, uint64_t& found, uint64_t& end, bool& all_zero, bool& cut, Status& io) {
     all_zero = true;
+    cut = false;
     for (uint64_t o = off_;; ++o) {
       const uint8_t* p = nullptr;
       size_t got = 0;
@@ -215,6 +219,11 @@ class Framer {
       if (got < kRecordHeaderSize) {
         if (all_zero) all_zero = std::all_of(p, p + got, [](uint8_t b) { return b == 0; });
         end = o + got;
+        return false;
+      }
+      if (o >= limit) {
+        cut = true;
+        end = o;
         return false;
       }
       if (p[0] != 0) all_zero = false;
@@ -264,16 +273,36 @@ class Framer {
   bool on_chain_;  // offset() is on the segment's record chain (ByteSource::CheckedChainEnd)
 };
 
+// How far past the useful part of a source that Inflates() a reader looks:
+// past damage for the next intact record, past an unusable segment header
+// for the end of the data. The longest record: after one damaged record the
+// next starts within it. Bytes in which no record starts that far are not a
+// segment, however far they go on (a file of compressed zeros is small and
+// would decompress up to kMaxSegmentBytes): the rest is not decompressed.
+constexpr uint64_t kLookPastBytes = kMaxGetBytes;
+
+// Bytes past `from` a reader of `src` looks at: all for a plain source.
+uint64_t LookPastLimit(const ByteSource& src, uint64_t from) {
+  return src.Inflates() ? from + kLookPastBytes : UINT64_MAX;
+}
+
 // Reads from `from` to the end of the data: its end offset and whether every
-// byte is zero.
-Status DataEnd(ByteSource& src, uint64_t from, uint64_t& end, bool& all_zero) {
+// byte is zero. Stops at `limit` when the data goes on past it: `cut` is then
+// set and `end` is `limit`.
+Status DataEnd(ByteSource& src, uint64_t from, uint64_t limit, uint64_t& end, bool& all_zero, bool& cut) {
   all_zero = true;
+  cut = false;
   constexpr size_t kStep = 1u << 20;
   uint64_t o = from;
   for (;;) {
     const uint8_t* p = nullptr;
     size_t got = 0;
-    Status st = src.Get(o, kStep, p, got);
+    if (o == limit) {
+      if (Status st = src.Get(o, 1, p, got); !st.ok()) return st;
+      cut = got > 0;
+      break;
+    }
+    Status st = src.Get(o, static_cast<size_t>(std::min<uint64_t>(kStep, limit - o)), p, got);
     if (!st.ok()) return st;
     if (got == 0) break;
     if (all_zero) all_zero = std::all_of(p, p + got, [](uint8_t b) { return b == 0; });
@@ -371,6 +400,12 @@ std::string Problem::ToString() const {
 
 namespace {
 
+// What the report of bytes of a source that Inflates() read no further adds
+// to its detail.
+std::string NotDecompressed(uint64_t looked_at) {
+  return fmt::format(" (no record in the {} bytes from here: the rest of the archive is not decompressed)", looked_at);
+}
+
 // The records of one segment, walked by the framer's fast path, then
 // examined one by one wherever it stops.
 class SegmentPolicy {
@@ -438,15 +473,17 @@ class SegmentPolicy {
     if (!DecodeSegmentHeader({p, got}, s_.header, herr)) {
       uint64_t end = got;
       bool zero = false;
+      bool cut = false;
       if (got == kSegmentHeaderSize) {
-        if (Status st = DataEnd(src_, 0, end, zero); !st.ok()) {
+        if (Status st = DataEnd(src_, 0, LookPastLimit(src_, 0), end, zero, cut); !st.ok()) {
           IoFail(st, 0);
           return false;
         }
       }
-      s_.file_bytes = end;
+      s_.file_bytes = end;  // of a source that Inflates(), as far as it was decompressed
       s_.bytes_dropped = end;
-      Report(ProblemKind::kBadSegmentHeader, true, herr.offset, end, herr.what, herr.expected, herr.actual);
+      Report(ProblemKind::kBadSegmentHeader, true, herr.offset, end, herr.what + (cut ? NotDecompressed(end) : ""),
+             herr.expected, herr.actual);
       s_.end = SegmentEnd::kBadHeader;
       s_.failed = FailsRead(opt_.mode, true);
       return false;
@@ -580,16 +617,28 @@ class SegmentPolicy {
     uint64_t end = off;
     bool zero = false;
     bool found = false;
+    bool cut = false;
     if (e.skip_to != 0) {
       next = e.skip_to;
       found = true;
     } else {
       Status io;
-      found = fr_.FindNext(next, end, zero, io);
+      found = fr_.FindNext(LookPastLimit(src_, off), next, end, zero, cut, io);
       if (!io.ok()) {
         IoFail(io, off);
         return false;
       }
+    }
+    if (cut) {
+      // No record where one would have to be: the bytes stopped being
+      // records, and no more of them is decompressed. Not a torn tail, even
+      // of zeros: what follows is not known.
+      s_.damaged_to_end = true;
+      s_.file_bytes = end;
+      s_.bytes_dropped += end - off;
+      Report(dmg.kind, true, off, end - off, dmg.detail + NotDecompressed(end - off), dmg.expected, dmg.actual);
+      s_.end = opt_.mode == RecoveryMode::kSalvage ? SegmentEnd::kSalvaged : SegmentEnd::kDamaged;
+      return false;
     }
     if (!found) {
       s_.damaged_to_end = true;
@@ -625,7 +674,10 @@ class SegmentPolicy {
       s_.end = SegmentEnd::kDamaged;
       uint64_t data_end = next;
       bool all_zero = false;
-      if (Status st = DataEnd(src_, next, data_end, all_zero); st.ok()) s_.file_bytes = data_end;
+      bool data_cut = false;
+      if (Status st = DataEnd(src_, next, LookPastLimit(src_, next), data_end, all_zero, data_cut); st.ok()) {
+        s_.file_bytes = data_end;
+      }
       return false;
     }
     damaged_ = true;

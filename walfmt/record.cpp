@@ -165,16 +165,42 @@ bool ParseRecordType(std::string_view name, RecordType& out) {
 
 std::string TxId::ToString() const { return fmt::format("{}:{}", node, seq); }
 
+std::string TxId::Readable() const {
+  if (incarnation() == 0) return ToString();
+  return fmt::format("{}@{}:{}", node, incarnation(), counter());
+}
+
+namespace {
+// A decimal number filling [text.begin() + from, text.begin() + to) exactly.
+template <class T>
+bool WholeDecimal(std::string_view text, size_t from, size_t to, T& out) {
+  if (from >= to) return false;
+  const auto r = std::from_chars(text.data() + from, text.data() + to, out);
+  return r.ec == std::errc() && r.ptr == text.data() + to;
+}
+}  // namespace
+
 bool TxId::Parse(std::string_view text, TxId& out) {
   const size_t colon = text.find(':');
   if (colon == std::string_view::npos) return false;
+  const size_t at = text.substr(0, colon).find('@');
   TxId t;
-  auto a = std::from_chars(text.data(), text.data() + colon, t.node);
-  auto b = std::from_chars(text.data() + colon + 1, text.data() + text.size(), t.seq);
-  if (a.ec != std::errc() || a.ptr != text.data() + colon || b.ec != std::errc() ||
-      b.ptr != text.data() + text.size() || colon == 0) {
+  if (at == std::string_view::npos) {
+    if (!WholeDecimal(text, 0, colon, t.node) || !WholeDecimal(text, colon + 1, text.size(), t.seq)) return false;
+    out = t;
+    return true;
+  }
+  uint64_t incarnation = 0;
+  uint64_t counter = 0;
+  if (!WholeDecimal(text, 0, at, t.node) || !WholeDecimal(text, at + 1, colon, incarnation) ||
+      !WholeDecimal(text, colon + 1, text.size(), counter)) {
     return false;
   }
+  if (incarnation == 0 || incarnation >= (uint64_t{1} << (64 - kTxCounterBits)) ||
+      counter >= (uint64_t{1} << kTxCounterBits)) {
+    return false;
+  }
+  t.seq = (incarnation << kTxCounterBits) | counter;
   out = t;
   return true;
 }

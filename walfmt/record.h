@@ -42,11 +42,26 @@ std::string_view RecordTypeName(RecordType t);
 // Parses a name as printed (case-insensitive, "tx_commit" or "commit").
 bool ParseRecordType(std::string_view name, RecordType& out);
 
+// The bits of TxId::seq below the incarnation: a node that restarts starts
+// its transactions at (incarnation << kTxCounterBits) + 1.
+constexpr unsigned kTxCounterBits = 40;
+
 struct TxId {
   uint32_t node = 0;  // the near (coordinating) node
-  uint64_t seq = 0;   // per near node, from 1
+  uint64_t seq = 0;   // per near node, from 1: (incarnation << kTxCounterBits) + counter
   auto operator<=>(const TxId&) const = default;
-  std::string ToString() const;  // "node:seq"
+  // The near node's incarnation (0 until it first restarts), and the count
+  // of its transactions in that incarnation.
+  uint64_t incarnation() const { return seq >> kTxCounterBits; }
+  uint64_t counter() const { return seq & ((uint64_t{1} << kTxCounterBits) - 1); }
+  // "node:seq", the raw form: what JSON's "tx" fields hold (machine use).
+  std::string ToString() const;
+  // The form a person reads: "node:counter" in incarnation 0 (the same as
+  // ToString), "node@incarnation:counter" after a restart ("2@1:215" for
+  // seq 1099511627991).
+  std::string Readable() const;
+  // Either form: "node:seq" (any seq) or "node@incarnation:counter" with an
+  // incarnation from 1 and a counter below 2^kTxCounterBits, in decimal.
   static bool Parse(std::string_view text, TxId& out);
 };
 struct TxIdHash {

@@ -33,10 +33,15 @@ void AppendHex64(std::string& out, uint64_t v) {
   }
   out.append(buf, 16);
 }
+// TxId::Readable(): "node:seq", or "node@incarnation:counter" after a restart.
 void AppendTx(std::string& out, const TxId& t) {
   AppendU64(out, t.node);
+  if (t.incarnation() != 0) {
+    out.push_back('@');
+    AppendU64(out, t.incarnation());
+  }
   out.push_back(':');
-  AppendU64(out, t.seq);
+  AppendU64(out, t.counter());
 }
 void AppendTxList(std::string& out, const std::vector<TxId>& v, size_t limit) {
   for (size_t i = 0; i < v.size() && i < limit; ++i) {

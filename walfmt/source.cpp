@@ -22,6 +22,9 @@
 #include <zstd.h>
 
 #include "walfmt/chain_check.h"
+#ifdef WALCUT_TEST_SEAMS
+#include "walfmt/test_seams.h"
+#endif
 
 namespace walfmt {
 namespace {
@@ -44,13 +47,19 @@ std::string Errno(const char* what, const std::string& path) {
   return fmt::format("{}: {}: {}", path, what, std::strerror(errno));
 }
 
+#ifdef WALCUT_TEST_SEAMS
+// A test build's pread: ::pread or a test's stand-in (walfmt/test_seams.h).
 std::atomic<detail::PreadFn> g_pread{&::pread};
+detail::PreadFn PreadFunction() { return g_pread.load(std::memory_order_relaxed); }
+#else
+constexpr auto PreadFunction() { return &::pread; }
+#endif
 
 // Reads [off, off + n) of a plain file into `to`, retrying on EINTR: `got`
 // is n, or less where the file ends (or where a read failed: then an error).
 Status PreadAll(int fd, const std::string& path, uint8_t* to, size_t n, uint64_t off, size_t& got) {
   got = 0;
-  const detail::PreadFn read_at = g_pread.load(std::memory_order_relaxed);
+  const auto read_at = PreadFunction();
   while (got < n) {
     const ssize_t r = read_at(fd, to + got, n - got, static_cast<off_t>(off + got));
     if (r < 0) {
@@ -280,7 +289,9 @@ class ZstdDecoder final : public BlockFiller {
       compressed_read_ = prefix.size();
     }
   }
-  explicit ZstdDecoder(std::span<const uint8_t> mem) : mem_(mem), path_("<memory>") {}
+  // `max_bytes`: the most the data may decompress to (kMaxSegmentBytes but in tests).
+  explicit ZstdDecoder(std::span<const uint8_t> mem, uint64_t max_bytes = kMaxSegmentBytes)
+      : mem_(mem), path_("<memory>"), max_bytes_(max_bytes) {}
   ~ZstdDecoder() override {
     if (fd_ >= 0) close(fd_);
     ZSTD_freeDCtx(dctx_);
@@ -308,7 +319,8 @@ class ZstdDecoder final : public BlockFiller {
 
  private:
   // One call of the decoder into [out, out + room); adds what it wrote to
-  // `len`. Bytes of a call that fails are dropped.
+  // `len`. Bytes of a call that fails are dropped, but for those within the
+  // limit of a call that decompresses past it.
   Status Step(uint8_t* out_ptr, size_t room, size_t& len) {
     if (dctx_ == nullptr) {
       dctx_ = ZSTD_createDCtx();
@@ -329,6 +341,10 @@ class ZstdDecoder final : public BlockFiller {
       }
       compressed_read_ += in_.size;
     }
+    if (!header_seen_) {
+      header_seen_ = true;
+      if (Status st = DeclaredSize(); !st.ok()) return st;
+    }
     ZSTD_outBuffer out{out_ptr, room, 0};
     const size_t before_in = in_.pos;
     const size_t rc = ZSTD_decompressStream(dctx_, &out, &in_);
@@ -336,10 +352,13 @@ class ZstdDecoder final : public BlockFiller {
       return Status::Corruption(fmt::format("{}: zstd: {} (compressed bytes read so far: {})", path_,
                                             ZSTD_getErrorName(rc), compressed_read_));
     }
-    if (produced_ + out.pos > kMaxSegmentBytes) {
+    if (produced_ + out.pos > max_bytes_) {
+      // The bytes up to the budget are handed over: the records in them are read.
+      len += static_cast<size_t>(max_bytes_ - produced_);
+      produced_ = max_bytes_;
       return Status::Corruption(
           fmt::format("{}: decompresses to more than {} bytes, the most a segment may hold (compressed bytes read: {})",
-                      path_, kMaxSegmentBytes, compressed_read_));
+                      path_, max_bytes_, compressed_read_));
     }
     produced_ += out.pos;
     len += out.pos;
@@ -363,9 +382,30 @@ class ZstdDecoder final : public BlockFiller {
     return Status::Ok();
   }
 
+  // The content size the first frame's header declares, when it does: more
+  // than a segment may hold is refused before decompressing anything. (A
+  // frame that decompresses to more than it declares, zstd refuses itself,
+  // as soon as a block passes that size.) Looked at in the first input read
+  // (a frame header that does not fit in it, as after a stream's four magic
+  // bytes, declares nothing here).
+  Status DeclaredSize() {
+    if (in_.pos != 0 || in_.size == 0) return Status::Ok();
+    const unsigned long long n = ZSTD_getFrameContentSize(in_.src, in_.size);
+    if (n == ZSTD_CONTENTSIZE_UNKNOWN || n == ZSTD_CONTENTSIZE_ERROR) return Status::Ok();
+    if (n > max_bytes_) {
+      return Status::Corruption(
+          fmt::format("{}: decompresses to {} bytes (its zstd frame header says), more than {}, the most a segment "
+                      "may hold",
+                      path_, n, max_bytes_));
+    }
+    return Status::Ok();
+  }
+
   int fd_ = -1;
   std::span<const uint8_t> mem_;
   std::string path_;
+  uint64_t max_bytes_ = kMaxSegmentBytes;
+  bool header_seen_ = false;
   ZSTD_DCtx* dctx_ = nullptr;
   std::vector<uint8_t> in_buf_;
   ZSTD_inBuffer in_{nullptr, 0, 0};
@@ -389,9 +429,15 @@ class BlockSource final : public ByteSource {
   // thread's spares are gone).
   // `check_chain`: the filling side runs the chain check over each block
   // (a plain segment's bytes; CheckedChainEnd).
+  // `inflates`: the filler is a decoder (ByteSource::Inflates).
   BlockSource(std::unique_ptr<BlockFiller> filler, bool threaded, std::optional<uint64_t> size, bool recycle,
-              bool check_chain = false)
-      : filler_(std::move(filler)), threaded_(threaded), size_(size), recycle_(recycle), check_chain_(check_chain) {}
+              bool check_chain = false, bool inflates = false)
+      : filler_(std::move(filler)),
+        threaded_(threaded),
+        size_(size),
+        recycle_(recycle),
+        check_chain_(check_chain),
+        inflates_(inflates) {}
   ~BlockSource() override {
     if (thread_.joinable()) {
       {
@@ -429,6 +475,7 @@ class BlockSource final : public ByteSource {
   std::optional<uint64_t> size() const override { return size_; }
   uint64_t CheckedChainEnd() const override { return checked_; }
   bool ChecksChain() const override { return check_chain_; }
+  bool Inflates() const override { return inflates_; }
 
  private:
   void Expose(uint64_t offset, size_t n, const uint8_t*& p, size_t& got) const {
@@ -560,6 +607,7 @@ class BlockSource final : public ByteSource {
   std::optional<uint64_t> size_;
   bool recycle_;
   bool check_chain_;
+  bool inflates_;
   detail::ChainCheck chain_;  // the filling side's, as filler_
   bool started_ = false;
   uint64_t decoded_inline_ = 0;
@@ -671,6 +719,7 @@ class StdinView final : public ByteSource {
     s_.Window(offset, want, p, got);
   }
   void Release(uint64_t offset) override { s_.Release(offset); }
+  bool Inflates() const override { return s_.Inflates(); }
   std::optional<uint64_t> size() const override { return std::nullopt; }
 
  private:
@@ -700,7 +749,7 @@ Result<ByteSource*> Stdin() {
   }
   if (magic == std::string("\x28\xb5\x2f\xfd", 4)) {
     src = std::make_unique<BlockSource>(std::make_unique<ZstdDecoder>(fd, kStdinPath, std::move(magic)), true,
-                                        std::nullopt, false);
+                                        std::nullopt, false, false, true);
   } else {
     src = std::make_unique<StreamSource>(fd, kStdinPath, std::move(magic));
   }
@@ -736,7 +785,7 @@ Result<std::unique_ptr<ByteSource>> OpenSegmentSource(const std::string& path, b
   posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL);  // larger read-ahead when the file is not cached
   if (compressed) {
     return std::unique_ptr<ByteSource>(
-        new BlockSource(std::make_unique<ZstdDecoder>(fd, path), true, std::nullopt, true));
+        new BlockSource(std::make_unique<ZstdDecoder>(fd, path), true, std::nullopt, true, false, true));
   }
   if (read_ahead) {
     const auto size = static_cast<uint64_t>(sb.st_size);
@@ -767,13 +816,20 @@ uint64_t SegmentDataBytes(const std::string& path, bool compressed) {
 }
 
 std::unique_ptr<ByteSource> MemorySource(std::span<const uint8_t> data, bool zstd_frame) {
-  if (zstd_frame) return std::make_unique<BlockSource>(std::make_unique<ZstdDecoder>(data), false, std::nullopt, false);
+  if (zstd_frame) return detail::ZstdMemorySource(data, kMaxSegmentBytes);
   return std::make_unique<MemSource>(data);
 }
 
 namespace detail {
 
+#ifdef WALCUT_TEST_SEAMS
 void SetPreadForTesting(PreadFn fn) { g_pread.store(fn != nullptr ? fn : &::pread, std::memory_order_relaxed); }
+#endif
+
+std::unique_ptr<ByteSource> ZstdMemorySource(std::span<const uint8_t> data, uint64_t max_bytes) {
+  return std::make_unique<BlockSource>(std::make_unique<ZstdDecoder>(data, max_bytes), false, std::nullopt, false,
+                                       false, true);
+}
 
 std::unique_ptr<ByteSource> CheckedMemorySource(std::span<const uint8_t> data, size_t block_bytes) {
   block_bytes = std::clamp<size_t>(block_bytes, 1, kBlockBytes);

@@ -7,8 +7,6 @@
 // (also reused, and never touched in full).
 #pragma once
 
-#include <sys/types.h>
-
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -56,6 +54,10 @@ class ByteSource {
   // Whether this source checks the chain at all (CheckedChainEnd may then
   // move past 0), so that a reader of any other source keeps its plain loop.
   virtual bool ChecksChain() const { return false; }
+  // Whether the bytes are decompressed from fewer (a .wal.zst): reading them
+  // costs CPU out of proportion to the file, so a reader reads no further
+  // than it must once they stop being records (ScanSegment).
+  virtual bool Inflates() const { return false; }
   // Total size when known up front (plain files, buffers).
   virtual std::optional<uint64_t> size() const = 0;
 };
@@ -95,12 +97,10 @@ std::unique_ptr<ByteSource> MemorySource(std::span<const uint8_t> data, bool zst
 Result<std::string> ZstdCompress(std::span<const uint8_t> data, int level = 1);
 
 namespace detail {
-// The pread() every plain segment source calls (the window and the
-// read-ahead): ::pread, or for a test a stand-in that fails where it is told
-// to, since nothing else makes pread of a regular file fail on demand.
-// nullptr restores ::pread. Not for use while sources are reading.
-using PreadFn = ssize_t (*)(int fd, void* buf, size_t n, off_t offset);
-void SetPreadForTesting(PreadFn fn);
+// MemorySource(data, true) with another budget than kMaxSegmentBytes: a
+// frame that decompresses to more than `max_bytes` is refused as a
+// .wal.zst of more than kMaxSegmentBytes is. For tests of that boundary.
+std::unique_ptr<ByteSource> ZstdMemorySource(std::span<const uint8_t> data, uint64_t max_bytes);
 }  // namespace detail
 
 }  // namespace walfmt
