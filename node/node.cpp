@@ -166,29 +166,33 @@ std::vector<uint32_t> Node::LiveOnly(const std::vector<uint32_t>& nodes) const {
   return out;
 }
 
+void Node::DeliverWhileNotReady(Msg& m) {
+  // Restarted and not yet told the current cut: the node answers recovery
+  // queries and refuses work. It must not adopt cut ids from messages now:
+  // it could start a cut that the crash already made inconsistent.
+  switch (m.type) {
+    case MsgType::kHelloResp:
+      OnHelloResp(m);
+      break;
+    case MsgType::kQuery:
+      OnQuery(m);
+      break;
+    case MsgType::kQueryResp:
+      OnQueryResp(m);
+      break;
+    case MsgType::kFinish:
+    case MsgType::kFinishFwd:
+      FinishInDoubt(m);
+      break;
+    default:
+      Refuse(m);
+      break;
+  }
+}
+
 void Node::Deliver(Msg& m) {
   if (!ready_) {
-    // Restarted and not yet told the current cut: the node answers recovery
-    // queries and refuses work. It must not adopt cut ids from messages now:
-    // it could start a cut that the crash already made inconsistent.
-    switch (m.type) {
-      case MsgType::kHelloResp:
-        OnHelloResp(m);
-        break;
-      case MsgType::kQuery:
-        OnQuery(m);
-        break;
-      case MsgType::kQueryResp:
-        OnQueryResp(m);
-        break;
-      case MsgType::kFinish:
-      case MsgType::kFinishFwd:
-        FinishInDoubt(m);
-        break;
-      default:
-        Refuse(m);
-        break;
-    }
+    DeliverWhileNotReady(m);
     return;
   }
   // Rule 2: a message from a later cut starts that cut here before the
@@ -252,21 +256,24 @@ void Node::Deliver(Msg& m) {
     case MsgType::kQueryResp:
       OnQueryResp(m);
       break;
-    case MsgType::kHello: {
-      // Only the acting initiator knows whether a cut runs; a node that is
-      // about to take over stays silent and the restarted node asks again.
-      if (!initiating_) break;
-      Msg r;
-      r.type = MsgType::kHelloResp;
-      r.to = m.from;
-      r.marker = cut_id_;
-      r.ok = init_k_ != 0;  // a cut is running
-      Send(std::move(r));
+    case MsgType::kHello:
+      OnHello(m);
       break;
-    }
     case MsgType::kHelloResp:
       break;
   }
+}
+
+void Node::OnHello(const Msg& m) {
+  // Only the acting initiator knows whether a cut runs; a node that is
+  // about to take over stays silent and the restarted node asks again.
+  if (!initiating_) return;
+  Msg r;
+  r.type = MsgType::kHelloResp;
+  r.to = m.from;
+  r.marker = cut_id_;
+  r.ok = init_k_ != 0;  // a cut is running
+  Send(std::move(r));
 }
 
 // A node that cannot take part answers requests with a refusal, so nobody

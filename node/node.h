@@ -174,6 +174,10 @@ class Node {
   // and a map entry per transaction costs a tenth of the run time.
   void Remember(std::unordered_map<TxId, Outcome, TxIdHash>& map, const TxId& id, Outcome o);
   void Refuse(const Msg& m);
+  // A restarted node not yet told the current cut: recovery queries only.
+  void DeliverWhileNotReady(Msg& m);
+  // A restarted node asks the initiator whether a cut runs.
+  void OnHello(const Msg& m);
   std::vector<uint32_t> LiveOnly(const std::vector<uint32_t>& nodes) const;
 
   // ---- recovery protocol: recovery.cpp (the restart itself: crash_restart.cpp)
