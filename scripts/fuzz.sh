@@ -13,7 +13,8 @@
 # when present, and its own libFuzzer flags the "// fuzz.sh:" line of the
 # .cpp. TARGET names a subset (default: every target).
 #
-# Environment: FUZZ_BUILD_DIR (default build-fuzz), FUZZ_EXTRA (more libFuzzer
+# Environment: FUZZ_BUILD_DIR (default build-fuzz), WALCUT_FUZZ_ARGV_BIN (the
+# walcut fuzz_argv runs; default build/cli/walcut), FUZZ_EXTRA (more libFuzzer
 # flags for every target, e.g. "-fork=2" or "-seed=1"), FUZZ_CPU_SECONDS
 # (a campaign: each target runs until it has used that much CPU time, however
 # long that takes on a shared machine; SECONDS is then ignored).
@@ -56,7 +57,16 @@ done
 mkdir -p "$build"
 launcher=()
 command -v ccache >/dev/null && launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
-CC=clang CXX=clang++ cmake -S "$root" -B "$build" -G Ninja "${launcher[@]}" \
+# fuzz_argv runs a walcut binary: the regular build's (scripts/test.sh builds
+# it first) when there is one, so that the libraries are not compiled a second
+# time with clang only for it; else this build's own (WALCUT_FUZZ_ARGV_BIN).
+argv_bin=()
+if [ -z "${WALCUT_FUZZ_ARGV_BIN:-}" ] && [ -x "$root/build/cli/walcut" ]; then
+  argv_bin=(-DWALCUT_FUZZ_ARGV_BIN="$root/build/cli/walcut")
+elif [ -n "${WALCUT_FUZZ_ARGV_BIN:-}" ]; then
+  argv_bin=(-DWALCUT_FUZZ_ARGV_BIN="$WALCUT_FUZZ_ARGV_BIN")
+fi
+CC=clang CXX=clang++ cmake -S "$root" -B "$build" -G Ninja "${launcher[@]}" "${argv_bin[@]}" \
   -DCMAKE_BUILD_TYPE=RelWithDebInfo -DWALCUT_FUZZ=ON -DBUILD_TESTING=OFF >"$build/configure.log" 2>&1 || {
   cat "$build/configure.log" >&2
   echo "fuzz.sh: configure failed" >&2
