@@ -31,16 +31,16 @@ const char* Ok(bool b) { return b ? "ok" : "FAILED"; }
 void PrintTracked(const char* side, const cut::TrackedTx& t, const cut::NodeCut& nc, uint64_t k) {
   if (t.rolled_back) {
     fmt::print("    {:<6} {:<12} rolled back at {}  (a rolled-back transaction must not be tracked)\n", side,
-               t.tx.ToString(), t.commit.ToString());
+               t.tx.Readable(), t.commit.ToString());
     return;
   }
   if (!t.committed) {
-    fmt::print("    {:<6} {:<12} no TX_COMMIT found on this node\n", side, t.tx.ToString());
+    fmt::print("    {:<6} {:<12} no TX_COMMIT found on this node\n", side, t.tx.Readable());
     return;
   }
   const bool before = std::string(side) == "before";
   const bool agree = (t.marker < k) == before;
-  fmt::print("    {:<6} {:<12} committed {} {} CUT_START  marker {} {} {}{}{}\n", side, t.tx.ToString(),
+  fmt::print("    {:<6} {:<12} committed {} {} CUT_START  marker {} {} {}{}{}\n", side, t.tx.Readable(),
              t.commit.ToString(), t.commit > nc.start ? "after " : "before", t.marker, t.marker < k ? "<" : ">=", k,
              agree ? "" : "  MARKER DISAGREES", t.recovered ? "  (recovered)" : "");
 }

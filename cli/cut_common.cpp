@@ -62,7 +62,7 @@ json ChecksJson(const cut::CutChecks& c) {
 
 namespace {
 json Tracked(const cut::TrackedTx& t, const cut::NodeCut& nc, const walfmt::ClusterClock& clock) {
-  json j = {{"tx", t.tx.ToString()}};
+  json j = {{"tx", t.tx.ToString()}, {"tx_readable", t.tx.Readable()}};
   if (t.committed) {
     j["commit"] = t.commit.ToString();
     j["marker"] = t.marker;

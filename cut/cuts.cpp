@@ -403,7 +403,7 @@ class Reconstruction {
           f.position = t.commit;
           const uint32_t in_node = b == 0 ? i : it->second.first;
           const uint32_t out_node = b == 0 ? it->second.first : i;
-          f.message = fmt::format("transaction {} before cut {} on node {} but after it on node {}", t.tx.ToString(), k,
+          f.message = fmt::format("transaction {} before cut {} on node {} but after it on node {}", t.tx.Readable(), k,
                                   in_node, out_node);
           g.findings.push_back(std::move(f));
         }

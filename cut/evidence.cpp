@@ -41,9 +41,9 @@ std::string Named(const std::vector<TxId>& v, const NodeSummary& other, size_t m
     auto it = std::lower_bound(other.witness.begin(), other.witness.end(), v[i],
                                [](const std::pair<TxId, uint64_t>& e, const TxId& t) { return e.first < t; });
     if (it != other.witness.end() && it->first == v[i]) {
-      s += fmt::format("{} (first in cut {} on node {})", v[i].ToString(), it->second, other.node);
+      s += fmt::format("{} (first in cut {} on node {})", v[i].Readable(), it->second, other.node);
     } else {
-      s += fmt::format("{} (not committed on node {})", v[i].ToString(), other.node);
+      s += fmt::format("{} (not committed on node {})", v[i].Readable(), other.node);
     }
   }
   if (v.size() > max_named) s += fmt::format(" and {} more", v.size() - max_named);

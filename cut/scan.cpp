@@ -171,7 +171,7 @@ void Scanner::OverdueOutcomes() {
         fmt::format("node {}: transaction {} began at {} and never finished here: no TX_COMMIT or "
                     "TX_ROLLBACK in the {} us of cluster time the WAL goes on for after it (more than {} us), "
                     "and the node did not restart",
-                    opt_.node, t.ToString(), first.ToString(), last_time_us_ - it->second, opt_.outcome_overdue_us)));
+                    opt_.node, t.Readable(), first.ToString(), last_time_us_ - it->second, opt_.outcome_overdue_us)));
   }
 }
 
@@ -233,11 +233,11 @@ bool Scanner::CommitNotInFlight(const TxId& tx, Lsn at) {
   if (prev->rolled_back) {
     Add(Make(Check::kRollback, 0, at, &tx,
              fmt::format("node {}: transaction {} committed at {} after its TX_ROLLBACK at {}", opt_.node,
-                         tx.ToString(), at.ToString(), prev->at.ToString())));
+                         tx.Readable(), at.ToString(), prev->at.ToString())));
     return true;
   }
   Add(Make(Check::kShape, 0, at, &tx,
-           fmt::format("node {}: transaction {} committed twice, at {} and at {}", opt_.node, tx.ToString(),
+           fmt::format("node {}: transaction {} committed twice, at {} and at {}", opt_.node, tx.Readable(),
                        prev->at.ToString(), at.ToString())));
   return false;
 }
@@ -256,7 +256,7 @@ void Scanner::CommitNearCut(const TxId& tx, uint64_t marker, uint64_t time_us, b
       Add(Make(Check::kMarker, k, at, &tx,
                fmt::format("node {}: transaction {} committed at {}, after cut {} ended here, with marker {} < {}: "
                            "the marker puts it in cut {}, its position does not",
-                           opt_.node, tx.ToString(), at.ToString(), k, marker, k, k)));
+                           opt_.node, tx.Readable(), at.ToString(), k, marker, k, k)));
     }
   } else if (marker == k + 1) {
     expect_after_[k + 1][tx] = MakeDone(at, first, time_us, marker, f, recovered, false, parts);
@@ -264,13 +264,13 @@ void Scanner::CommitNearCut(const TxId& tx, uint64_t marker, uint64_t time_us, b
     Add(Make(Check::kMarker, k + 1, at, &tx,
              fmt::format("node {}: transaction {} committed at {} with marker {}, but the node had only reached cut "
                          "{}: no cut can place it consistently",
-                         opt_.node, tx.ToString(), at.ToString(), marker, k)));
+                         opt_.node, tx.Readable(), at.ToString(), marker, k)));
   }
 }
 
 void Scanner::RollbackAfterCommit(const TxId& tx, Lsn at, Lsn commit) {
   Add(Make(Check::kRollback, 0, at, &tx,
-           fmt::format("node {}: transaction {} rolled back at {} after its TX_COMMIT at {}", opt_.node, tx.ToString(),
+           fmt::format("node {}: transaction {} rolled back at {} after its TX_COMMIT at {}", opt_.node, tx.Readable(),
                        at.ToString(), commit.ToString())));
 }
 

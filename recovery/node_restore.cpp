@@ -194,9 +194,9 @@ std::string Mismatch(const ExpectedRecord& e, const walfmt::RecordView& v) {
       walfmt::TxOutcomeView x;
       if (!walfmt::ParseTxOutcome(v.type, v.payload, x))
         return fmt::format("a {} record that does not decode", found_type);
-      if (x.tx != e.tx) return fmt::format("{} of {}", found_type, x.tx.ToString());
+      if (x.tx != e.tx) return fmt::format("{} of {}", found_type, x.tx.Readable());
       if (v.type == walfmt::RecordType::kTxCommit && x.marker != e.marker) {
-        return fmt::format("TX_COMMIT of {} with marker {} (expected marker {})", x.tx.ToString(), x.marker, e.marker);
+        return fmt::format("TX_COMMIT of {} with marker {} (expected marker {})", x.tx.Readable(), x.marker, e.marker);
       }
       return "";
     }

@@ -85,7 +85,7 @@ std::vector<detail::ExpectedRecord> Expectations(const Verdict& v, const Verdict
         e.type = walfmt::RecordType::kTxCommit;
         e.tx = t.tx;
         e.marker = t.marker;
-        e.what = fmt::format("TX_COMMIT of {} (marker {})", t.tx.ToString(), t.marker);
+        e.what = fmt::format("TX_COMMIT of {} (marker {})", t.tx.Readable(), t.marker);
         out.push_back(std::move(e));
       }
       if (t.rolled_back && in_range(t.commit)) {
@@ -93,7 +93,7 @@ std::vector<detail::ExpectedRecord> Expectations(const Verdict& v, const Verdict
         e.at = t.commit;
         e.type = walfmt::RecordType::kTxRollback;
         e.tx = t.tx;
-        e.what = fmt::format("TX_ROLLBACK of {}", t.tx.ToString());
+        e.what = fmt::format("TX_ROLLBACK of {}", t.tx.Readable());
         out.push_back(std::move(e));
       }
       if ((t.committed || t.rolled_back) && !(t.first_seen == cut::kFirstSeenPruned) && in_range(t.first_seen)) {
@@ -101,7 +101,7 @@ std::vector<detail::ExpectedRecord> Expectations(const Verdict& v, const Verdict
         e.at = t.first_seen;
         e.data_or_prepare = true;
         e.tx = t.tx;
-        e.what = fmt::format("the first record (TX_DATA or TX_PREPARE) of {}", t.tx.ToString());
+        e.what = fmt::format("the first record (TX_DATA or TX_PREPARE) of {}", t.tx.Readable());
         out.push_back(std::move(e));
       }
     }
