@@ -193,7 +193,7 @@ TEST_CASE("state set: the cluster description of a full snapshot, a restore outp
     WriteAll(out + "/manifest.json", manifest.dump(2));
     auto bad = FindClusterInfoFor(out);
     REQUIRE_FALSE(bad.ok());
-    CHECK(bad.status().message() == out + "/manifest.json (cluster): field \"nodes\": missing");
+    CHECK(bad.status().message() == out + "/manifest.json (cluster): field 'nodes': missing");
     WriteAll(out + "/manifest.json", "{\"cut\": 2}");
     bad = FindClusterInfoFor(out);
     REQUIRE_FALSE(bad.ok());

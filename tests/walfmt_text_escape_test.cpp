@@ -14,7 +14,7 @@ using walfmt::EscapeBytes;
 using walfmt::IsCleanText;
 using walfmt::UnescapeBytes;
 
-TEST_CASE("EscapeBytes: valid UTF-8 passes, every other byte becomes \\xhh") {
+TEST_CASE("EscapeBytes: valid UTF-8 passes, every other byte becomes a two-digit hex escape") {
   CHECK(EscapeBytes("plain/path-1.wal") == "plain/path-1.wal");
   CHECK(EscapeBytes("caf\xc3\xa9 \xe2\x86\x92 \xf0\x9f\x98\x80") == "caf\xc3\xa9 \xe2\x86\x92 \xf0\x9f\x98\x80");
   CHECK(EscapeBytes("dir-\xff\xfe/x") == "dir-\\xff\\xfe/x");
