@@ -70,7 +70,7 @@ int RunVerdict(const CutsOptions& o) {
     auto text = walfmt::ReadWholeFile(cj_path, walfmt::kMaxJsonFileBytes);
     if (!text.ok()) {
       PrintError(text.status().message());
-      return text.status().code() == walfmt::ErrorCode::kNotFound ? kExitUsage : ExitForStatus(text.status());
+      return ExitForStatus(text.status());  // a missing file is kNotFound: usage
     }
     vo.cluster_json = std::move(text.value());
   }

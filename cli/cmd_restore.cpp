@@ -218,7 +218,7 @@ int MakeNodeVerdict(const RestoreOptions& o, const std::string& base_name, recov
     auto text = walfmt::ReadWholeFile(o.cluster_json, walfmt::kMaxJsonFileBytes);
     if (!text.ok()) {
       PrintError(text.status().message());
-      return text.status().code() == walfmt::ErrorCode::kNotFound ? kExitUsage : ExitForStatus(text.status());
+      return ExitForStatus(text.status());  // a missing file is kNotFound: usage
     }
     vo.cluster_json = std::move(text.value());
   }
