@@ -99,16 +99,15 @@ void Cluster::KeepUndecided(const std::shared_ptr<const TxPlan>& plan) {
   undecided_plans_.emplace(plan->id, plan);
 }
 
-void Cluster::TxEnded(bool load, bool committed, AbortReason why, bool one_phase) {
+void Cluster::TxEnded(const TxEnd& e) {
   WALCUT_ASSERT(inflight_ > 0, "TxEnded: more transactions ended than started");
   --inflight_;
-  if (load) {
+  if (e.load) {
     ++loads_done_;
-  } else if (committed) {
+  } else if (e.committed) {
     ++committed_since_cut_;
-    (void)one_phase;
   } else {
-    switch (why) {
+    switch (e.why) {
       case AbortReason::kConflict:
         ++sum_.rolled_back_conflict;
         break;
@@ -141,7 +140,10 @@ void Cluster::StartTx(std::shared_ptr<Program> prog, bool load) {
   const uint32_t inc = near->incarnation();
   PostDriver(rng_.Range(1, opt_.step_delay_max_us), [this, near, inc, prog, load] {
     if (!near->ready() || near->incarnation() != inc) {
-      TxEnded(load, false, AbortReason::kParticipantLost, false);
+      TxEnd e;
+      e.load = load;
+      e.why = AbortReason::kParticipantLost;
+      TxEnded(e);
       return;
     }
     near->BeginTx(prog, load);

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "node/cluster.h"
+#include "node/host.h"
 #include "node/messages.h"
 #include "node/node.h"
 #include "node/rng.h"
@@ -31,7 +32,7 @@ inline uint64_t ClusterIdForSeed(uint64_t seed) {
   return SplitMix64(state);
 }
 
-class Cluster {
+class Cluster final : public Host {
  public:
   explicit Cluster(ClusterOptions opt)
       : opt_(std::move(opt)), topo_(opt_.nodes, opt_.backups, opt_.partitions), rng_(opt_.seed) {}
@@ -47,44 +48,45 @@ class Cluster {
     return r;
   }
 
-  // Used by nodes.
-  const ClusterOptions& opt() const { return opt_; }
-  const Topology& topo() const { return topo_; }
-  Rng& rng() { return rng_; }
-  RunSummary& sum() { return sum_; }
-  uint64_t now() const { return sched_.now(); }
-  void Send(Msg m);
-  void PostLocal(uint32_t node, uint32_t incarnation, uint64_t delay, std::function<void()> fn);
+  // The Host of every node (node/host.h).
+  const ClusterOptions& opt() const override { return opt_; }
+  const Topology& topo() const override { return topo_; }
+  Rng& rng() override { return rng_; }
+  RunSummary& sum() override { return sum_; }
+  uint64_t now() const override { return sched_.now(); }
+  void Send(Msg m) override;
+  void PostLocal(uint32_t node, uint32_t incarnation, uint64_t delay, std::function<void()> fn) override;
   void PostDriver(uint64_t delay, std::function<void()> fn) { PostLocal(kNoNode, 0, delay, std::move(fn)); }
-  void PostStep(uint32_t node, uint32_t incarnation, uint64_t delay, StepKind kind, const TxId& id, uint64_t k);
-  uint64_t StepDelay() { return rng_.Range(1, opt_.step_delay_max_us); }
-  void Fail(const Status& st) {
+  void PostStep(uint32_t node, uint32_t incarnation, uint64_t delay, StepKind kind, const TxId& id,
+                uint64_t k) override;
+  uint64_t StepDelay() override { return rng_.Range(1, opt_.step_delay_max_us); }
+  void Fail(const Status& st) override {
     if (error_.ok()) error_ = st;
     sched_.Clear();
   }
-  bool failed() const { return !error_.ok(); }
-  bool IsAlive(uint32_t n) const { return nodes_[n]->alive(); }
-  bool IsReady(uint32_t n) const { return nodes_[n]->ready(); }
-  uint32_t IncarnationOf(uint32_t n) const { return nodes_[n]->incarnation(); }
-  bool faults() const { return !opt_.crashes.empty() || opt_.random_crashes > 0; }
-  void RecordBegin(const TxId& id) { began_.push_back(id); }
-  void RecordCommit(const TxPlan& plan, uint64_t marker, bool recovered);
+  bool failed() const override { return !error_.ok(); }
+  bool IsAlive(uint32_t n) const override { return nodes_[n]->alive(); }
+  bool IsReady(uint32_t n) const override { return nodes_[n]->ready(); }
+  uint32_t IncarnationOf(uint32_t n) const override { return nodes_[n]->incarnation(); }
+  bool faults() const override { return !opt_.crashes.empty() || opt_.random_crashes > 0; }
+  void RecordBegin(const TxId& id) override { began_.push_back(id); }
+  void RecordCommit(const TxPlan& plan, uint64_t marker, bool recovered) override;
   // A crashing node hands over the plans of the transactions it was taking
   // part in, so the oracle still knows them if it later commits one from a
   // rebuilt plan (RecordCommit).
-  void KeepUndecided(const std::shared_ptr<const TxPlan>& plan);
-  void TxEnded(bool load, bool committed, AbortReason why, bool one_phase);
-  void CutCompleted(uint64_t k, bool consistent);
+  void KeepUndecided(const std::shared_ptr<const TxPlan>& plan) override;
+  void TxEnded(const TxEnd& e) override;
+  void CutCompleted(uint64_t k, bool consistent) override;
   // Membership, as a discovery service gives it: the ready nodes in the order
   // they joined. The oldest one is the cut initiator (Ignite's coordinator is
   // its oldest server node); a restarted node joins as the youngest.
-  uint32_t Initiator() const { return members_.front(); }
-  uint32_t FailedInitiator() const { return failed_initiator_; }
-  void NodeReady(uint32_t n);
+  uint32_t Initiator() const override { return members_.front(); }
+  uint32_t FailedInitiator() const override { return failed_initiator_; }
+  void NodeReady(uint32_t n) override;
   // The cut the scheduler asked for and has not seen completed (0: none). A
   // new initiator takes it over: the scheduler re-sends its request, as a
   // client retries against a new coordinator.
-  uint64_t RunningCut() const { return cut_running_ ? running_cut_ : 0; }
+  uint64_t RunningCut() const override { return cut_running_ ? running_cut_ : 0; }
 
  private:
   void Dispatch(Scheduler::Event& e);

@@ -13,13 +13,13 @@
 #include <utility>
 #include <vector>
 
-#include "node/cluster_driver.h"
+#include "node/host.h"
 
 namespace walcut::node::sim {
 
 void Node::BeginTx(std::shared_ptr<Program> prog, bool load) {
   const TxId id{id_, next_seq_++};
-  c_.RecordBegin(id);
+  host_.RecordBegin(id);
   NearTx& t = near_[id];
   t.prog = std::move(prog);
   t.load = load;
@@ -32,12 +32,12 @@ void Node::Advance(const TxId& id) {
   if (s.kind == Step::kAbort) return AbortTx(id, s.reason);
   if (s.kind == Step::kCommit) return CommitTx(id, std::move(s.writes));
   std::map<uint32_t, std::vector<std::string>> by_primary;
-  for (auto& k : s.keys) by_primary[c_.topo().PrimaryOf(k)].push_back(std::move(k));
+  for (auto& k : s.keys) by_primary[host_.topo().PrimaryOf(k)].push_back(std::move(k));
   if (by_primary.empty()) return AbortTx(id, AbortReason::kBadRead);  // a program bug; tests require none
   for (const auto& [p, keys] : by_primary) {
     auto pos = std::lower_bound(t.contacted.begin(), t.contacted.end(), p);
     if (pos == t.contacted.end() || *pos != p) t.contacted.insert(pos, p);
-    if (!c_.IsAlive(p)) return AbortTx(id, AbortReason::kParticipantLost);
+    if (!host_.IsAlive(p)) return AbortTx(id, AbortReason::kParticipantLost);
   }
   t.pending = static_cast<uint32_t>(by_primary.size());
   t.failed = false;
@@ -65,15 +65,13 @@ void Node::OnLockReadResp(const Msg& m) {
 void Node::AbortTx(const TxId& id, AbortReason why) {
   NearTx& t = near_.at(id);
   SendToEach(t.contacted, MsgType::kRelease, id);
-  const bool load = t.load;
-  near_.erase(id);
   Remember(near_outcomes_, id, Outcome{false, 0});
-  c_.TxEnded(load, false, why, false);
+  EndNear(near_.find(id), false, why, false);
 }
 
 void Node::CommitTx(const TxId& id, std::vector<Write> writes) {
   NearTx& t = near_.at(id);
-  const Topology& topo = c_.topo();
+  const Topology& topo = host_.topo();
   const uint32_t n = topo.nodes();
   auto plan = std::make_shared<TxPlan>();
   plan->id = id;
@@ -99,7 +97,7 @@ void Node::CommitTx(const TxId& id, std::vector<Write> writes) {
   plan->one_phase = plan->primaries.size() == 1;
   plan->load = t.load;
   plan->near_incarnation = incarnation_;
-  plan->may_fail = !t.load && !plan->one_phase && c_.opt().vote_no_per_million > 0;
+  plan->may_fail = !t.load && !plan->one_phase && host_.opt().vote_no_per_million > 0;
   if (plan->one_phase) {
     const uint32_t p = plan->primaries[0];
     plan->decider = topo.backups() > 0 ? topo.BackupOf(p, 0) : p;
@@ -123,11 +121,11 @@ void Node::CommitTx(const TxId& id, std::vector<Write> writes) {
       }
     }
   }
-  if (c_.opt().keep_history) plan->all_writes = std::move(writes);
+  if (host_.opt().keep_history) plan->all_writes = std::move(writes);
   t.plan = plan;
   t.failed = false;
   for (uint32_t p : plan->participants) {
-    if (!c_.IsAlive(p)) {
+    if (!host_.IsAlive(p)) {
       t.plan.reset();  // still in the lock phase as far as AbortTx is concerned
       return AbortTx(id, AbortReason::kParticipantLost);
     }
@@ -171,10 +169,8 @@ void Node::Decide(const TxId& id) {
   WALCUT_ASSERT(t.plan && !t.voting && !t.decided, "Decide: a 2PC transaction decided twice, or while voting");
   if (t.failed) {
     SendToEach(t.plan->primaries, MsgType::kFinish, id);  // commit = false: roll back
-    const bool load = t.load;
-    near_.erase(id);
     Remember(near_outcomes_, id, Outcome{false, 0});
-    c_.TxEnded(load, false, AbortReason::kVoteNo, false);
+    EndNear(near_.find(id), false, AbortReason::kVoteNo, false);
     return;
   }
   t.marker = cut_id_;
@@ -216,17 +212,31 @@ void Node::CompleteCommit(const TxId& id) {
   // Every participant committed: now the primaries may let the next
   // transaction take these keys (see the comment in node/node.h).
   SendToEach(it->second.plan->primaries, MsgType::kRelease, id);
-  const bool load = it->second.load;
-  near_.erase(it);
-  c_.TxEnded(load, true, AbortReason::kNone, false);
+  EndNear(it, true, AbortReason::kNone, false);
 }
 
 void Node::OnCommit1pcResp(const Msg& m) {
   auto it = near_.find(m.tx);
   if (it == near_.end() || !it->second.plan) return;
-  const bool load = it->second.load;
+  EndNear(it, m.ok, m.ok ? AbortReason::kNone : AbortReason::kVoteNo, true);
+}
+
+void Node::EndNear(NearMap::iterator it, bool committed, AbortReason why, bool one_phase) {
+  // Moved out first: the host may start the next transaction here (near_ grows).
+  const TxId id = it->first;
+  const NearTx t = std::move(it->second);
   near_.erase(it);
-  c_.TxEnded(load, m.ok, m.ok ? AbortReason::kNone : AbortReason::kVoteNo, true);
+  static const std::vector<Write> kNoWrites;
+  TxEnd e;
+  e.id = id;
+  e.load = t.load;
+  e.committed = committed;
+  e.why = why;
+  e.one_phase = one_phase;
+  e.marker = t.marker;
+  e.reads = &t.reads;
+  e.writes = committed && t.plan ? &t.plan->all_writes : &kNoWrites;
+  host_.TxEnded(e);
 }
 
 }  // namespace walcut::node::sim

@@ -15,7 +15,7 @@
 
 #include <fmt/format.h>
 
-#include "node/cluster_driver.h"
+#include "node/host.h"
 #include "walfmt/reader.h"
 #include "walfmt/segment.h"
 #include "walfmt/snapshot.h"
@@ -23,7 +23,7 @@
 namespace walcut::node::sim {
 
 std::pair<uint32_t, uint32_t> Node::Crash() {
-  Rng& rng = c_.rng();
+  Rng& rng = host_.rng();
   const walfmt::Lsn end = wal_->end();
   const uint64_t unsynced = wal_->unsynced_bytes();
   const uint64_t flushed = end.offset - unsynced;  // of the current segment, already in the file
@@ -33,7 +33,7 @@ std::pair<uint32_t, uint32_t> Node::Crash() {
   // Half the time the unsynced tail is lost entirely; otherwise a random part
   // of it reached the disk, often ending inside a record (a torn tail).
   if (rest > 0 && rng.Below(2) == 0) keep += rng.Below(rest + 1);
-  if (Status st = wal_->SimulateCrash(keep); !st.ok()) c_.Fail(st);
+  if (Status st = wal_->SimulateCrash(keep); !st.ok()) host_.Fail(st);
   wal_.reset();
   uint32_t lost_load = 0, lost = 0;
   for (const auto& [id, t] : near_) ++(t.load ? lost_load : lost);
@@ -41,7 +41,7 @@ std::pair<uint32_t, uint32_t> Node::Crash() {
   // the restart: TX_PREPARE is written while the transaction is in local_,
   // and it leaves local_ only committed (recorded) or rolled back.
   for (const auto& [id, lt] : local_) {
-    if (lt.plan && !lt.plan->rebuilt && !lt.plan->recorded) c_.KeepUndecided(lt.plan);
+    if (lt.plan && !lt.plan->rebuilt && !lt.plan->recorded) host_.KeepUndecided(lt.plan);
   }
   kv_.clear();
   locks_.clear();
@@ -65,7 +65,7 @@ std::pair<uint32_t, uint32_t> Node::Crash() {
 Status Node::Restart(const walfmt::WriterOptions& wo) {
   alive_ = true;
   ready_ = false;
-  auto w = walfmt::WalWriter::Open(wo, c_.now());  // cuts the torn tail off
+  auto w = walfmt::WalWriter::Open(wo, host_.now());  // cuts the torn tail off
   if (!w.ok()) return w.status();
   wal_ = std::move(w.value());
   synced_ = wal_->end();
@@ -80,7 +80,7 @@ Status Node::Restart(const walfmt::WriterOptions& wo) {
   // that cut inconsistent if it was still running.
   reported_k_ = last_finished_cut_;
   reported_ok_ = false;
-  Log(walfmt::NodeStart{incarnation_, c_.now()});
+  Log(walfmt::NodeStart{incarnation_, host_.now()});
   RollBackUnprepared(r);
   Sync();
   RelockPrepared(r);
@@ -113,7 +113,7 @@ Status Node::ReplayWal(const std::string& wal_dir, Replayed& out) {
           return false;
         }
         if (auto* sn = std::get_if<walfmt::Snapshot>(&rec.value());
-            sn != nullptr && c_.opt().wal_retention != WalRetention::kKeep) {
+            sn != nullptr && host_.opt().wal_retention != WalRetention::kKeep) {
           bad = LoadSnapshot(*sn, v.lsn, data, prepared);
           from_snapshot = bad.ok();
           return bad.ok();
@@ -155,7 +155,7 @@ Status Node::ReplayWal(const std::string& wal_dir, Replayed& out) {
       nullptr);
   if (!bad.ok()) return bad;
   if (read.failed) return Status::Corruption(fmt::format("node {}: cannot recover: its WAL is damaged", id_));
-  if (from_snapshot) ++c_.sum().snapshot_recoveries;
+  if (from_snapshot) ++host_.sum().snapshot_recoveries;
   return Status::Ok();
 }
 
@@ -164,9 +164,9 @@ Status Node::ReplayWal(const std::string& wal_dir, Replayed& out) {
 void Node::RollBackUnprepared(const Replayed& r) {
   for (const auto& [id, writes] : r.data) {
     if (r.prepared.count(id)) continue;
-    Log(walfmt::TxRollback{id, c_.now(), walfmt::kTxFlagRecovered, {}});
+    Log(walfmt::TxRollback{id, host_.now(), walfmt::kTxFlagRecovered, {}});
     outcomes_[id] = Outcome{false, 0};
-    ++c_.sum().recovered_rollbacks;
+    ++host_.sum().recovered_rollbacks;
   }
 }
 
@@ -177,15 +177,15 @@ void Node::RelockPrepared(Replayed& r) {
     auto plan = std::make_shared<TxPlan>();
     plan->id = id;
     plan->participants = parts;
-    plan->writes.resize(c_.topo().nodes());
-    plan->forward.resize(c_.topo().nodes());
-    plan->forwarder.assign(c_.topo().nodes(), kNoNode);
+    plan->writes.resize(host_.topo().nodes());
+    plan->forward.resize(host_.topo().nodes());
+    plan->forwarder.assign(host_.topo().nodes(), kNoNode);
     plan->writes[id_] = r.data[id];
     plan->rebuilt = true;
     Join(id, plan, Role::kRecovered, TxState::kPrepared);
     auto& held = held_[id];
     for (const Write& w : plan->writes[id_]) {
-      if (c_.topo().PrimaryOf(w.key) == id_ && locks_.emplace(w.key, id).second) held.push_back(w.key);
+      if (host_.topo().PrimaryOf(w.key) == id_ && locks_.emplace(w.key, id).second) held.push_back(w.key);
     }
   }
 }
@@ -204,7 +204,7 @@ Status Node::LoadSnapshot(const walfmt::Snapshot& rec, const walfmt::Lsn& at, st
         fmt::format("node {}: cannot recover: {} undecided transactions before SNAPSHOT({}) at {}", id_,
                     data.size() + prepared.size(), rec.name, at.ToString()));
   }
-  const std::string path = fmt::format("{}/snapshots/{}/node-{}.snap", c_.opt().dir, rec.name, id_);
+  const std::string path = fmt::format("{}/snapshots/{}/node-{}.snap", host_.opt().dir, rec.name, id_);
   kv_.clear();
   outcomes_.clear();
   auto f = walfmt::ReadSnapshotFile(path, [&](std::string_view k, std::string_view v) { kv_[k] = std::string(v); });
@@ -223,9 +223,9 @@ void Node::SendHello() {
   if (ready_) return;
   Msg h;
   h.type = MsgType::kHello;
-  h.to = c_.Initiator();
+  h.to = host_.Initiator();
   Send(std::move(h));
-  PostAfter(c_.opt().recovery_retry_us, [this] { SendHello(); });
+  PostAfter(host_.opt().recovery_retry_us, [this] { SendHello(); });
 }
 
 void Node::OnHelloResp(const Msg& m) {
@@ -235,14 +235,14 @@ void Node::OnHelloResp(const Msg& m) {
   // The cut this node was in when it crashed cannot be consistent: its
   // capture and tracked set were lost with its memory.
   if (open_cut_ != 0 && !(running && open_cut_ == current)) {
-    Log(walfmt::CutAbort{open_cut_, c_.now(), walfmt::CutAbortReason::kNodeRestart,
+    Log(walfmt::CutAbort{open_cut_, host_.now(), walfmt::CutAbortReason::kNodeRestart,
                          fmt::format("node {} restarted (incarnation {})", id_, incarnation_)});
-    ++c_.sum().cut_aborts;
+    ++host_.sum().cut_aborts;
   }
   if (running && last_finished_cut_ < current) {
-    Log(walfmt::CutAbort{current, c_.now(), walfmt::CutAbortReason::kNodeRestart,
+    Log(walfmt::CutAbort{current, host_.now(), walfmt::CutAbortReason::kNodeRestart,
                          fmt::format("node {} restarted (incarnation {}) while the cut ran", id_, incarnation_)});
-    ++c_.sum().cut_aborts;
+    ++host_.sum().cut_aborts;
     // Its report on the running cut, should a new initiator ask for it.
     reported_k_ = current;
     reported_ok_ = false;
@@ -251,7 +251,7 @@ void Node::OnHelloResp(const Msg& m) {
   open_cut_ = 0;
   cut_id_ = std::max(cut_id_, current);
   ready_ = true;
-  c_.NodeReady(id_);
+  host_.NodeReady(id_);
 }
 
 void Node::OnNodeFailed(uint32_t x) {
@@ -268,7 +268,7 @@ void Node::OnNodeFailed(uint32_t x) {
   for (const TxId& id : orphans) ReleaseLocks(id);
 
   // The oldest live node takes over when the initiator is gone.
-  if (!initiating_ && c_.Initiator() == id_) TakeOver();
+  if (!initiating_ && host_.Initiator() == id_) TakeOver();
 
   // The initiator: a cut running across a crash cannot be consistent.
   if (initiating_ && init_k_ != 0 && x < expected_.size() && expected_[x]) {
@@ -310,10 +310,8 @@ void Node::NearLostNode(uint32_t x) {
       if (x == t.plan->primaries[0]) {
         // The primary decides what happens now (via its decider); this near
         // node cannot learn it. The client sees the transaction as lost.
-        const bool load = t.load;
-        near_.erase(it);
-        ++c_.sum().lost_at_near;
-        c_.TxEnded(load, false, AbortReason::kParticipantLost, true);
+        ++host_.sum().lost_at_near;
+        EndNear(it, false, AbortReason::kParticipantLost, true);
       }
       continue;
     }

@@ -12,7 +12,7 @@
 
 #include <fmt/format.h>
 
-#include "node/cluster_driver.h"
+#include "node/host.h"
 
 namespace walcut::node::sim {
 
@@ -32,7 +32,7 @@ void Node::StartCut(uint64_t k) {
 // here, plus everything captured since step A; capturing stops.
 void Node::CutStartStep(uint64_t k) {
   if (!cut_.active || cut_.k != k) return;
-  Log(walfmt::CutStart{k, c_.now()});
+  Log(walfmt::CutStart{k, host_.now()});
   for (const auto& [id, lt] : local_) {
     if (lt.st == TxState::kPrepared || lt.st == TxState::kCommitting) cut_.tracked.insert(id);
   }
@@ -81,12 +81,12 @@ void Node::MaybeFinishCut() {
   if (!cut_.active || cut_.capturing || !cut_.tracked.empty()) return;
   std::sort(cut_.before.begin(), cut_.before.end());
   std::sort(cut_.after.begin(), cut_.after.end());
-  RunSummary& s = c_.sum();
+  RunSummary& s = host_.sum();
   s.before += cut_.before.size();
   s.after += cut_.after.size();
   s.after_commit_before_start += cut_.after_early;
   s.before_commit_after_start += cut_.before_late;
-  Log(walfmt::CutFinish{cut_.k, c_.now(), std::move(cut_.before), std::move(cut_.after)});
+  Log(walfmt::CutFinish{cut_.k, host_.now(), std::move(cut_.before), std::move(cut_.after)});
   Sync();  // durable before reporting
   const uint64_t k = cut_.k;
   cut_ = CutState{};
@@ -101,7 +101,7 @@ void Node::Report(uint64_t k, bool ok) {
   reported_ok_ = ok;
   Msg r;
   r.type = MsgType::kCutDone;
-  r.to = c_.Initiator();
+  r.to = host_.Initiator();
   r.ok = ok;
   r.marker = k;
   Send(std::move(r));
@@ -119,9 +119,9 @@ void Node::OnCutStart(const Msg& m) {
 void Node::AbortCut(walfmt::CutAbortReason why, std::string detail) {
   WALCUT_ASSERT(cut_.active, "AbortCut: no cut is running here");
   const uint64_t k = cut_.k;
-  Log(walfmt::CutAbort{k, c_.now(), why, std::move(detail)});
+  Log(walfmt::CutAbort{k, host_.now(), why, std::move(detail)});
   Sync();
-  ++c_.sum().cut_aborts;
+  ++host_.sum().cut_aborts;
   cut_ = CutState{};
   Report(k, false);
 }
@@ -134,19 +134,19 @@ void Node::AbortCut(walfmt::CutAbortReason why, std::string detail) {
 // report again.
 void Node::TakeOver() {
   initiating_ = true;
-  ++c_.sum().initiator_failovers;
-  const uint64_t k = c_.RunningCut();
+  ++host_.sum().initiator_failovers;
+  const uint64_t k = host_.RunningCut();
   if (k == 0) return;
-  ++c_.sum().cuts_taken_over;
+  ++host_.sum().cuts_taken_over;
   init_k_ = k;
   init_inconsistent_ = true;
   init_lost_node_ = true;
   init_why_ =
-      fmt::format("initiator node {} crashed while cut {} ran; node {} took over", c_.FailedInitiator(), k, id_);
-  expected_.assign(c_.topo().nodes(), false);
+      fmt::format("initiator node {} crashed while cut {} ran; node {} took over", host_.FailedInitiator(), k, id_);
+  expected_.assign(host_.topo().nodes(), false);
   remaining_ = 0;
-  for (uint32_t n = 0; n < c_.topo().nodes(); ++n) {
-    if (n == id_ || c_.IsReady(n)) {
+  for (uint32_t n = 0; n < host_.topo().nodes(); ++n) {
+    if (n == id_ || host_.IsReady(n)) {
       expected_[n] = true;
       ++remaining_;
     }
@@ -156,7 +156,7 @@ void Node::TakeOver() {
     // Already ended here (whatever the report said, the cut is inconsistent).
     NoLongerExpected(id_);
   }
-  for (uint32_t n = 0; n < c_.topo().nodes(); ++n) {
+  for (uint32_t n = 0; n < host_.topo().nodes(); ++n) {
     if (n == id_ || !expected_[n]) continue;
     Msg m;
     m.type = MsgType::kCutStart;
@@ -172,10 +172,10 @@ void Node::InitiateCut(uint64_t k) {
   init_inconsistent_ = false;
   init_lost_node_ = false;
   init_why_.clear();
-  expected_.assign(c_.topo().nodes(), false);
+  expected_.assign(host_.topo().nodes(), false);
   remaining_ = 0;
-  for (uint32_t n = 0; n < c_.topo().nodes(); ++n) {
-    if (!c_.IsAlive(n)) {
+  for (uint32_t n = 0; n < host_.topo().nodes(); ++n) {
+    if (!host_.IsAlive(n)) {
       // MaybeStartCut saw every node up, but this event runs later: a node
       // that crashed in between never joins, so the cut cannot be consistent.
       init_inconsistent_ = true;
@@ -187,7 +187,7 @@ void Node::InitiateCut(uint64_t k) {
     ++remaining_;
   }
   if (cut_id_ < k) StartCut(k);
-  for (uint32_t n = 0; n < c_.topo().nodes(); ++n) {
+  for (uint32_t n = 0; n < host_.topo().nodes(); ++n) {
     if (n == id_) continue;
     Msg m;
     m.type = MsgType::kCutStart;
@@ -217,12 +217,12 @@ void Node::MaybeCompleteCut() {
   if (init_lost_node_) {
     // The crashed node may never write anything for this cut: the initiator
     // records why the cut is inconsistent.
-    Log(walfmt::CutAbort{k, c_.now(), walfmt::CutAbortReason::kParticipantLost, init_why_});
+    Log(walfmt::CutAbort{k, host_.now(), walfmt::CutAbortReason::kParticipantLost, init_why_});
     Sync();
-    ++c_.sum().cut_aborts;
+    ++host_.sum().cut_aborts;
   }
   init_k_ = 0;
-  c_.CutCompleted(k, !init_inconsistent_);
+  host_.CutCompleted(k, !init_inconsistent_);
 }
 
 }  // namespace walcut::node::sim

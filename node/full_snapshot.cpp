@@ -13,7 +13,7 @@
 
 #include <fmt/format.h>
 
-#include "node/cluster_driver.h"
+#include "node/host.h"
 #include "walfmt/file_io.h"
 #include "walfmt/reader.h"
 #include "walfmt/segment.h"
@@ -31,17 +31,17 @@ Status Node::TakeSnapshot(const std::string& name, const std::string& path, uint
   f.node_id = id_;
   f.cluster_id = cluster_id;
   f.name = name;
-  f.time_us = c_.now();
+  f.time_us = host_.now();
   kv_.for_each([&](const std::string& k, const std::string& v) { f.entries.emplace(k, v); });
   fingerprint = StateFingerprint(f.entries);
-  wal_->set_time_us(c_.now());
-  auto lsn = wal_->Append(walfmt::Snapshot{name, c_.now(), fingerprint});
+  wal_->set_time_us(host_.now());
+  auto lsn = wal_->Append(walfmt::Snapshot{name, host_.now(), fingerprint});
   if (!lsn.ok()) return lsn.status();
-  ++c_.sum().records;
+  ++host_.sum().records;
   Sync();
   at = *lsn;
   f.wal_position = at;
-  if (c_.opt().wal_retention == WalRetention::kKeep) return WriteSnapshotFile(path, f);
+  if (host_.opt().wal_retention == WalRetention::kKeep) return WriteSnapshotFile(path, f);
   // Segments are about to be deleted on the strength of this snapshot: the
   // WAL up to its SNAPSHOT record and the file must be on disk first. (The
   // writer's Sync writes the buffered bytes; the simulated crash already

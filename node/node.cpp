@@ -9,7 +9,7 @@
 
 #include <fmt/format.h>
 
-#include "node/cluster_driver.h"
+#include "node/host.h"
 
 namespace walcut::node::sim {
 
@@ -28,10 +28,10 @@ std::string Node::Pending() const {
 }
 
 Status Node::Open(const walfmt::WriterOptions& wo) {
-  auto w = walfmt::WalWriter::Create(wo, c_.now());
+  auto w = walfmt::WalWriter::Create(wo, host_.now());
   if (!w.ok()) return w.status();
   wal_ = std::move(w.value());
-  Log(walfmt::NodeStart{incarnation_, c_.now()});
+  Log(walfmt::NodeStart{incarnation_, host_.now()});
   Sync();
   return Status::Ok();
 }
@@ -44,14 +44,14 @@ Status Node::Close() {
 }
 
 void Node::Log(const walfmt::Record& r) {
-  if (c_.failed() || !wal_) return;
-  wal_->set_time_us(c_.now());
+  if (host_.failed() || !wal_) return;
+  wal_->set_time_us(host_.now());
   auto at = wal_->Append(r);
   if (!at.ok()) {
-    c_.Fail(at.status());
+    host_.Fail(at.status());
     return;
   }
-  ++c_.sum().records;
+  ++host_.sum().records;
 }
 
 void Node::LogData(const TxId& id, const std::vector<Write>& writes) {
@@ -64,7 +64,7 @@ void Node::LogData(const TxId& id, const std::vector<Write>& writes) {
 void Node::LogPrepare(const TxId& id, const std::vector<uint32_t>& participants) {
   auto& p = std::get<walfmt::TxPrepare>(prepare_rec_);
   p.tx = id;
-  p.time_us = c_.now();
+  p.time_us = host_.now();
   p.participants.assign(participants.begin(), participants.end());
   Log(prepare_rec_);
 }
@@ -73,7 +73,7 @@ void Node::LogCommit(const TxId& id, uint64_t marker, uint16_t flags, const std:
   auto& c = std::get<walfmt::TxCommit>(commit_rec_);
   c.tx = id;
   c.marker = marker;
-  c.time_us = c_.now();
+  c.time_us = host_.now();
   c.flags = flags;
   c.participants.assign(participants.begin(), participants.end());
   Log(commit_rec_);
@@ -82,7 +82,7 @@ void Node::LogCommit(const TxId& id, uint64_t marker, uint16_t flags, const std:
 void Node::LogRollback(const TxId& id, uint16_t flags, const std::vector<uint32_t>& participants) {
   auto& r = std::get<walfmt::TxRollback>(rollback_rec_);
   r.tx = id;
-  r.time_us = c_.now();
+  r.time_us = host_.now();
   r.flags = flags;
   r.participants.assign(participants.begin(), participants.end());
   Log(rollback_rec_);
@@ -95,14 +95,18 @@ void Node::LogRollback(const TxId& id, uint16_t flags, const std::vector<uint32_
 // and a simulated power loss (Crash) keeps exactly that prefix plus, maybe, a
 // torn part of what follows. The file bytes are the same either way.
 void Node::Sync() {
-  if (wal_) synced_ = wal_->end();
+  if (!wal_) return;
+  synced_ = wal_->end();
+  host_.SyncRequested();
 }
+
+Status Node::FlushWal() { return wal_ ? wal_->Sync() : Status::Ok(); }
 
 void Node::Send(Msg m) {
   m.from = id_;
   m.from_incarnation = incarnation_;
   m.cut_id = cut_id_;
-  c_.Send(std::move(m));
+  host_.Send(std::move(m));
 }
 
 void Node::Reply(const Msg& to, MsgType type, bool ok) {
@@ -134,7 +138,7 @@ void Node::AnswerNear1pc(const TxPlan& plan, const TxId& id, bool committed) {
 }
 
 void Node::PostStep(StepKind kind, const TxId& id, uint64_t k) {
-  c_.PostStep(id_, incarnation_, c_.StepDelay(), kind, id, k);
+  host_.PostStep(id_, incarnation_, host_.StepDelay(), kind, id, k);
 }
 void Node::RunStep(StepKind kind, const TxId& id, uint64_t k) {
   switch (kind) {
@@ -155,13 +159,13 @@ void Node::RunStep(StepKind kind, const TxId& id, uint64_t k) {
   }
 }
 void Node::PostAfter(uint64_t delay_us, std::function<void()> fn) {
-  c_.PostLocal(id_, incarnation_, delay_us, std::move(fn));
+  host_.PostLocal(id_, incarnation_, delay_us, std::move(fn));
 }
 
 std::vector<uint32_t> Node::LiveOnly(const std::vector<uint32_t>& nodes) const {
   std::vector<uint32_t> out;
   for (uint32_t n : nodes) {
-    if (c_.IsAlive(n)) out.push_back(n);
+    if (host_.IsAlive(n)) out.push_back(n);
   }
   return out;
 }
@@ -302,7 +306,7 @@ void Node::Refuse(const Msg& m) {
 
 void Node::Remember(std::unordered_map<TxId, Outcome, TxIdHash>& map, const TxId& id, Outcome o) {
   // Never overwrites: a late rollback notice must not erase a commit.
-  if (c_.faults()) map.emplace(id, o);
+  if (host_.faults()) map.emplace(id, o);
 }
 
 }  // namespace walcut::node::sim

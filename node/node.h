@@ -8,7 +8,8 @@
 //   crash_restart.cpp  power loss, restart from the WAL, learning of other nodes' crashes
 //   recovery.cpp       the recovery protocol for transactions left undecided
 //   full_snapshot.cpp  the SNAPSHOT record and file, WAL retention
-// The driver that owns the nodes is cluster_driver.h.
+// The node does no I/O but its WAL and reads no clock: it acts through a Host
+// (host.h), which the simulator (cluster_driver.h) and a real node process implement.
 //
 // Why transactions are correct with respect to the cut (docs/cut-rule.md section 1,
 // rule 5), in terms of this code — for node i, cut k and a committed T:
@@ -37,6 +38,7 @@
 #include <vector>
 
 #include "node/cluster.h"
+#include "node/host.h"
 #include "node/messages.h"
 #include "node/scheduler.h"
 #include "node/string_map.h"
@@ -48,11 +50,9 @@
 
 namespace walcut::node::sim {
 
-class Cluster;
-
 class Node {
  public:
-  Node(Cluster& c, uint32_t id) : c_(c), id_(id), initiating_(id == kFirstInitiator) {}
+  Node(Host& host, uint32_t id) : host_(host), id_(id), initiating_(id == kFirstInitiator) {}
 
   Status Open(const walfmt::WriterOptions& wo);
   Status Close();
@@ -68,6 +68,11 @@ class Node {
   // resolve undecided transactions, learn the current cut from the initiator.
   Status Restart(const walfmt::WriterOptions& wo);
   void OnNodeFailed(uint32_t x);
+  // Writes what the WAL holds in memory to its file, with fdatasync when the
+  // writer was opened with fsync: a real node's group commit, after the
+  // events of a batch asked for it (Host::SyncRequested). The simulator never
+  // calls it (its nodes' files get their bytes at Close).
+  Status FlushWal();
   // Quiesced: no transaction is open here.
   bool Idle() const { return local_.empty() && near_.empty() && in_doubt_.empty(); }
   // Writes the SNAPSHOT record and the snapshot file (transactions quiesced).
@@ -103,6 +108,9 @@ class Node {
     std::shared_ptr<const TxPlan> plan;
     uint64_t marker = 0;
   };
+  using NearMap = std::unordered_map<TxId, NearTx, TxIdHash>;
+  // Tells the host how near transaction `it` ended, and forgets it.
+  void EndNear(NearMap::iterator it, bool committed, AbortReason why, bool one_phase);
   struct Outcome {
     bool committed = false;
     uint64_t marker = 0;
@@ -247,7 +255,7 @@ class Node {
   void LogRollback(const TxId& id, uint16_t flags, const std::vector<uint32_t>& participants);
   void Sync();
 
-  Cluster& c_;
+  Host& host_;
   uint32_t id_;
   bool alive_ = true;
   bool ready_ = true;  // false after a restart until the initiator told the current cut
@@ -266,7 +274,7 @@ class Node {
   StringMap<std::string> kv_;
   StringMap<TxId> locks_;
   std::unordered_map<TxId, std::vector<std::string>, TxIdHash> held_;
-  std::unordered_map<TxId, NearTx, TxIdHash> near_;
+  NearMap near_;
   std::unordered_map<TxId, LocalTx, TxIdHash> local_;
   std::unordered_map<TxId, Outcome, TxIdHash> outcomes_;       // finished here (rebuilt from the WAL on restart)
   std::unordered_map<TxId, Outcome, TxIdHash> near_outcomes_;  // decided as near node (memory only)

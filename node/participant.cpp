@@ -11,7 +11,7 @@
 #include <utility>
 #include <vector>
 
-#include "node/cluster_driver.h"
+#include "node/host.h"
 
 namespace walcut::node::sim {
 
@@ -56,12 +56,12 @@ void Node::OnPrepare(const Msg& m) {
   // could otherwise commit a later transaction on a key before the undecided
   // one, and its WAL order would disagree with the primary's.
   if (Refusing(plan.id) || local_.count(plan.id) || NearGone(plan)) return Refuse(m);
-  if (plan.may_fail && c_.rng().Chance(c_.opt().vote_no_per_million)) {
+  if (plan.may_fail && host_.rng().Chance(host_.opt().vote_no_per_million)) {
     Reply(m, MsgType::kVote, false);  // refused: nothing written, nothing forwarded
     return;
   }
   for (uint32_t b : plan.forward[id_]) {
-    if (!c_.IsAlive(b)) return Refuse(m);
+    if (!host_.IsAlive(b)) return Refuse(m);
   }
   LogData(plan.id, plan.writes[id_]);
   LogPrepare(plan.id, plan.participants);
@@ -246,7 +246,7 @@ void Node::CommitStep(const TxId& id) {
       kv_[w.key] = w.value;
   }
   Remember(outcomes_, id, Outcome{true, lt.marker});
-  c_.RecordCommit(plan, lt.marker, false);
+  host_.RecordCommit(plan, lt.marker, false);
   EnterState(lt, TxState::kCommitted);
   CutTxFinished(id, true, lt.marker, false);
   MaybeAck(id);
@@ -307,7 +307,7 @@ void Node::OnCommit1pc(const Msg& m) {
     return Refuse(m);
   }
   for (uint32_t b : plan.participants) {
-    if (!c_.IsAlive(b)) {
+    if (!host_.IsAlive(b)) {
       ReleaseLocks(plan.id);
       return Refuse(m);
     }
@@ -326,7 +326,7 @@ void Node::Enter1pcCommit(const TxId& id) {
   const TxPlan& plan = *lt.plan;
   WALCUT_ASSERT(lt.role == Role::kPrimary1pc, "Enter1pcCommit: not the 1PC primary");
   if (plan.decider == id_) return DeciderBegin(id);
-  if (!c_.IsAlive(plan.decider)) return Abort1pc(id, false);  // lost while the others prepared
+  if (!host_.IsAlive(plan.decider)) return Abort1pc(id, false);  // lost while the others prepared
   LogData(id, plan.writes[id_]);
   LogPrepare(id, plan.participants);
   Sync();
@@ -390,7 +390,7 @@ void Node::OnDecided1pc(const Msg& m) {
 }
 
 bool Node::NearGone(const TxPlan& plan) const {
-  return !plan.one_phase && (!c_.IsAlive(plan.id.node) || c_.IncarnationOf(plan.id.node) != plan.near_incarnation);
+  return !plan.one_phase && (!host_.IsAlive(plan.id.node) || host_.IncarnationOf(plan.id.node) != plan.near_incarnation);
 }
 
 }  // namespace walcut::node::sim

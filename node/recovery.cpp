@@ -13,7 +13,7 @@
 
 #include <fmt/format.h>
 
-#include "node/cluster_driver.h"
+#include "node/host.h"
 
 namespace walcut::node::sim {
 
@@ -22,13 +22,13 @@ namespace walcut::node::sim {
 // the recovery protocol, which is safe at any time (it learns the outcome
 // from the near node if that is alive). Fault-free runs never get here.
 void Node::WatchStuck(const TxId& id) {
-  if (!c_.faults()) return;  // nothing gets stuck without faults (and the timer events are not free)
+  if (!host_.faults()) return;  // nothing gets stuck without faults (and the timer events are not free)
   constexpr uint64_t kStuckUs = 200000;
   const auto st = local_.at(id).st;
   PostAfter(kStuckUs, [this, id, st] {
     auto it = local_.find(id);
     if (it == local_.end() || it->second.st != st || in_doubt_.count(id)) return;
-    ++c_.sum().stuck_recoveries;
+    ++host_.sum().stuck_recoveries;
     StartRecovery(id);
   });
 }
@@ -49,10 +49,10 @@ void Node::RecoveryRound(const TxId& id) {
     for (const auto& [n, a] : r.answers) {
       answers += fmt::format(" {}:p{}/n{}/m{}", n, static_cast<int>(a.p), static_cast<int>(a.n), a.marker);
     }
-    c_.Fail(Status::Internal(fmt::format(
+    host_.Fail(Status::Internal(fmt::format(
         "node {}: recovery of {} did not converge (seed {}); participants {}, "
         "last answers{}, ready {}",
-        id_, id.ToString(), c_.opt().seed, fmt::join(local_.at(id).plan->participants, ","), answers, ready_)));
+        id_, id.ToString(), host_.opt().seed, fmt::join(local_.at(id).plan->participants, ","), answers, ready_)));
     return;
   }
   ++r.round;
@@ -64,7 +64,7 @@ void Node::RecoveryRound(const TxId& id) {
     targets.insert(std::upper_bound(targets.begin(), targets.end(), id.node), id.node);
   }
   for (uint32_t y : targets) {
-    if (y == id_ || !c_.IsAlive(y)) continue;
+    if (y == id_ || !host_.IsAlive(y)) continue;
     r.asked.push_back(y);
     Msg q;
     q.type = MsgType::kQuery;
@@ -75,7 +75,7 @@ void Node::RecoveryRound(const TxId& id) {
     Send(std::move(q));
   }
   const uint32_t round = r.round;
-  PostAfter(c_.opt().recovery_retry_us, [this, id, round] {
+  PostAfter(host_.opt().recovery_retry_us, [this, id, round] {
     auto it = in_doubt_.find(id);
     if (it == in_doubt_.end() || it->second.round != round) return;
     Evaluate(id);
@@ -186,8 +186,8 @@ void Node::Evaluate(const TxId& id) {
     for (const auto& [n, a] : answers) {
       text += fmt::format(" {}:p{}/n{}/m{}", n, static_cast<int>(a.p), static_cast<int>(a.n), a.marker);
     }
-    c_.Fail(Status::Internal(fmt::format("node {}: {} is both committed and rolled back (seed {}); answers{}", id_,
-                                         id.ToString(), c_.opt().seed, text)));
+    host_.Fail(Status::Internal(fmt::format("node {}: {} is both committed and rolled back (seed {}); answers{}", id_,
+                                         id.ToString(), host_.opt().seed, text)));
     return;
   }
   if (commit) return Resolve(id, true, marker);
@@ -203,7 +203,7 @@ void Node::Resolve(const TxId& id, bool commit, uint64_t marker) {
   const Role role = it->second.role;
   if (commit) {
     Log(walfmt::TxCommit{
-        id, marker, c_.now(),
+        id, marker, host_.now(),
         static_cast<uint16_t>((plan->one_phase ? walfmt::kTxFlagOnePhase : 0) | walfmt::kTxFlagRecovered),
         plan->participants});
     Sync();
@@ -214,12 +214,12 @@ void Node::Resolve(const TxId& id, bool commit, uint64_t marker) {
         kv_[w.key] = w.value;
     }
     outcomes_[id] = Outcome{true, marker};
-    c_.RecordCommit(*plan, marker, true);
-    ++c_.sum().recovered_commits;
+    host_.RecordCommit(*plan, marker, true);
+    ++host_.sum().recovered_commits;
     CutTxFinished(id, true, marker, true);
   } else {
     WriteRollback(id, *plan, walfmt::kTxFlagRecovered);
-    ++c_.sum().recovered_rollbacks;
+    ++host_.sum().recovered_rollbacks;
   }
   in_doubt_.erase(id);
   local_.erase(id);
