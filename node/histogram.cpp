@@ -44,7 +44,8 @@ uint64_t Histogram::Percentile(double p) const {
   uint64_t seen = 0;
   for (uint32_t i = 0; i < kBuckets; ++i) {
     seen += counts_[i];
-    if (seen >= rank) return std::min(UpperBound(i), max_);
+    // The last bucket also holds the values past its bound: Max is theirs.
+    if (seen >= rank) return i + 1 == kBuckets ? max_ : std::min(UpperBound(i), max_);
   }
   return max_;
 }
