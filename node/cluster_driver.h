@@ -81,6 +81,7 @@ class Cluster final : public Host {
   // they joined. The oldest one is the cut initiator (Ignite's coordinator is
   // its oldest server node); a restarted node joins as the youngest.
   uint32_t Initiator() const override { return members_.front(); }
+  std::vector<uint32_t> Members() const override { return members_; }
   uint32_t FailedInitiator() const override { return failed_initiator_; }
   void NodeReady(uint32_t n) override;
   // The cut the scheduler asked for and has not seen completed (0: none). A

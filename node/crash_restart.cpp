@@ -71,11 +71,21 @@ Status Node::Restart(const walfmt::WriterOptions& wo) {
   synced_ = wal_->end();
   Replayed r;
   if (Status st = ReplayWal(wo.wal_dir, r); !st.ok()) return st;
+  // A real node starts with nothing in memory: its incarnation follows the
+  // last NODE_START in its WAL, and it joins as the youngest node, never as
+  // the initiator. (The simulator's nodes already count their crashes.)
+  incarnation_ = std::max(incarnation_, r.incarnations);
+  initiating_ = false;
 
   // Transaction ids stay unique across restarts: the incarnation is in the
   // high bits of the sequence.
   next_seq_ = (static_cast<uint64_t>(incarnation_) << 40) + 1;
   cut_id_ = r.max_cut;
+  // The last cut this WAL records. Recovered from a full snapshot, the cut
+  // records before it may be gone (retention): not known until the
+  // initiator tells the current cut (OnHelloResp), and nothing is caught up
+  // before then.
+  wal_cut_ = r.from_snapshot ? kUnknownCut : r.max_cut;
   // A report made before the crash counts for nothing now: the crash made
   // that cut inconsistent if it was still running.
   reported_k_ = last_finished_cut_;
@@ -140,6 +150,8 @@ Status Node::ReplayWal(const std::string& wal_dir, Replayed& out) {
                 outcomes_[r.tx] = Outcome{false, 0};
                 data.erase(r.tx);
                 prepared.erase(r.tx);
+              } else if constexpr (std::is_same_v<T, walfmt::NodeStart>) {
+                out.incarnations = std::max(out.incarnations, r.incarnation + 1);
               } else if constexpr (std::is_same_v<T, walfmt::CutStart>) {
                 max_cut = std::max(max_cut, r.cut_id);
                 open_cut_ = r.cut_id;
@@ -156,6 +168,7 @@ Status Node::ReplayWal(const std::string& wal_dir, Replayed& out) {
   if (!bad.ok()) return bad;
   if (read.failed) return Status::Corruption(fmt::format("node {}: cannot recover: its WAL is damaged", id_));
   if (from_snapshot) ++host_.sum().snapshot_recoveries;
+  out.from_snapshot = from_snapshot;
   return Status::Ok();
 }
 
@@ -247,11 +260,58 @@ void Node::OnHelloResp(const Msg& m) {
     reported_k_ = current;
     reported_ok_ = false;
   }
+  if (wal_cut_ == kUnknownCut) wal_cut_ = std::max(cut_id_, current);
+  if (!running && current > wal_cut_ + 1) CatchUpCut(current);
+  cut_id_ = std::max(cut_id_, current);
+  // The initiator may have started a later cut after it answered (a real
+  // initiator learns that this node is ready only from its messages, and
+  // does not wait for it): other nodes' messages showed its id. This node
+  // was not in that cut — it was not ready — so it ends it as inconsistent
+  // and adopts its id; a transaction cannot then be in the cut on one of
+  // its participants and outside it on this one (docs/cut-rule.md).
+  if (shown_cut_ > cut_id_ && shown_cut_ > last_finished_cut_) {
+    Log(walfmt::CutAbort{shown_cut_, host_.now(), walfmt::CutAbortReason::kNodeRestart,
+                         fmt::format("node {} restarted (incarnation {}); cut {} began before it was ready", id_,
+                                     incarnation_, shown_cut_)});
+    ++host_.sum().cut_aborts;
+    cut_id_ = shown_cut_;
+    reported_k_ = shown_cut_;
+    reported_ok_ = false;
+  }
   Sync();
   open_cut_ = 0;
-  cut_id_ = std::max(cut_id_, current);
+  shown_cut_ = 0;
   ready_ = true;
   host_.NodeReady(id_);
+}
+
+// Whole cuts ran while this node was down or recovering (a real initiator
+// does not wait for a dead node; the simulator never starts a cut then), up
+// to cut k. They are inconsistent (their initiator recorded why). This node
+// writes CUT_START(k) and CUT_ABORT(k) to record that it skipped to k, before anything that
+// needs it: a commit marked with a cut more than one above the last cut in
+// its WAL, or joining a cut more than one above it.
+void Node::CatchUpCut(uint64_t k) {
+  if (k <= wal_cut_) return;
+  if (open_cut_ != 0) {
+    Log(walfmt::CutAbort{open_cut_, host_.now(), walfmt::CutAbortReason::kNodeRestart,
+                         fmt::format("node {} restarted (incarnation {})", id_, incarnation_)});
+    ++host_.sum().cut_aborts;
+    open_cut_ = 0;
+  }
+  // CUT_START then CUT_ABORT: the node reached cut k (a reader counts the
+  // cuts a node reached by their CUT_START) and took no part in it.
+  const uint64_t from = wal_cut_ + 1;
+  Log(walfmt::CutStart{k, host_.now()});
+  Log(walfmt::CutAbort{
+      k, host_.now(), walfmt::CutAbortReason::kNodeRestart,
+      fmt::format("node {} restarted (incarnation {}); cuts {}..{} ran while it was down or recovering", id_,
+                  incarnation_, from, k)});
+  ++host_.sum().cut_aborts;
+  cut_id_ = std::max(cut_id_, k);
+  last_finished_cut_ = std::max(last_finished_cut_, k);
+  reported_k_ = k;
+  reported_ok_ = false;
 }
 
 void Node::OnNodeFailed(uint32_t x) {

@@ -20,6 +20,9 @@ namespace walcut::node::sim {
 // CUT_START is written by a later event (step B), so commits can land in
 // between, as they would between two threads.
 void Node::StartCut(uint64_t k) {
+  // A restarted node that adopted a cut id without a record of it (the cut
+  // ran while it was down) records it before joining a later one.
+  if (wal_cut_ != kUnknownCut && k > wal_cut_ + 1) CatchUpCut(k - 1);
   cut_id_ = k;
   cut_ = CutState{};
   cut_.active = true;
@@ -175,12 +178,16 @@ void Node::InitiateCut(uint64_t k) {
   expected_.assign(host_.topo().nodes(), false);
   remaining_ = 0;
   for (uint32_t n = 0; n < host_.topo().nodes(); ++n) {
-    if (!host_.IsAlive(n)) {
-      // MaybeStartCut saw every node up, but this event runs later: a node
-      // that crashed in between never joins, so the cut cannot be consistent.
+    if (n != id_ && !host_.IsReady(n)) {
+      // The simulator saw every node ready, but this event runs later: a
+      // node that crashed in between never joins. A real initiator may also
+      // see a node restarting (up, not ready yet): it does not wait for it,
+      // and that node ends the cut as inconsistent once ready (OnHelloResp).
+      // Either way the cut cannot be consistent.
       init_inconsistent_ = true;
       init_lost_node_ = true;
-      init_why_ = fmt::format("node {} was down when cut {} started", n, k);
+      init_why_ = host_.IsAlive(n) ? fmt::format("node {} was restarting when cut {} started", n, k)
+                                   : fmt::format("node {} was down when cut {} started", n, k);
       continue;
     }
     expected_[n] = true;

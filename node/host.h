@@ -17,6 +17,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <vector>
 
 #include "node/cluster.h"
 #include "node/messages.h"
@@ -87,6 +88,9 @@ class Host {
   virtual uint32_t Initiator() const = 0;
   // The initiator that crashed last (for the takeover's message), kNoNode if none.
   virtual uint32_t FailedInitiator() const = 0;
+  // The ready nodes, oldest first (the initiator sends them to a restarted
+  // node with its answer, kHelloResp's participants).
+  virtual std::vector<uint32_t> Members() const = 0;
   // Node n (this one, after a restart) is ready again: it joins the members.
   virtual void NodeReady(uint32_t n) = 0;
   // The cut that was asked for and has not completed, which a new initiator

@@ -3,6 +3,7 @@
 
 #include "node/node.h"
 
+#include <algorithm>
 #include <string>
 #include <utility>
 #include <vector>
@@ -52,6 +53,11 @@ void Node::Log(const walfmt::Record& r) {
     return;
   }
   ++host_.sum().records;
+  if (wal_cut_ != kUnknownCut) {
+    if (const auto* c = std::get_if<walfmt::CutStart>(&r)) wal_cut_ = std::max(wal_cut_, c->cut_id);
+    if (const auto* c = std::get_if<walfmt::CutFinish>(&r)) wal_cut_ = std::max(wal_cut_, c->cut_id);
+    if (const auto* c = std::get_if<walfmt::CutAbort>(&r)) wal_cut_ = std::max(wal_cut_, c->cut_id);
+  }
 }
 
 void Node::LogData(const TxId& id, const std::vector<Write>& writes) {
@@ -70,6 +76,7 @@ void Node::LogPrepare(const TxId& id, const std::vector<uint32_t>& participants)
 }
 
 void Node::LogCommit(const TxId& id, uint64_t marker, uint16_t flags, const std::vector<uint32_t>& participants) {
+  if (!ready_ && wal_cut_ != kUnknownCut && marker > wal_cut_ + 1) CatchUpCut(marker);
   auto& c = std::get<walfmt::TxCommit>(commit_rec_);
   c.tx = id;
   c.marker = marker;
@@ -173,7 +180,9 @@ std::vector<uint32_t> Node::LiveOnly(const std::vector<uint32_t>& nodes) const {
 void Node::DeliverWhileNotReady(Msg& m) {
   // Restarted and not yet told the current cut: the node answers recovery
   // queries and refuses work. It must not adopt cut ids from messages now:
-  // it could start a cut that the crash already made inconsistent.
+  // it could start a cut that the crash already made inconsistent. It
+  // remembers the highest cut id it was shown (OnHelloResp).
+  shown_cut_ = std::max(shown_cut_, m.cut_id);
   switch (m.type) {
     case MsgType::kHelloResp:
       OnHelloResp(m);
@@ -277,6 +286,7 @@ void Node::OnHello(const Msg& m) {
   r.to = m.from;
   r.marker = cut_id_;
   r.ok = init_k_ != 0;  // a cut is running
+  r.participants = host_.Members();
   Send(std::move(r));
 }
 

@@ -91,6 +91,12 @@ class Node {
   bool alive() const { return alive_; }
   bool ready() const { return alive_ && ready_; }
   uint32_t incarnation() const { return incarnation_; }
+  // For a real driver: whether this node starts the cuts, the cut it runs as
+  // initiator (0: none), its cut id, and the transactions it is near node of.
+  bool initiating() const { return initiating_; }
+  uint64_t initiator_cut() const { return init_k_; }
+  uint64_t cut_id() const { return cut_id_; }
+  size_t near_in_flight() const { return near_.size(); }
 
  private:
   // ---- near (coordinator) side: coordinator.cpp
@@ -211,12 +217,15 @@ class Node {
   void NearLostNode(uint32_t x);
   void ParticipantLostNode(uint32_t x);
   void SendHello();
+  void CatchUpCut(uint64_t k);
   void OnHelloResp(const Msg& m);
   // Restart's steps: the WAL replayed into the state, what it leaves undecided.
   struct Replayed {
     std::map<TxId, std::vector<Write>> data;         // TX_DATA of transactions without an outcome
     std::map<TxId, std::vector<uint32_t>> prepared;  // TX_PREPARE of transactions without an outcome
     uint64_t max_cut = 0;                            // the highest cut id in the WAL
+    uint32_t incarnations = 0;                       // the highest NODE_START incarnation + 1 (0: none)
+    bool from_snapshot = false;                      // the state came from a full snapshot file
   };
   Status ReplayWal(const std::string& wal_dir, Replayed& out);
   void RollBackUnprepared(const Replayed& r);
@@ -282,6 +291,10 @@ class Node {
   uint64_t next_seq_ = 1;
 
   uint64_t cut_id_ = 0;
+  // The highest cut id of a CUT_* record in this node's WAL (kUnknownCut:
+  // restarted from a full snapshot, until the initiator answers).
+  static constexpr uint64_t kUnknownCut = UINT64_MAX - 1;
+  uint64_t wal_cut_ = 0;
   struct CutState {
     bool active = false;
     uint64_t k = 0;
@@ -295,6 +308,8 @@ class Node {
   // After a restart: the last cut this node started and never finished, and
   // the last one it finished (from the WAL).
   uint64_t open_cut_ = 0;
+  // While restarted and not ready: the highest cut id other nodes' messages showed.
+  uint64_t shown_cut_ = 0;
   uint64_t last_finished_cut_ = 0;
   // The last cut this node reported on, and how (true: CUT_FINISH).
   uint64_t reported_k_ = 0;

@@ -390,7 +390,8 @@ void Node::OnDecided1pc(const Msg& m) {
 }
 
 bool Node::NearGone(const TxPlan& plan) const {
-  return !plan.one_phase && (!host_.IsAlive(plan.id.node) || host_.IncarnationOf(plan.id.node) != plan.near_incarnation);
+  return !plan.one_phase &&
+         (!host_.IsAlive(plan.id.node) || host_.IncarnationOf(plan.id.node) != plan.near_incarnation);
 }
 
 }  // namespace walcut::node::sim

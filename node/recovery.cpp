@@ -187,7 +187,7 @@ void Node::Evaluate(const TxId& id) {
       text += fmt::format(" {}:p{}/n{}/m{}", n, static_cast<int>(a.p), static_cast<int>(a.n), a.marker);
     }
     host_.Fail(Status::Internal(fmt::format("node {}: {} is both committed and rolled back (seed {}); answers{}", id_,
-                                         id.ToString(), host_.opt().seed, text)));
+                                            id.ToString(), host_.opt().seed, text)));
     return;
   }
   if (commit) return Resolve(id, true, marker);

@@ -1,0 +1,35 @@
+// DIR/runtime.json: what `walcut cluster up` records about a running real
+// cluster beside cluster.json — where each node listens, which process runs
+// it, and the runtime's options — for `walcut node`, `walcut cluster
+// down/kill/restart`, `walcut cut start` and `walcut load`.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "node/process.h"
+#include "walfmt/status.h"
+
+namespace walcut::node {
+
+inline constexpr const char* kRuntimeSchema = "walcut.runtime/1";
+inline constexpr const char* kRuntimeFile = "runtime.json";
+
+struct RuntimeInfo {
+  std::string host = "127.0.0.1";  // every node listens there
+  std::vector<uint16_t> ports;     // by node id
+  std::vector<int64_t> pids;       // by node id: the process last started for it (0: none)
+  SyncMode sync = SyncMode::kGroup;
+  uint64_t cut_every_us = 0;  // the initiator starts a cut this often (0: only when asked)
+  uint64_t segment_bytes = 1u << 20;
+  uint32_t vote_no_per_million = 0;  // injected refusals of a prepare (0: none)
+};
+
+// DIR/runtime.json. Errors: kNotFound (no such file: not a running
+// cluster's directory), kCorruption (a field missing or out of range).
+walfmt::Result<RuntimeInfo> LoadRuntimeInfo(const std::string& cluster_dir);
+// Writes DIR/runtime.json atomically and durably.
+walfmt::Status SaveRuntimeInfo(const std::string& cluster_dir, const RuntimeInfo& info);
+
+}  // namespace walcut::node
