@@ -5,8 +5,9 @@
 #   bash scripts/deps.sh demo   only what configuring the build and building `walcut` need (scripts/demo.sh)
 set -euo pipefail
 # Configuring (CMakeLists.txt: fmt, zstd, CLI11, nlohmann_json, Catch2 for
-# the tests' targets, libxxhash for repo/) and compiling walcut.
-pkgs=(cmake ninja-build g++ libcli11-dev libzstd-dev libfmt-dev nlohmann-json3-dev catch2 libxxhash-dev ccache)
+# the tests' targets, libxxhash for repo/, standalone Asio for node/'s real
+# cluster) and compiling walcut.
+pkgs=(cmake ninja-build g++ libcli11-dev libzstd-dev libfmt-dev nlohmann-json3-dev catch2 libxxhash-dev libasio-dev ccache)
 if [ "${1:-}" != demo ]; then
   # The tests: clang and its libFuzzer runtime (scripts/fuzz.sh), the zstd and
   # rsvg-convert tools, the packaging and install checks (dpkg-dev, pkgconf,
