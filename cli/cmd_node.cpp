@@ -5,6 +5,8 @@
 #include <memory>
 #include <string>
 
+#include <fmt/format.h>
+
 #include "cli/command.h"
 #include "cli/numbers.h"
 #include "cli/output.h"
@@ -22,6 +24,7 @@ int RunNode(const NodeOpts& o) {
   node::ProcessOptions p;
   p.dir = o.dir;
   p.node = o.node;
+  p.log = [](const std::string& line) { fmt::print(stderr, "{}\n", line); };
   walfmt::Status st = node::RunNodeProcess(p);
   if (!st.ok()) {
     PrintError(st.message());

@@ -96,7 +96,12 @@ class Process;
 class Conn : public std::enable_shared_from_this<Conn> {
  public:
   Conn(Process& p, tcp::socket s) : p_(p), sock_(std::move(s)) {}
-  void Start() { Read(); }
+  void Start() {
+    std::error_code ec;
+    const auto ep = sock_.remote_endpoint(ec);
+    who = ec ? std::string("?") : fmt::format("{}:{}", ep.address().to_string(), ep.port());
+    Read();
+  }
   // Queues one frame to the other side.
   void Write(const wire::Message& m);
   void Close() {
@@ -109,6 +114,7 @@ class Conn : public std::enable_shared_from_this<Conn> {
   bool greeted = false;
   uint32_t peer = sim::kNoNode;
   uint32_t incarnation = 0;
+  std::string who;  // the remote address, for the log
 
  private:
   void Read();
@@ -230,6 +236,16 @@ class Process final : public sim::Host {
   // ---- connections
   void OnFrame(const std::shared_ptr<Conn>& c, const wire::Message& m);
   void OnClosed(const std::shared_ptr<Conn>& c);
+  // Closes a connection that sent something this node does not accept,
+  // and logs why. The node itself carries on.
+  void Reject(const std::shared_ptr<Conn>& c, const std::string& why) {
+    Log(fmt::format("closing the connection from {}: {}", c->who, why));
+    c->Close();
+    OnClosed(c);
+  }
+  void Log(const std::string& line) const {
+    if (popt_.log) popt_.log(fmt::format("node {}: {}", popt_.node, line));
+  }
 
  private:
   void Accept();
@@ -305,18 +321,10 @@ void Conn::Read() {
     reader_.Feed(std::string_view(buf_.data(), n));
     for (;;) {
       auto f = reader_.Next();
-      if (!f.ok() || (f->has_value() == false)) {
-        if (!f.ok()) {
-          Close();
-          return p_.OnClosed(self);
-        }
-        break;
-      }
+      if (!f.ok()) return p_.Reject(self, f.status().message());
+      if (!f->has_value()) break;
       auto m = wire::Decode(**f);
-      if (!m.ok()) {
-        Close();
-        return p_.OnClosed(self);
-      }
+      if (!m.ok()) return p_.Reject(self, fmt::format("frame at byte {}: {}", reader_.offset(), m.status().message()));
       p_.OnFrame(self, *m);
       if (!sock_.is_open()) return p_.OnClosed(self);
     }
@@ -466,9 +474,16 @@ void Process::Accept() {
 void Process::OnFrame(const std::shared_ptr<Conn>& c, const wire::Message& m) {
   if (!c->greeted) {
     const auto* h = std::get_if<wire::Hello>(&m);
-    if (!h || h->cluster_id != info_.cluster_id || h->protocol_version != wire::kProtocolVersion ||
-        (h->role == wire::Role::kPeer && (h->node >= info_.nodes || h->node == popt_.node))) {
-      return c->Close();
+    if (!h) return Reject(c, fmt::format("the first message is a {}, not a Hello", wire::KindName(wire::KindOf(m))));
+    if (h->cluster_id != info_.cluster_id) {
+      return Reject(c, fmt::format("cluster {:016x}, this is cluster {:016x}", h->cluster_id, info_.cluster_id));
+    }
+    if (h->protocol_version != wire::kProtocolVersion) {
+      return Reject(
+          c, fmt::format("protocol version {}, this node speaks {}", h->protocol_version, wire::kProtocolVersion));
+    }
+    if (h->role == wire::Role::kPeer && (h->node >= info_.nodes || h->node == popt_.node)) {
+      return Reject(c, fmt::format("a peer that says it is node {}", h->node));
     }
     c->greeted = true;
     c->role = h->role;
@@ -491,24 +506,28 @@ void Process::OnFrame(const std::shared_ptr<Conn>& c, const wire::Message& m) {
   switch (c->role) {
     case wire::Role::kPeer:
       if (const auto* p = std::get_if<wire::Peer>(&m)) {
-        if (p->msg.from != c->peer) return c->Close();
+        if (p->msg.from != c->peer || p->msg.to != popt_.node) {
+          return Reject(c, fmt::format("a message from node {} to node {} on node {}'s connection", p->msg.from,
+                                       p->msg.to, c->peer));
+        }
         Deliver(p->msg);
       } else if (const auto* st = std::get_if<wire::StatusReply>(&m)) {
         // A peer's status, pushed when it changes: ready, cuts completed, loaded.
-        if (st->node != c->peer) return c->Close();
+        if (st->node != c->peer)
+          return Reject(c, fmt::format("node {}'s status on node {}'s connection", st->node, c->peer));
         if (st->ready && std::find(members_.begin(), members_.end(), st->node) == members_.end() && started_) {
           members_.push_back(st->node);
         }
         if (st->ready && st->node == sim::kFirstInitiator && fresh_) loaded_ = true;
         if (st->initiator == st->node) completed_cut_ = std::max(completed_cut_, st->in_flight);
       } else {
-        c->Close();
+        Reject(c, fmt::format("a {} on a peer connection", wire::KindName(wire::KindOf(m))));
       }
       return;
     case wire::Role::kClient:
       if (const auto* r = std::get_if<wire::TxRequest>(&m)) return OnClientTx(c, *r);
       if (std::get_if<wire::StatusRequest>(&m)) return c->Write(StatusNow());
-      return c->Close();
+      return Reject(c, fmt::format("a {} from a client", wire::KindName(wire::KindOf(m))));
     case wire::Role::kControl:
       if (std::get_if<wire::CutRequest>(&m)) return OnCutRequest(c);
       if (std::get_if<wire::StatusRequest>(&m)) return c->Write(StatusNow());
@@ -516,7 +535,7 @@ void Process::OnFrame(const std::shared_ptr<Conn>& c, const wire::Message& m) {
         c->Write(StatusNow());
         return asio::post(io_, [this] { Stop(); });
       }
-      return c->Close();
+      return Reject(c, fmt::format("a {} on a control connection", wire::KindName(wire::KindOf(m))));
   }
 }
 
@@ -529,6 +548,7 @@ void Process::OnClosed(const std::shared_ptr<Conn>& c) {
 }
 
 void Process::PeerUp(uint32_t j, uint32_t incarnation) {
+  Log(fmt::format("node {} is up (incarnation {})", j, incarnation));
   alive_[j] = true;
   incarnations_[j] = incarnation;
   Connect(j);
@@ -537,6 +557,7 @@ void Process::PeerUp(uint32_t j, uint32_t incarnation) {
 
 void Process::PeerDown(uint32_t j) {
   if (!alive_[j]) return;
+  Log(fmt::format("node {} is down", j));
   alive_[j] = false;
   Outbound& o = *out_[j];
   std::error_code ec;

@@ -12,6 +12,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <string_view>
 
@@ -32,6 +33,9 @@ bool ParseSyncMode(std::string_view text, SyncMode& out);
 struct ProcessOptions {
   std::string dir;  // the cluster directory: cluster.json and runtime.json
   uint32_t node = 0;
+  // Where the node's log lines go (a connection refused and why, a peer
+  // lost); none when empty. One line per call, no newline.
+  std::function<void(const std::string&)> log;
 };
 
 // Runs node `opt.node` of the cluster in opt.dir until it is told to stop
