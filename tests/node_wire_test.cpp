@@ -589,8 +589,9 @@ TEST_CASE("wire: a flipped bit in a frame's checksum or payload is a checksum mi
       CHECK(d.error.code() == ErrorCode::kCorruption);
       CHECK(d.error.message().find(fmt::format("wire: stream byte {}: frame at byte {}: payload checksum mismatch",
                                                second + 8, second)) == 0);
-      // The error is final: more bytes and more calls give it again.
+      // The error is final: more bytes are not kept, and more calls give it again.
       r.Feed(Framed("\x09"));
+      CHECK(r.fed() == s.size());
       CHECK(r.Next().status().message() == d.error.message());
       CHECK(r.Finish().message() == d.error.message());
     }
