@@ -569,6 +569,17 @@ TEST_CASE("wire: a stream that ends inside a frame is truncated, at every byte",
   }
 }
 
+TEST_CASE("wire: Finish with a whole frame left unread is the caller's mistake", "[wire]") {
+  wire::FrameReader r;
+  r.Feed(Framed("\x09") + Framed("\x07"));
+  REQUIRE(r.Next().ok());
+  const auto s = r.Finish();
+  CHECK(s.code() == ErrorCode::kInvalidArgument);
+  CHECK(s.message() == "wire: Finish with the frame at byte 13 not yet read: call Next until it asks for more");
+  REQUIRE(r.Next().ok());
+  CHECK(r.Finish().ok());
+}
+
 TEST_CASE("wire: a flipped bit in a frame's checksum or payload is a checksum mismatch at its offset", "[wire]") {
   Gen g(5);
   std::vector<std::string> payloads;
