@@ -3,11 +3,10 @@
 // above is split into 128 buckets of equal width, so that a bucket is never
 // wider than 1/128 (0.8 %) of the values in it. That covers 1 us to
 // 2^32 - 1 us (71 minutes, more than the hour a latency needs) in 3,328
-// buckets; a larger value is counted in the last bucket (whose percentile is
-// then Max). Count and Max are
+// buckets; a larger value is counted in the last bucket. Count and Max are
 // exact; Percentile returns the upper bound of the bucket that holds the
-// value of that rank (never more than Max), so it is at most 0.8 % above the
-// exact value.
+// value of that rank (never more than Max; Max itself in the last bucket), so
+// it is at most 0.8 % above the exact value.
 #pragma once
 
 #include <array>

@@ -108,6 +108,10 @@ Status FrameReader::Finish() const {
                     fed(), avail, kFrameHeaderBytes, at));
   }
   const uint32_t len = walfmt::LoadU32(reinterpret_cast<const uint8_t*>(buf_.data()) + pos_ + 4);
+  if (avail - kFrameHeaderBytes >= len) {  // the caller's mistake, not the stream's
+    return Status::InvalidArgument(
+        fmt::format("wire: Finish with the frame at byte {} not yet read: call Next until it asks for more", at));
+  }
   return Status::Corruption(
       fmt::format("wire: stream byte {}: truncated: the frame at byte {} has {} of its {} payload "
                   "bytes when the stream ends",

@@ -61,7 +61,8 @@ class FrameReader {
   // the offset in the stream of the frame and of the bad field.
   Result<std::optional<std::string>> Next();
   // The end of the stream: an error when it stops inside a frame (or an error
-  // was found before), else Ok. Call it after Next asked for more.
+  // was found before), else Ok. Call it after Next asked for more (a frame
+  // left unread is kInvalidArgument).
   Status Finish() const;
 
   // Bytes of the stream fed so far, and the offset of the next frame.

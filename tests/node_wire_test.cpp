@@ -569,6 +569,17 @@ TEST_CASE("wire: a stream that ends inside a frame is truncated, at every byte",
   }
 }
 
+TEST_CASE("wire: Finish with a whole frame left unread is the caller's mistake", "[wire]") {
+  wire::FrameReader r;
+  r.Feed(Framed("\x09") + Framed("\x07"));
+  REQUIRE(r.Next().ok());
+  const auto s = r.Finish();
+  CHECK(s.code() == ErrorCode::kInvalidArgument);
+  CHECK(s.message() == "wire: Finish with the frame at byte 13 not yet read: call Next until it asks for more");
+  REQUIRE(r.Next().ok());
+  CHECK(r.Finish().ok());
+}
+
 TEST_CASE("wire: a flipped bit in a frame's checksum or payload is a checksum mismatch at its offset", "[wire]") {
   Gen g(5);
   std::vector<std::string> payloads;
@@ -589,8 +600,9 @@ TEST_CASE("wire: a flipped bit in a frame's checksum or payload is a checksum mi
       CHECK(d.error.code() == ErrorCode::kCorruption);
       CHECK(d.error.message().find(fmt::format("wire: stream byte {}: frame at byte {}: payload checksum mismatch",
                                                second + 8, second)) == 0);
-      // The error is final: more bytes and more calls give it again.
+      // The error is final: more bytes are not kept, and more calls give it again.
       r.Feed(Framed("\x09"));
+      CHECK(r.fed() == s.size());
       CHECK(r.Next().status().message() == d.error.message());
       CHECK(r.Finish().message() == d.error.message());
     }
