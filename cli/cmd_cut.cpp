@@ -168,7 +168,8 @@ int RunCutShow(const CutShowOptions& o) {
 
 void RegisterCut(CLI::App& root, Registry& reg) {
   auto o = std::make_shared<CutShowOptions>();
-  CLI::App* cut = root.add_subcommand("cut", "Inspect one cut (see: walcut cut show --help)");
+  CLI::App* cut =
+      root.add_subcommand("cut", "Inspect one cut (cut show), or ask a running cluster for one (cut start)");
   cut->require_subcommand(1);
   CLI::App* show = cut->add_subcommand(
       "show",
