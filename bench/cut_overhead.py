@@ -1,0 +1,178 @@
+#!/usr/bin/env python3
+"""What a consistent cut costs a running real cluster, and how fast the
+real runtime is.
+
+Modes (each prints a Markdown table for bench/RESULTS.md):
+
+  overhead  `walcut load` throughput and p99 latency with cuts every 1 s and
+            every 100 ms against no cuts, on 3 and 5 nodes, --sync group.
+            The configurations of one node count alternate round by round
+            (each once per round, fresh cluster each time); the ratio of a
+            round is against that round's no-cut run; the table gives the
+            median ratio (min-max). Also each cut's duration under load:
+            from the initiator's CUT_START to the last CUT_FINISH.
+  speed     committed transactions per second on 3 nodes, --sync off
+            against --sync group, alternating.
+  recovery  a node killed after loads of growing length, and the time
+            `walcut cluster restart` takes until it is ready again, against
+            the size of its WAL.
+
+Every cluster binds 127.0.0.1, runs for a bounded time and is stopped
+(`walcut cluster down`) even when the script fails.
+
+Usage: bench/cut_overhead.py WALCUT MODE [--rounds N] [--duration S]
+       [--clients C] [--nodes 3,5]
+"""
+import argparse
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+RUNNING = []
+
+
+def sh(*args, check=True):
+    r = subprocess.run(args, capture_output=True, text=True)
+    if check and r.returncode != 0:
+        raise RuntimeError(f"{' '.join(args)}: exit {r.returncode}: {r.stderr.strip()}")
+    return r
+
+
+def up(walcut, d, nodes, sync, cut_every=None, accounts=1000):
+    args = [walcut, "cluster", "up", d, "--nodes", str(nodes), "--accounts", str(accounts), "--sync", sync, "-q"]
+    if cut_every:
+        args += ["--cut-every", cut_every]
+    RUNNING.append(d)
+    sh(*args)
+
+
+def down(walcut, d):
+    sh(walcut, "cluster", "down", d, "-q", check=False)
+    if d in RUNNING:
+        RUNNING.remove(d)
+
+
+def load(walcut, d, clients, duration):
+    r = sh(walcut, "load", d, "--clients", str(clients), "--duration", f"{duration}s", "--format", "json", "-q")
+    return json.loads(r.stdout)
+
+
+def cut_durations_ms(walcut, d):
+    r = sh(walcut, "cuts", d, "--format", "json", check=False)
+    out = []
+    for c in json.loads(r.stdout)["cuts"]:
+        if c["status"] != "consistent":
+            continue
+        starts = [n["start_time_us"] for n in c["nodes"] if n.get("start_time_us") is not None]
+        finishes = [n["finish_time_us"] for n in c["nodes"] if n.get("finish_time_us") is not None]
+        if starts and finishes:
+            out.append((max(finishes) - min(starts)) / 1000.0)
+    return out
+
+
+def med(xs):
+    return statistics.median(xs) if xs else float("nan")
+
+
+def overhead(a, work):
+    configs = [("no cuts", None), ("every 1 s", "1s"), ("every 100 ms", "100ms")]
+    print("| nodes | cuts | committed/s (median) | throughput vs no cuts | p99 us (median) | p99 vs no cuts | "
+          "cuts taken | cut duration ms p50 / p99 / max |")
+    print("|---|---|---|---|---|---|---|---|")
+    for nodes in a.nodes:
+        tps = {c: [] for c, _ in configs}
+        p99 = {c: [] for c, _ in configs}
+        ratio_t = {c: [] for c, _ in configs}
+        ratio_p = {c: [] for c, _ in configs}
+        durs = {c: [] for c, _ in configs}
+        for rnd in range(a.rounds):
+            base = None
+            for name, every in configs:
+                d = os.path.join(work, f"n{nodes}-r{rnd}-{name.replace(' ', '')}")
+                up(a.walcut, d, nodes, "group", every)
+                res = load(a.walcut, d, a.clients, a.duration)
+                down(a.walcut, d)
+                durs[name] += cut_durations_ms(a.walcut, d)
+                shutil.rmtree(d, ignore_errors=True)
+                t, p = res["committed_per_second"], res["latency_us"]["p99"]
+                tps[name].append(t)
+                p99[name].append(p)
+                if every is None:
+                    base = (t, p)
+                ratio_t[name].append(t / base[0])
+                ratio_p[name].append(p / base[1])
+                print(f"  round {rnd} {nodes} nodes {name}: {t:.0f}/s p99 {p} us", file=sys.stderr)
+        for name, _ in configs:
+            rt, rp = ratio_t[name], ratio_p[name]
+            ds = sorted(durs[name])
+            dtext = "-" if not ds else (f"{med(ds):.1f} / {ds[min(len(ds) - 1, int(len(ds) * 0.99))]:.1f} / "
+                                        f"{ds[-1]:.1f}")
+            print(f"| {nodes} | {name} | {med(tps[name]):.0f} | {med(rt):.3f} ({min(rt):.3f}-{max(rt):.3f}) | "
+                  f"{med(p99[name]):.0f} | {med(rp):.3f} ({min(rp):.3f}-{max(rp):.3f}) | {len(ds)} | {dtext} |")
+
+
+def speed(a, work):
+    res = {"off": [], "group": []}
+    for rnd in range(a.rounds):
+        for sync in ("off", "group"):
+            d = os.path.join(work, f"speed-{sync}-{rnd}")
+            up(a.walcut, d, 3, sync)
+            r = load(a.walcut, d, a.clients, a.duration)
+            down(a.walcut, d)
+            shutil.rmtree(d, ignore_errors=True)
+            res[sync].append((r["committed_per_second"], r["latency_us"]["p50"], r["latency_us"]["p99"]))
+            print(f"  round {rnd} sync {sync}: {r['committed_per_second']:.0f}/s", file=sys.stderr)
+    print("| --sync | committed/s (median, min-max) | p50 us | p99 us |")
+    print("|---|---|---|---|")
+    for sync in ("off", "group"):
+        t = [x[0] for x in res[sync]]
+        print(f"| {sync} | {med(t):.0f} ({min(t):.0f}-{max(t):.0f}) | {med([x[1] for x in res[sync]]):.0f} | "
+              f"{med([x[2] for x in res[sync]]):.0f} |")
+
+
+def recovery(a, work):
+    print("| load before the kill | node 1's WAL | restart until ready, s (median of rounds) |")
+    print("|---|---|---|")
+    for secs in (2, 8, 24):
+        times, sizes = [], []
+        for rnd in range(a.rounds):
+            d = os.path.join(work, f"rec-{secs}-{rnd}")
+            up(a.walcut, d, 3, "off")
+            load(a.walcut, d, a.clients, secs)
+            sh(a.walcut, "cluster", "kill", d, "--node", "1", "-q")
+            wal = os.path.join(d, "node-1", "wal")
+            sizes.append(sum(os.path.getsize(os.path.join(wal, f)) for f in os.listdir(wal)))
+            t0 = time.monotonic()
+            sh(a.walcut, "cluster", "restart", d, "--node", "1", "-q")
+            times.append(time.monotonic() - t0)
+            down(a.walcut, d)
+            shutil.rmtree(d, ignore_errors=True)
+        print(f"| {secs} s, --sync off | {med(sizes) / 2**20:.1f} MiB | {med(times):.2f} |")
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("walcut")
+    p.add_argument("mode", choices=["overhead", "speed", "recovery"])
+    p.add_argument("--rounds", type=int, default=3)
+    p.add_argument("--duration", type=int, default=10)
+    p.add_argument("--clients", type=int, default=16)
+    p.add_argument("--nodes", default="3,5")
+    a = p.parse_args()
+    a.nodes = [int(x) for x in a.nodes.split(",")]
+    work = tempfile.mkdtemp(prefix="walcut-overhead-")
+    try:
+        {"overhead": overhead, "speed": speed, "recovery": recovery}[a.mode](a, work)
+    finally:
+        for d in list(RUNNING):
+            down(a.walcut, d)
+        shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
