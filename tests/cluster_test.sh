@@ -55,6 +55,26 @@ grep -q '"outcome":"committed"' "$T/h.jsonl" || fail "no committed transaction i
 "$W" cut start "$D" >"$T/cut.txt" || fail "cut start: $(cat "$T/cut.txt")"
 grep -q "consistent" "$T/cut.txt" || fail "cut start printed: $(cat "$T/cut.txt")"
 
+# The tools on the WAL while the nodes write it: nothing is locked, a
+# segment being written is read up to its last complete record.
+"$W" load "$D" --clients 4 --duration 3s -q >/dev/null 2>&1 &
+load=$!
+sleep 1
+"$W" verify "$D" >"$T/v.txt" || fail "verify on the live cluster: $(tail -3 "$T/v.txt")"
+"$W" cuts "$D" >"$T/k.txt"; rc=$?
+[ $rc -le 1 ] && grep -q consistent "$T/k.txt" || fail "cuts on the live cluster: exit $rc"
+"$W" scan "$D/node-0" -o "$T/s0.json" -q; rc=$?
+[ $rc -le 1 ] && [ -s "$T/s0.json" ] || fail "scan on the live cluster: exit $rc"
+timeout 2 "$W" dump --follow "$D/node-1" >"$T/follow.txt"
+[ "$(wc -l <"$T/follow.txt")" -gt 100 ] || fail "dump --follow printed $(wc -l <"$T/follow.txt") lines"
+k=$("$W" cuts "$D" --format json | python3 -c "
+import json, sys
+print(max(c['cut'] for c in json.load(sys.stdin)['cuts'] if c['status'] == 'consistent'))")
+"$W" snapshot create --repo "$T/repo" "$D" --full --cut "$k" -q >/dev/null || fail "snapshot create --full on the live cluster"
+sleep 0.5
+"$W" snapshot create --repo "$T/repo" "$D" --incremental --latest -q >/dev/null || fail "snapshot create --incremental on the live cluster"
+wait $load
+
 # Bad input on node 0's port: garbage, a frame longer than the limit, a
 # truncated frame, a Hello from another cluster. Each connection is closed
 # and logged; the node keeps serving.
