@@ -349,7 +349,7 @@ void RegisterCluster(CLI::App& root, Registry& reg) {
   reg.Add(s, [status] { return RunStatus(*status); });
 }
 
-const CommandRegistrar kRegister{55, RegisterCluster};
+const CommandRegistrar kRegister{51, RegisterCluster};
 }  // namespace
 
 }  // namespace walcut::cli

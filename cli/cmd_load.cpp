@@ -356,7 +356,7 @@ void RegisterLoad(CLI::App& root, Registry& reg) {
   reg.Add(sub, [o] { return RunLoad(*o); });
 }
 
-const CommandRegistrar kRegister{57, RegisterLoad};
+const CommandRegistrar kRegister{53, RegisterLoad};
 }  // namespace
 
 }  // namespace walcut::cli

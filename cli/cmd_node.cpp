@@ -41,7 +41,7 @@ void RegisterNode(CLI::App& root, Registry& reg) {
   reg.Add(n, [node_o] { return RunNode(*node_o); });
 }
 
-const CommandRegistrar kRegister{56, RegisterNode};
+const CommandRegistrar kRegister{52, RegisterNode};
 }  // namespace
 
 }  // namespace walcut::cli

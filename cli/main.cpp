@@ -264,7 +264,7 @@ int main(int argc, char** argv) {
     app.formatter(std::make_shared<ListingFormatter>());  // before the commands: they inherit it
     Registry reg;
     auto table = CommandTable();
-    std::sort(table.begin(), table.end(),
+    std::stable_sort(table.begin(), table.end(),
               [](const CommandEntry& a, const CommandEntry& b) { return a.order < b.order; });
     for (const auto& e : table) e.fn(app, reg);
     for (const auto& [sub, action] : reg.commands()) {
