@@ -276,7 +276,8 @@ void RegisterRun(CLI::App& root, Registry& reg) {
             "each named full-<at>; combines with --full-snapshot-at");
   sub->add_option("--wal-retention", opts->wal_retention,
                   "WAL retention: keep (every segment) or after-snapshot (after each full snapshot, each node deletes "
-                  "its segments wholly before the one holding its SNAPSHOT record; a restarted node recovers from "
+                  "its segments wholly before the one holding its SNAPSHOT record, or its last cut record if earlier; "
+                  "a restarted node recovers from "
                   "its latest snapshot file plus the WAL after that record)")
       ->capture_default_str();
   AddNumber(sub, "--crashes", c.random_crashes, {0, 1000},

@@ -40,7 +40,7 @@ bool ParseCrashSpec(std::string_view text, CrashSpec& out);
 // What a node does with its WAL segments after a full snapshot.
 enum class WalRetention : uint8_t {
   kKeep,           // keep every segment (the default)
-  kAfterSnapshot,  // delete the segments wholly before the one holding the SNAPSHOT record
+  kAfterSnapshot,  // delete the segments wholly before the SNAPSHOT record's (or last cut record's)
 };
 std::string_view WalRetentionName(WalRetention r);  // "keep", "after-snapshot"
 bool ParseWalRetention(std::string_view text, WalRetention& out);
@@ -76,7 +76,8 @@ struct ClusterOptions {
   uint64_t full_snapshot_every_tx = 0;
   // kAfterSnapshot: after each full snapshot, every node deletes (unlink,
   // then fsync of the WAL directory) its segments that lie wholly before the
-  // segment holding its SNAPSHOT record; a restarted node then recovers from
+  // segment holding its SNAPSHOT record, or the one holding its last cut
+  // record when that comes first; a restarted node then recovers from
   // its latest snapshot file plus the WAL after that record.
   WalRetention wal_retention = WalRetention::kKeep;
   // The wall-clock time of cluster time 0 (microseconds since the Unix

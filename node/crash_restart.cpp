@@ -70,6 +70,7 @@ Status Node::Restart(const walfmt::WriterOptions& wo) {
   wal_ = std::move(w.value());
   synced_ = wal_->end();
   Replayed r;
+  last_cut_segment_ = UINT64_MAX;
   if (Status st = ReplayWal(wo.wal_dir, r); !st.ok()) return st;
   // A real node starts with nothing in memory: its incarnation follows the
   // last NODE_START in its WAL, and it joins as the youngest node, never as
@@ -81,11 +82,10 @@ Status Node::Restart(const walfmt::WriterOptions& wo) {
   // high bits of the sequence.
   next_seq_ = (static_cast<uint64_t>(incarnation_) << 40) + 1;
   cut_id_ = r.max_cut;
-  // The last cut this WAL records. Recovered from a full snapshot, the cut
-  // records before it may be gone (retention): not known until the
-  // initiator tells the current cut (OnHelloResp), and nothing is caught up
-  // before then.
-  wal_cut_ = r.from_snapshot ? kUnknownCut : r.max_cut;
+  // The last cut this WAL records. Recovered from a full snapshot, the
+  // segments before it may be gone, but retention keeps the one holding the
+  // last cut record (PruneWal), and cut ids only grow along a WAL.
+  wal_cut_ = r.max_cut;
   // A report made before the crash counts for nothing now: the crash made
   // that cut inconsistent if it was still running.
   reported_k_ = last_finished_cut_;
@@ -154,9 +154,11 @@ Status Node::ReplayWal(const std::string& wal_dir, Replayed& out) {
                 out.incarnations = std::max(out.incarnations, r.incarnation + 1);
               } else if constexpr (std::is_same_v<T, walfmt::CutStart>) {
                 max_cut = std::max(max_cut, r.cut_id);
+                last_cut_segment_ = v.lsn.segment;
                 open_cut_ = r.cut_id;
               } else if constexpr (std::is_same_v<T, walfmt::CutFinish> || std::is_same_v<T, walfmt::CutAbort>) {
                 max_cut = std::max(max_cut, r.cut_id);
+                last_cut_segment_ = v.lsn.segment;
                 if (open_cut_ == r.cut_id) open_cut_ = 0;
                 last_finished_cut_ = std::max(last_finished_cut_, r.cut_id);
               }
@@ -260,7 +262,6 @@ void Node::OnHelloResp(const Msg& m) {
     reported_k_ = current;
     reported_ok_ = false;
   }
-  if (wal_cut_ == kUnknownCut) wal_cut_ = std::max(cut_id_, current);
   if (!running && current > wal_cut_ + 1) CatchUpCut(current);
   cut_id_ = std::max(cut_id_, current);
   // The initiator may have started a later cut after it answered (a real

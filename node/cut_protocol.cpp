@@ -22,7 +22,7 @@ namespace walcut::node::sim {
 void Node::StartCut(uint64_t k) {
   // A restarted node that adopted a cut id without a record of it (the cut
   // ran while it was down) records it before joining a later one.
-  if (wal_cut_ != kUnknownCut && k > wal_cut_ + 1) CatchUpCut(k - 1);
+  if (k > wal_cut_ + 1) CatchUpCut(k - 1);
   cut_id_ = k;
   cut_ = CutState{};
   cut_.active = true;

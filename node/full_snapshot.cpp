@@ -56,8 +56,10 @@ Status Node::PruneWal(const std::string& wal_dir, uint64_t keep_from, uint64_t& 
   auto segs = walfmt::ListSegments(wal_dir, nullptr);
   if (!segs.ok()) return segs.status();
   // Never the segment holding the SNAPSHOT record nor the active one (which
-  // is at or after it).
-  keep_from = std::min(keep_from, wal_->segment_index());
+  // is at or after it), nor the one holding the last cut record: a node
+  // restarted from this snapshot learns from it the last cut it recorded,
+  // as it would from the whole WAL (Restart).
+  keep_from = std::min({keep_from, wal_->segment_index(), last_cut_segment_});
   bool any = false;
   for (const auto& seg : *segs) {
     if (seg.index >= keep_from) break;  // ListSegments sorts by index

@@ -4,6 +4,7 @@
 #include "node/node.h"
 
 #include <algorithm>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -44,6 +45,16 @@ Status Node::Close() {
   return st;
 }
 
+namespace {
+// The cut id of a CUT_START, CUT_FINISH or CUT_ABORT record.
+std::optional<uint64_t> CutRecordId(const walfmt::Record& r) {
+  if (const auto* c = std::get_if<walfmt::CutStart>(&r)) return c->cut_id;
+  if (const auto* c = std::get_if<walfmt::CutFinish>(&r)) return c->cut_id;
+  if (const auto* c = std::get_if<walfmt::CutAbort>(&r)) return c->cut_id;
+  return std::nullopt;
+}
+}  // namespace
+
 void Node::Log(const walfmt::Record& r) {
   if (host_.failed() || !wal_) return;
   wal_->set_time_us(host_.now());
@@ -53,10 +64,9 @@ void Node::Log(const walfmt::Record& r) {
     return;
   }
   ++host_.sum().records;
-  if (wal_cut_ != kUnknownCut) {
-    if (const auto* c = std::get_if<walfmt::CutStart>(&r)) wal_cut_ = std::max(wal_cut_, c->cut_id);
-    if (const auto* c = std::get_if<walfmt::CutFinish>(&r)) wal_cut_ = std::max(wal_cut_, c->cut_id);
-    if (const auto* c = std::get_if<walfmt::CutAbort>(&r)) wal_cut_ = std::max(wal_cut_, c->cut_id);
+  if (const std::optional<uint64_t> k = CutRecordId(r)) {
+    wal_cut_ = std::max(wal_cut_, *k);
+    last_cut_segment_ = at->segment;
   }
 }
 
@@ -76,7 +86,7 @@ void Node::LogPrepare(const TxId& id, const std::vector<uint32_t>& participants)
 }
 
 void Node::LogCommit(const TxId& id, uint64_t marker, uint16_t flags, const std::vector<uint32_t>& participants) {
-  if (!ready_ && wal_cut_ != kUnknownCut && marker > wal_cut_ + 1) CatchUpCut(marker);
+  if (!ready_ && marker > wal_cut_ + 1) CatchUpCut(marker);
   auto& c = std::get<walfmt::TxCommit>(commit_rec_);
   c.tx = id;
   c.marker = marker;

@@ -80,7 +80,8 @@ class Node {
                       uint64_t& fingerprint);
   // WAL retention after a full snapshot: deletes the segments of `wal_dir`
   // whose index is below `keep_from` (the segment holding the SNAPSHOT
-  // record), then fsyncs the directory. Adds what it deleted to the counts.
+  // record) and below the segment holding this node's last cut record, then
+  // fsyncs the directory. Adds what it deleted to the counts.
   Status PruneWal(const std::string& wal_dir, uint64_t keep_from, uint64_t& deleted, uint64_t& bytes);
 
   uint32_t id() const { return id_; }
@@ -291,10 +292,12 @@ class Node {
   uint64_t next_seq_ = 1;
 
   uint64_t cut_id_ = 0;
-  // The highest cut id of a CUT_* record in this node's WAL (kUnknownCut:
-  // restarted from a full snapshot, until the initiator answers).
-  static constexpr uint64_t kUnknownCut = UINT64_MAX - 1;
+  // The highest cut id of a CUT_* record in this node's WAL.
   uint64_t wal_cut_ = 0;
+  // The segment holding the last CUT_* record of this node's WAL (UINT64_MAX:
+  // none). Retention keeps it, so that a node restarted from a full snapshot
+  // still reads the last cut it recorded (Restart, CatchUpCut).
+  uint64_t last_cut_segment_ = UINT64_MAX;
   struct CutState {
     bool active = false;
     uint64_t k = 0;

@@ -63,7 +63,8 @@ printf 'torn-tail: node 2, %s cut to %d bytes\n' "${last##*/}" "$(stat -c %s "$l
 # pruned: the healthy cluster with a full snapshot after every 1,200
 # workload transactions (full-1200, full-2400) and WAL retention on: after
 # each snapshot every node deletes its segments wholly before the one holding
-# its SNAPSHOT record, so the oldest segments are gone.
+# its SNAPSHOT record (or its last cut record, if earlier), so the oldest
+# segments are gone.
 run samples/pruned "${common[@]}" --full-snapshot-every 1200 --wal-retention after-snapshot
 
 du -sh samples/healthy samples/crash-during-cut samples/corrupted-segment samples/torn-tail samples/pruned >&2

@@ -122,7 +122,24 @@ std::map<std::string, std::string> Replay(const std::string& dir, uint32_t node,
 
 struct Pair {
   RunResult keep, pruned;
+  uint64_t kept_for_a_cut = 0;  // (node, snapshot) pairs where the last cut record's segment came first
 };
+
+// The first segment retention keeps after a snapshot at `at`: the one holding
+// the SNAPSHOT record, or the one holding the node's last cut record before
+// it, whichever comes first (a node restarted from the snapshot reads its
+// last cut there).
+uint64_t KeptFrom(const walcut::node::testing::NodeLog& log, const walfmt::Lsn& at) {
+  uint64_t from = at.segment;
+  for (size_t i = 0; i < log.recs.size() && log.lsns[i] < at; ++i) {
+    const auto& r = log.recs[i];
+    if (std::holds_alternative<walfmt::CutStart>(r) || std::holds_alternative<walfmt::CutFinish>(r) ||
+        std::holds_alternative<walfmt::CutAbort>(r)) {
+      from = std::min(at.segment, log.lsns[i].segment);
+    }
+  }
+  return from;
+}
 
 // Runs o twice, without and with retention, and checks everything the
 // retention run must satisfy. Returns both results.
@@ -171,15 +188,20 @@ Pair RunBoth(ClusterOptions o, const fs::path& keep_dir, const fs::path& pruned_
   // deletions add up, and every remaining file is byte for byte the one of
   // the run without retention.
   uint64_t deleted = 0;
+  uint64_t kept_for_a_cut = 0;
   const walfmt::Topology topo(o.nodes, o.backups, b->options.partitions);
   for (uint32_t n = 0; n < o.nodes; ++n) {
     INFO(fmt::format("node {}", n));
     const auto all = Segments(keep_dir, n);
     const auto left = Segments(pruned_dir, n);
+    const auto keep_log = ReadNodeLog(keep_dir.string(), n);
+    REQUIRE_FALSE(keep_log.failed);
     uint64_t first = 0;
     uint64_t by_snapshots = 0;
     for (const auto& sn : b->snapshots) {
-      first = std::max(first, sn.wal_position[n].segment);
+      const uint64_t from = KeptFrom(keep_log, sn.wal_position[n]);
+      if (from < sn.wal_position[n].segment) ++kept_for_a_cut;
+      first = std::max(first, from);
       REQUIRE(sn.segments_deleted.size() == o.nodes);
       by_snapshots += sn.segments_deleted[n];
     }
@@ -259,7 +281,7 @@ Pair RunBoth(ClusterOptions o, const fs::path& keep_dir, const fs::path& pruned_
     REQUIRE(it != ta.end());
     CHECK(it->second == bytes);
   }
-  return {std::move(a.value()), std::move(b.value())};
+  return {std::move(a.value()), std::move(b.value()), kept_for_a_cut};
 }
 
 }  // namespace
@@ -267,7 +289,7 @@ Pair RunBoth(ClusterOptions o, const fs::path& keep_dir, const fs::path& pruned_
 TEST_CASE("wal retention: snapshots every 200 transactions delete exactly the segments before each SNAPSHOT record") {
   TempDir ka("keep"), kb("pruned");
   auto o = Options("", 3, 3, 1, Workload::kBank);
-  auto [keep, pruned] = RunBoth(o, ka.path, kb.path);
+  auto [keep, pruned, kept] = RunBoth(o, ka.path, kb.path);
   REQUIRE(pruned.snapshots.size() == 3);  // full-200, full-400, full-600
   CHECK(pruned.snapshots[0].name == "full-200");
   CHECK(pruned.snapshots[2].name == "full-600");
@@ -314,7 +336,7 @@ TEST_CASE("wal retention: --full-snapshot-every combines with --full-snapshot-at
 // retention (which matches the oracle), file for file.
 TEST_CASE("wal retention: crash sweep - recovery from snapshot + WAL matches the oracle") {
   constexpr uint64_t kSeeds = 8;
-  uint64_t runs = 0, crashes = 0, from_snapshot = 0, deleted = 0;
+  uint64_t runs = 0, crashes = 0, from_snapshot = 0, deleted = 0, kept_for_a_cut = 0;
   for (uint64_t seed = 1; seed <= kSeeds; ++seed) {
     for (uint32_t nodes : {3u, 5u}) {
       for (uint32_t backups : {0u, 1u, 2u}) {
@@ -325,8 +347,9 @@ TEST_CASE("wal retention: crash sweep - recovery from snapshot + WAL matches the
         o.full_snapshot_every_tx = 150;
         INFO(fmt::format("seed {} nodes {} backups {} workload {} crashes 3 snapshot every 150", o.seed, nodes, backups,
                          walcut::node::WorkloadName(w)));
-        auto [keep, pruned] = RunBoth(o, ka.path, kb.path);
+        auto [keep, pruned, kept] = RunBoth(o, ka.path, kb.path);
         ++runs;
+        kept_for_a_cut += kept;
         crashes += pruned.summary.crashes;
         from_snapshot += pruned.summary.snapshot_recoveries;
         deleted += pruned.summary.segments_deleted;
@@ -338,4 +361,5 @@ TEST_CASE("wal retention: crash sweep - recovery from snapshot + WAL matches the
   CHECK(crashes > runs);
   CHECK(from_snapshot > runs / 2);
   CHECK(deleted > 0);
+  CHECK(kept_for_a_cut > 0);  // some snapshot's segment held no cut record before it
 }
