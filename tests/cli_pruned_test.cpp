@@ -5,6 +5,7 @@
 #include <dirent.h>
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <map>
 #include <set>
 #include <vector>
@@ -63,6 +64,8 @@ std::vector<uint64_t> SegmentIndexes(const std::string& wal_dir) {
 }  // namespace
 
 TEST_CASE("pruned: the segments before each node's latest SNAPSHOT record are gone, verify passes", "[cli][samples]") {
+  // Except the one holding the node's last cut record before it, when that
+  // comes first: a node restarted from the snapshot learns its last cut there.
   const auto j = nlohmann::json::parse(Slurp(kPruned + "/cluster.json"));
   CHECK(j["wal_retention"] == "after-snapshot");
   CHECK(j["complete"] == true);
@@ -74,32 +77,44 @@ TEST_CASE("pruned: the segments before each node's latest SNAPSHOT record are go
 
   // The SNAPSHOT records, as dump finds them in the pruned WAL: only the
   // latest one per node is still there if the earlier one's segment went.
-  auto d = Walcut("dump --format json --type snapshot " + kPruned);
+  // And the segment of each node's last cut record before full-2400's.
+  auto d = Walcut("dump --format json --type snapshot,cut_start,cut_finish,cut_abort " + kPruned);
   INFO(d.out << d.err);
   REQUIRE(d.code == 0);
   std::map<uint64_t, std::map<std::string, uint64_t>> snapshot_segment;  // node -> name -> segment
+  std::map<uint64_t, uint64_t> last_cut_segment;                         // node -> segment, before full-2400
   for (const auto& l : Lines(d.out)) {
     const auto r = nlohmann::json::parse(l);
-    snapshot_segment[r["node"].get<uint64_t>()][r["record"]["name"].get<std::string>()] = r["segment"].get<uint64_t>();
+    const uint64_t node = r["node"].get<uint64_t>();
+    if (r["type"] == "SNAPSHOT") {
+      snapshot_segment[node][r["record"]["name"].get<std::string>()] = r["segment"].get<uint64_t>();
+    } else if (!snapshot_segment[node].count("full-2400")) {
+      last_cut_segment[node] = r["segment"].get<uint64_t>();
+    }
   }
+  // Node 2's CUT_FINISH(5) is in segment 4, its full-2400 record in 5.
+  CHECK(last_cut_segment[2] == 4);
 
   for (uint64_t n = 0; n < 3; ++n) {
     INFO("node " << n);
     const std::string pos = snaps[1]["nodes"][n]["wal_position"];
     const uint64_t snap_seg = std::stoull(pos.substr(0, pos.find('/')), nullptr, 16);
     CHECK(snap_seg >= 2);  // something was deleted
-    CHECK(j["node_dirs"][n]["first_segment"] == snap_seg);
-    // Exactly the segments from the one holding full-2400's record on.
+    REQUIRE(last_cut_segment.count(n) == 1);
+    const uint64_t first = std::min(snap_seg, last_cut_segment[n]);
+    CHECK(j["node_dirs"][n]["first_segment"] == first);
+    // Exactly the segments from the one holding full-2400's record (or the
+    // last cut record before it) on.
     const auto segs = SegmentIndexes(kPruned + "/node-" + std::to_string(n) + "/wal");
     REQUIRE(!segs.empty());
-    CHECK(segs.front() == snap_seg);
+    CHECK(segs.front() == first);
     for (size_t i = 1; i < segs.size(); ++i) CHECK(segs[i] == segs[i - 1] + 1);
     REQUIRE(snapshot_segment[n].count("full-2400") == 1);
     CHECK(snapshot_segment[n]["full-2400"] == snap_seg);
     // The deletions per snapshot add up to the missing segments.
     const uint64_t d0 = snaps[0]["nodes"][n]["segments_deleted"];
     const uint64_t d1 = snaps[1]["nodes"][n]["segments_deleted"];
-    CHECK(d0 + d1 == snap_seg);
+    CHECK(d0 + d1 == first);
   }
 
   auto v = Walcut("verify " + kPruned);
@@ -169,14 +184,16 @@ TEST_CASE("run --segment-size above the 1 GiB a segment may hold is a usage erro
 }
 
 TEST_CASE("pruned: cuts, check, cut show and restore read the WAL as starting after genesis", "[cli][samples]") {
-  // cuts: cut 5 (node 2's CUT_START(5) was deleted) unavailable, cut 6
-  // consistent against full-2400; full-1200 listed as not usable.
+  // cuts: cut 5 unavailable (every node still holds its records, but no
+  // base before it is left to check it against), cut 6 consistent against
+  // full-2400; full-1200 listed as not usable.
   const auto cuts = Walcut("cuts " + kPruned);
   INFO(cuts.out << cuts.err);
   CHECK(cuts.code == 0);
   CHECK(cuts.out.find("2 cuts: 1 consistent, 0 inconsistent, 0 incomplete, 1 unavailable") != std::string::npos);
-  CHECK(cuts.out.find("reason: node 2's WAL starts at 5/00000000 (segments before it were removed); cut 5 started "
-                      "before it") != std::string::npos);
+  CHECK(cuts.out.find("reason: no full snapshot or consistent cut before cut 5 is still in every node's WAL to check "
+                      "it against (node 0's WAL starts at 4/00000000; segments before it were removed)") !=
+        std::string::npos);
   CHECK(cuts.out.find("full snapshot full-2400 (2026-11-30T12:00:00.227021Z): base for cuts 6 (1 consistent cuts)") !=
         std::string::npos);
   CHECK(cuts.out.find("full snapshot full-1200: not usable as a base: no node's WAL holds its SNAPSHOT record any "
