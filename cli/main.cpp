@@ -265,7 +265,7 @@ int main(int argc, char** argv) {
     Registry reg;
     auto table = CommandTable();
     std::stable_sort(table.begin(), table.end(),
-              [](const CommandEntry& a, const CommandEntry& b) { return a.order < b.order; });
+                     [](const CommandEntry& a, const CommandEntry& b) { return a.order < b.order; });
     for (const auto& e : table) e.fn(app, reg);
     for (const auto& [sub, action] : reg.commands()) {
       sub->add_flag_callback(

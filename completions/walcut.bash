@@ -6,7 +6,7 @@
 # command and option" compares them); value completions follow the option
 # names.
 
-_walcut_commands="verify dump stats run scan cuts cut diff restore snapshot check"
+_walcut_commands="verify dump stats run cluster node load scan cuts cut diff restore snapshot check"
 _walcut_record_types="tx_data tx_prepare tx_commit tx_rollback cut_start cut_finish cut_abort snapshot node_start"
 
 _walcut_options() {
@@ -16,10 +16,19 @@ _walcut_options() {
     dump) echo "-h --help --format -t --type -x --tx -k --key -s --from -e --to --node -n --limit --max-bytes --mode -j --jobs -f --follow --follow-interval -q --quiet" ;;
     stats) echo "-h --help --format -j --jobs --progress --no-progress -q --quiet" ;;
     run) echo "-h --help --nodes --backups --partitions --workload --txs --concurrency --cuts --cut-every --seed --segment-size --accounts --ring-keys --crash --epoch --full-snapshot-at --full-snapshot-every --wal-retention --crashes --format -q --quiet" ;;
+    cluster) echo "-h --help" ;;
+    "cluster up") echo "-h --help --nodes --backups --partitions --workload --accounts --ring-keys --sync --cut-every --segment-size --base-port -q --quiet" ;;
+    "cluster down") echo "-h --help -q --quiet" ;;
+    "cluster kill") echo "-h --help --node -q --quiet" ;;
+    "cluster restart") echo "-h --help --node -q --quiet" ;;
+    "cluster status") echo "-h --help -q --quiet" ;;
+    node) echo "-h --help --node -q --quiet" ;;
+    load) echo "-h --help --clients --duration --workload --rate --history --seed --format -q --quiet" ;;
     scan) echo "-h --help -o --out --node --progress --no-progress -q --quiet" ;;
     cuts) echo "-h --help --format -j --jobs --verdict-out --cut --latest --base --cluster-json --progress --no-progress -q --quiet" ;;
     cut) echo "-h --help" ;;
     "cut show") echo "-h --help --format -j --jobs --svg --progress --no-progress -q --quiet" ;;
+    "cut start") echo "-h --help --format -q --quiet" ;;
     diff) echo "-h --help --format -n --limit --max-bytes -q --quiet" ;;
     restore) echo "-h --help --repo --cut --latest --before --base -o --out --dry-run --force -j --jobs --check --clean-stale --verdict --summaries --node --cluster-json --format --progress --no-progress -q --quiet" ;;
     "restore assemble") echo "-h --help --check --clean-stale --format -q --quiet" ;;
@@ -47,8 +56,9 @@ _walcut_values() {  # COMMAND OPTION
     --mode) echo "words:strict tolerate-torn-tail point-in-time salvage" ;;
     --workload) echo "words:bank cycle mixed" ;;
     --wal-retention) echo "words:keep after-snapshot" ;;
+    --sync) echo "words:always group off" ;;
     -t|--type) echo "words:$_walcut_record_types" ;;
-    -o|--out|--output|--svg|--state|--verdict-out|--verdict|--summaries|--cluster-json) echo "files" ;;
+    -o|--out|--output|--svg|--state|--verdict-out|--verdict|--summaries|--cluster-json|--history) echo "files" ;;
     --repo|--cluster) echo "dirs" ;;
     --base)
       case $1 in
@@ -58,7 +68,7 @@ _walcut_values() {  # COMMAND OPTION
     -j|--jobs|-x|--tx|-k|--key|-s|--from|-e|--to|--node|-n|--limit|--max-bytes|--nodes|--backups|\
     --partitions|--txs|--concurrency|--cuts|--cut-every|--seed|--segment-size|--accounts|--ring-keys|\
     --crash|--epoch|--full-snapshot-at|--full-snapshot-every|--crashes|--cut|--before|--max-findings|--parent|\
-    --name|--zstd-level|--keep-full) echo "none" ;;
+    --name|--zstd-level|--keep-full|--clients|--duration|--rate|--base-port) echo "none" ;;
   esac
 }
 
@@ -80,7 +90,7 @@ _walcut() {
   fi
 
   # The command named so far: the first word that is a command, then, after
-  # cut, snapshot, restore or check, the first word that is one of theirs
+  # cluster, cut, snapshot, restore or check, the first word that is one of theirs
   # (restore and check take a directory there too).
   local cmd="" i w
   for ((i = 1; i < cword; i++)); do
@@ -88,7 +98,8 @@ _walcut() {
     [[ $w == -* ]] && continue
     case $cmd in
       "") [[ " $_walcut_commands " == *" $w "* ]] && cmd=$w ;;
-      cut) [[ $w == show ]] && cmd="cut show" ;;
+      cut) [[ " show start " == *" $w "* ]] && cmd="cut $w" ;;
+      cluster) [[ " up down kill restart status " == *" $w "* ]] && cmd="cluster $w" ;;
       snapshot) [[ " check show create list expire " == *" $w "* ]] && cmd="snapshot $w" ;;
       restore) [[ $w == assemble ]] && cmd="restore assemble" ;;
       check) [[ $w == merge ]] && cmd="check merge" ;;
@@ -112,7 +123,8 @@ _walcut() {
   fi
   case $cmd in
     "") COMPREPLY=($(compgen -W "$_walcut_commands" -- "$cur")) ;;
-    cut) COMPREPLY=($(compgen -W "show" -- "$cur")) ;;
+    cut) COMPREPLY=($(compgen -W "show start" -- "$cur")) ;;
+    cluster) COMPREPLY=($(compgen -W "up down kill restart status" -- "$cur")) ;;
     snapshot) COMPREPLY=($(compgen -W "check show create list expire" -- "$cur")) ;;
     restore|check)
       local sub=assemble

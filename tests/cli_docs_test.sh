@@ -141,7 +141,7 @@ expect_completion() {  # EXPECTED WORDS...
   [ "$got" = "$want" ] || bad "completing [$*]: expected [$want], got [$got]"
 }
 expect_completion "scan snapshot stats " walcut s
-expect_completion "check cut cuts " walcut c
+expect_completion "check cluster cut cuts " walcut c
 expect_completion "--format --from-genesis --full " walcut check --f
 expect_completion "json junit text " walcut check --format ""
 expect_completion "json text " walcut dump --format ""
@@ -152,9 +152,12 @@ expect_completion "--svg " walcut cut show --s
 expect_completion "cuts files restore " walcut check --level ""
 expect_completion "json text " walcut stats --format =
 expect_completion "json " walcut stats --format = j
+expect_completion "always group off " walcut cluster up --sync ""
+expect_completion "--node " walcut cluster kill --n
+expect_completion "show start " walcut cut ""
 
 # Both complete exactly the commands --help lists.
-for parent in "" cut snapshot; do
+for parent in "" cluster cut snapshot; do
   # shellcheck disable=SC2086
   want=$(subcommands $parent | sort | tr '\n' ' ')
   # shellcheck disable=SC2086
