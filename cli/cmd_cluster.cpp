@@ -236,6 +236,11 @@ int RunDown(const std::string& dir_arg) {
   const std::string dir = AbsoluteDir(dir_arg);
   auto l = LoadRealCluster(dir);
   if (!l.ok()) return Fail(l.status());
+  // Every node is told at once, so that a cut running now completes on all
+  // of them (each finishes its part before it exits), then each is waited for.
+  for (uint32_t n = 0; n < l->info.nodes; ++n) {
+    if (IsOurNode(l->rt.pids[n], dir, n)) kill(static_cast<pid_t>(l->rt.pids[n]), SIGTERM);
+  }
   for (uint32_t n = 0; n < l->info.nodes; ++n) {
     StopProcess(l->rt.pids[n], dir, n, SIGTERM);
     l->rt.pids[n] = 0;

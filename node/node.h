@@ -96,6 +96,7 @@ class Node {
   // initiator (0: none), its cut id, and the transactions it is near node of.
   bool initiating() const { return initiating_; }
   uint64_t initiator_cut() const { return init_k_; }
+  bool cut_active() const { return cut_.active; }  // this node's part of a cut is running
   uint64_t cut_id() const { return cut_id_; }
   size_t near_in_flight() const { return near_.size(); }
 

@@ -155,6 +155,7 @@ class Process final : public sim::Host {
         acceptor_(io_),
         signals_(io_, SIGTERM, SIGINT),
         cut_timer_(io_),
+        drain_timer_(io_),
         node_(*this, popt.node) {
     opt_.dir = popt_.dir;
     opt_.nodes = info_.nodes;
@@ -264,6 +265,7 @@ class Process final : public sim::Host {
   void StartLoad();
   void NextLoad();
   void ScheduleCut();
+  void StopWhenCutDone();
   void Stop();
 
   ProcessOptions popt_;
@@ -278,9 +280,12 @@ class Process final : public sim::Host {
   tcp::acceptor acceptor_;
   asio::signal_set signals_;
   asio::steady_timer cut_timer_;
+  asio::steady_timer drain_timer_;
   sim::Node node_;
   Status error_;
   bool stopping_ = false;
+  bool draining_ = false;  // told to stop: stop once no cut runs here (StopWhenCutDone)
+  std::chrono::steady_clock::time_point drain_start_;
 
   std::vector<std::unique_ptr<Outbound>> out_;
   std::vector<bool> alive_;
@@ -569,7 +574,8 @@ void Process::PeerDown(uint32_t j) {
     if (m == members_.begin()) failed_initiator_ = j;
     members_.erase(m);
   }
-  if (started_) node_.OnNodeFailed(j);
+  // Stopping as well (StopWhenCutDone): no takeover, no cut to abort.
+  if (started_ && !draining_) node_.OnNodeFailed(j);
 }
 
 void Process::Deliver(Msg m) {
@@ -709,6 +715,8 @@ void Process::OnCutRequest(const std::shared_ptr<Conn>& c) {
     r.error = fmt::format("node {} does not start the cuts; node {} does", popt_.node, Initiator());
   } else if (node_.initiator_cut() != 0) {
     r.error = fmt::format("cut {} is running", node_.initiator_cut());
+  } else if (draining_) {
+    r.error = fmt::format("node {} is stopping", popt_.node);
   } else {
     cut_waiters_.push_back(c);
     ++sum_.cuts_started;
@@ -790,12 +798,38 @@ void Process::ScheduleCut() {
   if (rt_.cut_every_us == 0 || stopping_) return;
   cut_timer_.expires_after(std::chrono::microseconds(rt_.cut_every_us));
   cut_timer_.async_wait([this](const std::error_code& ec) {
-    if (ec || stopping_) return;
+    if (ec || stopping_ || draining_) return;
     if (started_ && loaded_ && node_.ready() && node_.initiating() && node_.initiator_cut() == 0) {
       ++sum_.cuts_started;
       node_.InitiateCut(std::max(node_.cut_id(), completed_cut_) + 1);
     }
     ScheduleCut();
+  });
+}
+
+// SIGTERM or SIGINT. `walcut cluster down` signals every node at once. A
+// node then starts no cut, and lets a cut that runs on it finish (the
+// initiator: complete) before it exits, for at most kDrainTimeout; it stays
+// at least kMinDrain, so that every node has heard its signal before any
+// leaves, and a node that has heard it does not take over as initiator when
+// another leaves (PeerDown). A cut running at `down` so completes rather
+// than being aborted as if a node had crashed.
+void Process::StopWhenCutDone() {
+  constexpr auto kMinDrain = std::chrono::milliseconds(50);
+  constexpr auto kDrainTimeout = std::chrono::seconds(2);
+  constexpr auto kDrainPoll = std::chrono::milliseconds(2);
+  if (stopping_) return;
+  const auto now = std::chrono::steady_clock::now();
+  if (!draining_) {
+    draining_ = true;
+    drain_start_ = now;
+    cut_timer_.cancel();
+  }
+  const bool running = node_.cut_active() || (node_.initiating() && node_.initiator_cut() != 0);
+  if ((!running && now >= drain_start_ + kMinDrain) || now >= drain_start_ + kDrainTimeout) return Stop();
+  drain_timer_.expires_after(kDrainPoll);
+  drain_timer_.async_wait([this](const std::error_code& ec) {
+    if (!ec) StopWhenCutDone();
   });
 }
 
@@ -806,6 +840,7 @@ void Process::Stop() {
   acceptor_.close(ec);
   signals_.cancel(ec);
   cut_timer_.cancel();
+  drain_timer_.cancel();
   for (auto& o : out_) {
     o->retry.cancel();
     o->sock.close(ec);
@@ -842,7 +877,7 @@ Status Process::Run() {
         fmt::format("node {}: cannot listen on {}:{}: {}", popt_.node, rt_.host, rt_.ports[popt_.node], ec.message()));
   }
   signals_.async_wait([this](const std::error_code& e, int) {
-    if (!e) Stop();
+    if (!e) StopWhenCutDone();
   });
 
   if (fresh_) {
