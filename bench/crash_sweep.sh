@@ -18,7 +18,7 @@ log=$(mktemp)
 trap 'rm -f "$log"' EXIT
 bash scripts/crash-sweep.sh "$W" "$RUNS" "$SECS" "$SEED" | tee "$log"
 rc=${PIPESTATUS[0]}
-kills=$(sed -nE 's/.*ok \(([0-9]+) kills.*/\1/p' "$log" | awk '{s += $1} END {print s + 0}')
+kills=$(sed -nE 's/.*ok \(--sync [a-z]+, ([0-9]+) kills.*/\1/p' "$log" | awk '{s += $1} END {print s + 0}')
 ok=$(grep -c ': ok (' "$log")
 echo "crash_sweep: $ok/$RUNS runs passed, $kills SIGKILLs in all, $(($(date +%s) - start)) s (exit $rc)"
 exit "$rc"

@@ -7,7 +7,8 @@ Modes (each prints a Markdown table for bench/RESULTS.md):
   overhead  `walcut load` throughput and p99 latency with cuts every 1 s and
             every 100 ms against no cuts, on 3 and 5 nodes, --sync group.
             The configurations of one node count alternate round by round
-            (each once per round, fresh cluster each time); the ratio of a
+            (each once per round, in an order that rotates; a fresh cluster
+            each time); the ratio of a
             round is against that round's no-cut run; the table gives the
             median ratio (min-max). Also each cut's duration under load:
             from the initiator's CUT_START to the last CUT_FINISH.
@@ -91,22 +92,27 @@ def overhead(a, work):
         ratio_p = {c: [] for c, _ in configs}
         durs = {c: [] for c, _ in configs}
         for rnd in range(a.rounds):
-            base = None
-            for name, every in configs:
+            # Each round runs every configuration once, in an order that
+            # rotates round by round, and compares with its own no-cut run.
+            order = configs[rnd % len(configs):] + configs[:rnd % len(configs)]
+            got = {}
+            for name, every in order:
                 d = os.path.join(work, f"n{nodes}-r{rnd}-{name.replace(' ', '')}")
                 up(a.walcut, d, nodes, "group", every)
                 res = load(a.walcut, d, a.clients, a.duration)
                 down(a.walcut, d)
                 durs[name] += cut_durations_ms(a.walcut, d)
                 shutil.rmtree(d, ignore_errors=True)
-                t, p = res["committed_per_second"], res["latency_us"]["p99"]
+                got[name] = (res["committed_per_second"], res["latency_us"]["p99"])
+                print(f"  round {rnd} {nodes} nodes {name}: {got[name][0]:.0f}/s p99 {got[name][1]} us",
+                      file=sys.stderr)
+            base = got["no cuts"]
+            for name, _ in configs:
+                t, p = got[name]
                 tps[name].append(t)
                 p99[name].append(p)
-                if every is None:
-                    base = (t, p)
                 ratio_t[name].append(t / base[0])
                 ratio_p[name].append(p / base[1])
-                print(f"  round {rnd} {nodes} nodes {name}: {t:.0f}/s p99 {p} us", file=sys.stderr)
         for name, _ in configs:
             rt, rp = ratio_t[name], ratio_p[name]
             ds = sorted(durs[name])
