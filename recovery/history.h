@@ -21,6 +21,8 @@
 //           history's writes for those it saw committed, the WAL's TX_DATA
 //           for the others (unanswered, in doubt, the initial data's own);
 //   rule 5  the workload's invariants (recovery/invariants.h) hold on it.
+// A transaction's participants are the nodes its records name and, for one
+// the client saw committed, every node holding a key it wrote (topology).
 // Rules 1 and 2 take the clock slack in the safe direction: a transaction
 // is held to rule 1 only when ack_us + slack < CUT_START, to rule 2 only
 // when start_us - slack > CUT_FINISH. And, over the whole history (rule 3,

@@ -145,6 +145,18 @@ void Checker::Index() {
       }
     }
   }
+  // The client's view of who must take part: every node that holds a key
+  // the transaction wrote (whatever its records say).
+  const walfmt::Topology topo = in_.info.topology();
+  for (const auto& h : in_.history.txs) {
+    auto it = h.tx && h.AcknowledgedCommitted() ? txs_.find(*h.tx) : txs_.end();
+    if (it == txs_.end()) continue;
+    for (const auto& [k, v] : h.writes) {
+      for (uint32_t n = 0; n < in_.wal.size(); ++n) {
+        if (topo.Holds(n, k)) it->second.participants.push_back(n);
+      }
+    }
+  }
   for (auto& [id, a] : txs_) {
     std::sort(a.participants.begin(), a.participants.end());
     a.participants.erase(std::unique(a.participants.begin(), a.participants.end()), a.participants.end());

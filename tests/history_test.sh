@@ -72,11 +72,11 @@ EOF
 expect_rc 1 "rule 1 acknowledged-in-cut: .* before cut [0-9]* started" "$W" history check "$D" "$T/rule1.jsonl"
 grep -q "^FAIL: " "$T/out" || fail "no FAIL summary: $(tail -3 "$T/out")"
 
-# Outcomes: an aborted transaction reported committed.
+# Outcomes: a transaction aborted for a conflict said committed.
 python3 - "$T/h.jsonl" "$T/outcome.jsonl" <<'EOF' || fail "no aborted transaction in the history"
 import json, sys
 lines = [json.loads(l) for l in open(sys.argv[1])]
-t = next(t for t in lines if t["outcome"] == "aborted")
+t = next(t for t in lines if t["outcome"] == "aborted" and t.get("reason") == "conflict")
 t["outcome"] = "committed"
 t.pop("reason", None)
 open(sys.argv[2], "w").write("".join(json.dumps(t) + "\n" for t in lines))

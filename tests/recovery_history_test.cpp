@@ -348,6 +348,17 @@ TEST_CASE("history check rule 3: committed in the history <=> committed in the W
     CHECK(f[0].node == 1u);
     CHECK(f[0].found == "not committed");
   }
+  SECTION("acknowledged committed, a node holding a key it wrote has no record of it") {
+    World w;
+    w.wal[1].erase(TxId{0, 4});
+    w.wal[0][TxId{0, 4}].participants = {0};
+    const HistoryReport r = Run(w);
+    INFO(Describe(r));
+    const auto f = Of(r, HistoryRule::kOutcome);
+    REQUIRE(f.size() == 1);
+    CHECK(f[0].node == 1u);
+    CHECK(f[0].found == "no record");
+  }
   SECTION("reported aborted, committed in the WAL") {
     World w;
     w.Hist(TxId{0, 4}).outcome = HistoryOutcome::kAborted;
