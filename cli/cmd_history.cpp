@@ -158,7 +158,7 @@ int RunHistoryCheck(const HistoryOpts& o) {
   }
   recovery::HistoryCheckOptions opt;
   opt.clock_slack_us = *slack;
-  auto r = recovery::CheckClusterHistory(o.dir, *h, opt);
+  auto r = recovery::CheckClusterHistory(o.dir, std::move(*h), opt);
   if (!r.ok()) return Fail(r.status());
   if (o.format == Format::kJson) {
     PrintJson(o, *slack, *r);

@@ -216,7 +216,7 @@ walfmt::Result<HistoryReport> CheckHistory(const HistoryCheckInput& in, const Hi
 // node's whole WAL (a WAL whose oldest segments were removed is refused,
 // kInvalidArgument), the cuts, the restores. Errors: kInvalidArgument and
 // kNotFound (usage), kCorruption (a damaged WAL), kIo.
-walfmt::Result<HistoryReport> CheckClusterHistory(const std::string& cluster_dir, const History& history,
+walfmt::Result<HistoryReport> CheckClusterHistory(const std::string& cluster_dir, History history,
                                                   const HistoryCheckOptions& opt);
 
 }  // namespace walcut::recovery

@@ -139,7 +139,7 @@ Status RefusePruned(const walfmt::ClusterInfo& info, const cut::ClusterCuts& cc,
 
 }  // namespace
 
-Result<HistoryReport> CheckClusterHistory(const std::string& cluster_dir, const History& history,
+Result<HistoryReport> CheckClusterHistory(const std::string& cluster_dir, History history,
                                           const HistoryCheckOptions& opt) {
   auto layout = cut::FindClusterLayout(cluster_dir);
   if (!layout.ok()) return layout.status();
@@ -173,7 +173,7 @@ Result<HistoryReport> CheckClusterHistory(const std::string& cluster_dir, const 
     if (!txs.ok()) return txs.status();
     in.wal.push_back(std::move(*txs));
   }
-  in.history = history;
+  in.history = std::move(history);
   in.cuts = CutFactsOf(*cc);
   in.restore = [&](uint64_t k) -> Result<std::vector<NodeState>> {
     RestoreRequest req;
