@@ -515,3 +515,31 @@ TEST_CASE("history check: the history file's lines are checked, naming file and 
   s.replace(s.find("null"), 4, "\"1:1\"");
   CHECK(err(s).find("h.jsonl:1: field 'tx': expected null") == 0);
 }
+
+TEST_CASE("history check: a history file read in pieces keeps its line numbers") {
+  TempDir dir("history-lines");
+  const std::string path = dir.str() + "/h.jsonl";
+  std::string text;
+  const size_t lines = 6000;  // about 1.4 MiB: more than one piece
+  for (size_t i = 1; i <= lines; ++i) {
+    text += fmt::format(R"({{"client":0,"request":{},"node":0,"tx":"0:{}","outcome":"committed","reads":{{}},)"
+                        R"("writes":{{"acct/000001":"{}"}},"start_us":{},"ack_us":{},"commit_time_us":{},"pad":"{}"}})"
+                        "\n",
+                        i, i, i, i, i + 1, i, std::string(120, 'x'));
+  }
+  WriteAll(path, text);
+  auto h = LoadHistory(path);
+  REQUIRE(h.ok());
+  REQUIRE(h->txs.size() == lines);
+  CHECK(h->txs.back().line == lines);
+  CHECK(h->txs.back().tx == TxId{0, lines});
+  WriteAll(path, text + "{\"client\":\n");
+  auto bad = LoadHistory(path);
+  REQUIRE_FALSE(bad.ok());
+  CHECK(bad.status().message() == fmt::format("{}:{}: not a JSON object", path, lines + 1));
+  WriteAll(path, text + text.substr(0, text.find('\n') + 1));
+  bad = LoadHistory(path);
+  REQUIRE_FALSE(bad.ok());
+  CHECK(bad.status().message() == fmt::format("{}:{}: transaction 0:1 is already on line 1", path, lines + 1));
+  CHECK(LoadHistory(dir.str() + "/none.jsonl").status().code() == walfmt::ErrorCode::kNotFound);
+}
