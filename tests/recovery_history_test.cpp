@@ -462,7 +462,7 @@ TEST_CASE("history check: at most 100 findings per cut, the rest counted") {
   CHECK(r.cuts[0].findings.size() == kMaxHistoryFindings);
 }
 
-TEST_CASE("history check: a cut that is not consistent is not checked; no epoch is refused") {
+TEST_CASE("history check: a cut that is not consistent is not checked, and a cluster without an epoch is refused") {
   World w;
   w.cuts[0].consistent = false;
   w.cuts[0].status = "inconsistent";
