@@ -6,7 +6,7 @@
 # command and option" compares them); value completions follow the option
 # names.
 
-_walcut_commands="verify dump stats run cluster node load scan cuts cut diff restore snapshot check"
+_walcut_commands="verify dump stats run cluster node load scan cuts cut diff restore snapshot check history"
 _walcut_record_types="tx_data tx_prepare tx_commit tx_rollback cut_start cut_finish cut_abort snapshot node_start"
 
 _walcut_options() {
@@ -40,6 +40,8 @@ _walcut_options() {
     "snapshot expire") echo "-h --help --keep-full --dry-run --format -q --quiet" ;;
     check) echo "-h --help --cut --all --level --format -o --output --state --full --from-genesis -j --jobs --node --verdict --base --progress --no-progress -q --quiet" ;;
     "check merge") echo "-h --help --format -o --output -q --quiet" ;;
+    history) echo "-h --help" ;;
+    "history check") echo "-h --help --clock-slack --format -q --quiet" ;;
   esac
 }
 
@@ -68,7 +70,7 @@ _walcut_values() {  # COMMAND OPTION
     -j|--jobs|-x|--tx|-k|--key|-s|--from|-e|--to|--node|-n|--limit|--max-bytes|--nodes|--backups|\
     --partitions|--txs|--concurrency|--cuts|--cut-every|--seed|--segment-size|--accounts|--ring-keys|\
     --crash|--epoch|--full-snapshot-at|--full-snapshot-every|--crashes|--cut|--before|--max-findings|--parent|\
-    --name|--zstd-level|--keep-full|--clients|--duration|--rate|--base-port) echo "none" ;;
+    --name|--zstd-level|--keep-full|--clients|--duration|--rate|--base-port|--clock-slack) echo "none" ;;
   esac
 }
 
@@ -103,6 +105,7 @@ _walcut() {
       snapshot) [[ " check show create list expire " == *" $w "* ]] && cmd="snapshot $w" ;;
       restore) [[ $w == assemble ]] && cmd="restore assemble" ;;
       check) [[ $w == merge ]] && cmd="check merge" ;;
+      history) [[ $w == check ]] && cmd="history check" ;;
     esac
   done
 
@@ -125,6 +128,7 @@ _walcut() {
     "") COMPREPLY=($(compgen -W "$_walcut_commands" -- "$cur")) ;;
     cut) COMPREPLY=($(compgen -W "show start" -- "$cur")) ;;
     cluster) COMPREPLY=($(compgen -W "up down kill restart status" -- "$cur")) ;;
+    history) COMPREPLY=($(compgen -W "check" -- "$cur")) ;;
     snapshot) COMPREPLY=($(compgen -W "check show create list expire" -- "$cur")) ;;
     restore|check)
       local sub=assemble
