@@ -113,8 +113,8 @@ TEST_CASE("walcut help COMMAND, walcut version and -V") {
       listed.push_back(l.substr(2, l.find(' ', 2) - 2));
     }
   }
-  CHECK(listed == std::vector<std::string>{"verify", "dump", "stats", "run", "cluster", "node", "load", "scan", "cuts",
-                                           "cut", "diff", "restore", "snapshot", "check"});
+  CHECK(listed == std::vector<std::string>{"verify", "dump", "stats", "run", "cluster", "node", "load", "history",
+                                           "scan", "cuts", "cut", "diff", "restore", "snapshot", "check"});
   const std::string paragraph = "Nodes are printed one after the other";
   CHECK(top.out.find(paragraph) == std::string::npos);  // dump's paragraph is not in the list
   CHECK(h.out.find(paragraph) != std::string::npos);    // but in `walcut help dump`
