@@ -236,8 +236,12 @@ int RunDown(const std::string& dir_arg) {
   const std::string dir = AbsoluteDir(dir_arg);
   auto l = LoadRealCluster(dir);
   if (!l.ok()) return Fail(l.status());
-  // Every node is told at once, so that a cut running now completes on all
-  // of them (each finishes its part before it exits), then each is waited for.
+  // The nodes learn that the cluster stops before any is told (a node that
+  // sees a peer leave then stops as well), then every node is told at once,
+  // so that a cut running now completes on all of them (each finishes its
+  // part before it exits); then each is waited for.
+  const std::string stopping = walfmt::JoinPath(dir, node::kStoppingFile);
+  if (Status st = walfmt::WriteFileAtomic(stopping, "walcut cluster down\n"); !st.ok()) return Fail(st);
   for (uint32_t n = 0; n < l->info.nodes; ++n) {
     if (IsOurNode(l->rt.pids[n], dir, n)) kill(static_cast<pid_t>(l->rt.pids[n]), SIGTERM);
   }
@@ -245,6 +249,8 @@ int RunDown(const std::string& dir_arg) {
     StopProcess(l->rt.pids[n], dir, n, SIGTERM);
     l->rt.pids[n] = 0;
   }
+  std::error_code ec;
+  fs::remove(stopping, ec);
   if (Status st = node::SaveRuntimeInfo(dir, l->rt); !st.ok()) return Fail(st);
   if (!Quiet()) fmt::print("cluster {:016x} in {}: stopped\n", l->info.cluster_id, dir);
   return kExitOk;
@@ -279,6 +285,8 @@ int RunRestart(const NodeOpts& o) {
   if (IsOurNode(l->rt.pids[o.node], dir, o.node)) {
     return Fail(Status::InvalidArgument(fmt::format("node {} is running (pid {})", o.node, l->rt.pids[o.node])));
   }
+  std::error_code ec;
+  fs::remove(walfmt::JoinPath(dir, node::kStoppingFile), ec);  // left by an interrupted cluster down
   if (Status st = SpawnNode(dir, o.node, l->rt.pids[o.node]); !st.ok()) return Fail(st);
   if (Status st = node::SaveRuntimeInfo(dir, l->rt); !st.ok()) return Fail(st);
   if (Status st = WaitReady(dir, l->rt, l->info.cluster_id, o.node); !st.ok()) return Fail(st);

@@ -574,7 +574,9 @@ void Process::PeerDown(uint32_t j) {
     if (m == members_.begin()) failed_initiator_ = j;
     members_.erase(m);
   }
-  // Stopping as well (StopWhenCutDone): no takeover, no cut to abort.
+  // The cluster is stopping (`cluster down`): this node stops as well, with
+  // no takeover and no cut to abort, whether or not its own signal came yet.
+  if (!draining_ && std::filesystem::exists(walfmt::JoinPath(popt_.dir, kStoppingFile), ec)) StopWhenCutDone();
   if (started_ && !draining_) node_.OnNodeFailed(j);
 }
 
@@ -812,8 +814,9 @@ void Process::ScheduleCut() {
 // initiator: complete) before it exits, for at most kDrainTimeout; it stays
 // at least kMinDrain, so that every node has heard its signal before any
 // leaves, and a node that has heard it does not take over as initiator when
-// another leaves (PeerDown). A cut running at `down` so completes rather
-// than being aborted as if a node had crashed.
+// another leaves (PeerDown; nor does a node that sees the cluster's stopping
+// file). A cut running at `down` so completes rather than being aborted as
+// if a node had crashed.
 void Process::StopWhenCutDone() {
   constexpr auto kMinDrain = std::chrono::milliseconds(50);
   constexpr auto kDrainTimeout = std::chrono::seconds(2);

@@ -15,6 +15,10 @@ namespace walcut::node {
 
 inline constexpr const char* kRuntimeSchema = "walcut.runtime/1";
 inline constexpr const char* kRuntimeFile = "runtime.json";
+// Present in the cluster directory while `walcut cluster down` stops the
+// nodes: a node that sees a peer leave then stops too, rather than take it
+// for a crash (no takeover, no cut aborted).
+inline constexpr const char* kStoppingFile = "stopping";
 
 struct RuntimeInfo {
   std::string host = "127.0.0.1";  // every node listens there

