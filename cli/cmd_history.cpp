@@ -115,7 +115,7 @@ void PrintFindings(const std::vector<recovery::HistoryFinding>& fs, uint64_t tot
 
 void PrintText(const HistoryOpts& o, const recovery::HistoryReport& r) {
   fmt::print(
-      "history {}: {} committed, {} aborted, {} in doubt (participant lost), {} refused, {} unanswered; WAL: {} "
+      "history {}: {} committed, {} aborted, {} in doubt, {} refused, {} unanswered; WAL: {} "
       "committed, {} not in the history\n",
       o.history, r.committed, r.aborted, r.in_doubt, r.refused, r.unknown, r.wal_committed, r.unnamed);
   for (const auto& c : r.cuts) {

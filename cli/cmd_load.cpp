@@ -57,7 +57,7 @@ struct TxRecord {
   uint32_t node = 0;
   uint64_t start_us = 0;  // wall clock, when it was sent (open loop: when it was due)
   uint64_t ack_us = 0;    // when the answer arrived (0: none)
-  enum class Outcome { kCommitted, kAborted, kRefused, kUnknown } outcome = Outcome::kUnknown;
+  enum class Outcome { kCommitted, kAborted, kRefused, kInDoubt, kUnknown } outcome = Outcome::kUnknown;
   wire::TxResult result;
 };
 
@@ -69,6 +69,8 @@ const char* OutcomeName(TxRecord::Outcome o) {
       return "aborted";
     case TxRecord::Outcome::kRefused:
       return "refused";
+    case TxRecord::Outcome::kInDoubt:
+      return "in-doubt";
     case TxRecord::Outcome::kUnknown:
       return "unknown";
   }
@@ -117,6 +119,7 @@ struct ClientResult {
   node::Histogram latency;  // committed transactions, microseconds
   uint64_t committed = 0;
   uint64_t refused = 0;
+  uint64_t in_doubt = 0;
   uint64_t unknown = 0;
   uint64_t aborted_by[6] = {};
   std::vector<TxRecord> records;
@@ -186,6 +189,11 @@ void RunClient(Shared& sh, uint32_t id, ClientResult& out) {
         ++out.aborted_by[static_cast<size_t>(r->reason) % 6];
         sh.aborted.fetch_add(1, std::memory_order_relaxed);
         break;
+      case wire::Outcome::kInDoubt:
+        rec.outcome = TxRecord::Outcome::kInDoubt;
+        ++out.in_doubt;
+        sh.failed.fetch_add(1, std::memory_order_relaxed);
+        break;
       case wire::Outcome::kRefused:
         rec.outcome = TxRecord::Outcome::kRefused;
         ++out.refused;
@@ -206,7 +214,8 @@ nlohmann::ordered_json RecordJson(const TxRecord& r, uint64_t epoch_us) {
   j["client"] = r.client;
   j["request"] = r.request;
   j["node"] = r.node;
-  if (r.outcome == TxRecord::Outcome::kCommitted || r.outcome == TxRecord::Outcome::kAborted) {
+  if (r.outcome == TxRecord::Outcome::kCommitted || r.outcome == TxRecord::Outcome::kAborted ||
+      r.outcome == TxRecord::Outcome::kInDoubt) {
     j["tx"] = r.result.tx.ToString();
   } else {
     j["tx"] = nullptr;
@@ -256,6 +265,7 @@ void PrintReport(const LoadOpts& o, const ClientResult& all, double secs) {
     j["aborted"] = aborted;
     j["aborted_by_reason"] = std::move(ab);
     j["refused"] = all.refused;
+    j["in_doubt"] = all.in_doubt;
     j["unanswered"] = all.unknown;
     fmt::print("{}\n", j.dump(2));
   } else {
@@ -271,8 +281,8 @@ void PrintReport(const LoadOpts& o, const ClientResult& all, double secs) {
                                ReasonName(static_cast<node::AbortReason>(i)));
       }
     }
-    fmt::print("aborted: {}{}; refused: {}; unanswered: {}\n", aborted, reasons.empty() ? "" : " (" + reasons + ")",
-               all.refused, all.unknown);
+    fmt::print("aborted: {}{}; refused: {}; in doubt: {}; unanswered: {}\n", aborted,
+               reasons.empty() ? "" : " (" + reasons + ")", all.refused, all.in_doubt, all.unknown);
   }
 }
 
@@ -322,6 +332,7 @@ int RunLoad(const LoadOpts& o) {
     all.latency.Merge(r.latency);
     all.committed += r.committed;
     all.refused += r.refused;
+    all.in_doubt += r.in_doubt;
     all.unknown += r.unknown;
     for (size_t i = 0; i < 6; ++i) all.aborted_by[i] += r.aborted_by[i];
   }

@@ -673,6 +673,12 @@ void Process::TxEnded(const sim::TxEnd& e) {
   r.outcome = e.committed ? wire::Outcome::kCommitted : wire::Outcome::kAborted;
   r.reason = e.committed ? AbortReason::kNone : e.why;
   if (!e.committed && r.reason == AbortReason::kNone) r.reason = AbortReason::kParticipantLost;
+  // A one-phase transaction whose primary was lost (Node::NearLostNode): its
+  // decider may have committed it; the client must not be told "aborted".
+  if (!e.committed && e.one_phase && e.why == AbortReason::kParticipantLost) {
+    r.outcome = wire::Outcome::kInDoubt;
+    r.reason = AbortReason::kNone;
+  }
   if (e.reads) r.reads = *e.reads;
   if (e.committed && e.writes) r.writes = *e.writes;
   r.commit_time_us = e.committed ? now() : 0;

@@ -453,7 +453,7 @@ void Get(In& in, TxRequest& m) {
 void Get(In& in, TxResult& m) {
   in.U64(m.request_id, "request id");
   in.Tx(m.tx, "tx");
-  in.Enum(m.outcome, Outcome::kCommitted, Outcome::kRefused, "outcome");
+  in.Enum(m.outcome, Outcome::kCommitted, Outcome::kInDoubt, "outcome");
   if (!in.ok()) return;
   if (m.outcome == Outcome::kAborted) {
     in.Enum(m.reason, AbortReason::kConflict, AbortReason::kParticipantLost, "abort reason");

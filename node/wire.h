@@ -131,7 +131,9 @@ struct TxRequest {
   bool operator==(const TxRequest&) const = default;
 };
 
-enum class Outcome : uint8_t { kCommitted = 1, kAborted = 2, kRefused = 3 };
+// kInDoubt: the near node lost the primary of a one-phase transaction before
+// it learned the decision; the primary's decider may have committed it.
+enum class Outcome : uint8_t { kCommitted = 1, kAborted = 2, kRefused = 3, kInDoubt = 4 };
 
 // The answer to a TxRequest. `reason` is set for kAborted only (never kNone
 // then), `message` for kRefused only (never empty then); the other outcomes

@@ -59,7 +59,7 @@ inline constexpr size_t kMaxHistoryFindings = 100;
 // ---- The history: one JSON object per line, as `walcut load --history`
 // writes it (cli/cmd_load.cpp, RecordJson).
 
-enum class HistoryOutcome : uint8_t { kCommitted = 1, kAborted = 2, kRefused = 3, kUnknown = 4 };
+enum class HistoryOutcome : uint8_t { kCommitted = 1, kAborted = 2, kRefused = 3, kUnknown = 4, kInDoubt = 5 };
 const char* HistoryOutcomeName(HistoryOutcome o);
 
 struct HistoryTx {
@@ -75,12 +75,12 @@ struct HistoryTx {
   uint64_t ack_us = 0;                        // answered (0: never)
   uint64_t commit_time_us = 0;                // the near node's wall clock when it learned the commit (0: none)
 
-  // Aborted for "participant-lost": the near node lost a participant before
-  // it learned the outcome (a 1PC transaction whose primary crashed: its
-  // decider may have committed it, and the primary's recovery commits it
-  // then). Such a transaction may be committed or not, like an unanswered
-  // one, but the history names it.
-  bool InDoubt() const { return outcome == HistoryOutcome::kAborted && reason == "participant-lost"; }
+  // "in-doubt": the near node lost a participant before it learned the
+  // outcome (a 1PC transaction whose primary crashed: its decider may have
+  // committed it, and the primary's recovery commits it then). Such a
+  // transaction may be committed or not, like an unanswered one, but the
+  // history names it. (An abort for "participant-lost" is a decided abort.)
+  bool InDoubt() const { return outcome == HistoryOutcome::kInDoubt; }
   bool AcknowledgedCommitted() const { return outcome == HistoryOutcome::kCommitted; }
 };
 
@@ -194,7 +194,7 @@ struct CutHistoryResult {
 struct HistoryReport {
   uint64_t committed = 0;  // history outcomes
   uint64_t aborted = 0;    // not in doubt
-  uint64_t in_doubt = 0;   // aborted for participant-lost
+  uint64_t in_doubt = 0;   // in doubt: the near node lost a 1PC primary
   uint64_t refused = 0;
   uint64_t unknown = 0;
   uint64_t wal_committed = 0;  // transactions committed on some node

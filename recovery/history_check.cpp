@@ -170,7 +170,10 @@ void Checker::Index() {
         ++rep_.committed;
         break;
       case HistoryOutcome::kAborted:
-        ++(h.InDoubt() ? rep_.in_doubt : rep_.aborted);
+        ++rep_.aborted;
+        break;
+      case HistoryOutcome::kInDoubt:
+        ++rep_.in_doubt;
         break;
       case HistoryOutcome::kRefused:
         ++rep_.refused;
@@ -219,8 +222,7 @@ void Checker::CheckOutcomes() {
                                 h.line, p, f.found);
         AddOutcome(f);
       }
-    } else if (h.outcome == HistoryOutcome::kAborted && !h.InDoubt() && it != txs_.end() &&
-               it->second.committed_somewhere) {
+    } else if (h.outcome == HistoryOutcome::kAborted && it != txs_.end() && it->second.committed_somewhere) {
       for (uint32_t p : it->second.participants) {
         auto nt = in_.wal[p].find(*h.tx);
         if (nt == in_.wal[p].end() || !nt->second.committed) continue;

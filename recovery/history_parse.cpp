@@ -24,8 +24,8 @@ constexpr size_t kChunkBytes = size_t{1} << 20;
 constexpr size_t kMaxLineBytes = size_t{16} << 20;
 
 bool ParseOutcome(std::string_view s, HistoryOutcome& out) {
-  for (HistoryOutcome o :
-       {HistoryOutcome::kCommitted, HistoryOutcome::kAborted, HistoryOutcome::kRefused, HistoryOutcome::kUnknown}) {
+  for (HistoryOutcome o : {HistoryOutcome::kCommitted, HistoryOutcome::kAborted, HistoryOutcome::kRefused,
+                           HistoryOutcome::kUnknown, HistoryOutcome::kInDoubt}) {
     if (s == HistoryOutcomeName(o)) {
       out = o;
       return true;
@@ -50,11 +50,12 @@ Result<HistoryTx> ParseLine(std::string_view text, const std::string& origin, si
   t.ack_us = f.U64(j, "ack_us", "");
   t.commit_time_us = f.U64(j, "commit_time_us", "");
   if (f.ok() && !ParseOutcome(outcome, t.outcome)) {
-    f.Fail("outcome", fmt::format("'{}' is not committed, aborted, refused or unknown", outcome));
+    f.Fail("outcome", fmt::format("'{}' is not committed, aborted, in-doubt, refused or unknown", outcome));
   }
   t.reason = f.OptionalString(j, "reason", "").value_or("");
   const nlohmann::json* tx = f.Get(j, "tx", "");
-  const bool answered = t.outcome == HistoryOutcome::kCommitted || t.outcome == HistoryOutcome::kAborted;
+  const bool answered = t.outcome == HistoryOutcome::kCommitted || t.outcome == HistoryOutcome::kAborted ||
+                        t.outcome == HistoryOutcome::kInDoubt;
   if (f.ok() && answered) {
     t.tx = f.Tx(j, "tx", "");
     if (f.ok() && t.ack_us == 0) f.Fail("ack_us", fmt::format("0 for a transaction that is {}", outcome));
@@ -84,6 +85,8 @@ const char* HistoryOutcomeName(HistoryOutcome o) {
       return "refused";
     case HistoryOutcome::kUnknown:
       return "unknown";
+    case HistoryOutcome::kInDoubt:
+      return "in-doubt";
   }
   return "?";
 }

@@ -131,7 +131,7 @@ struct Gen {
     wire::TxResult r;
     r.request_id = U64();
     r.tx = Tx();
-    r.outcome = Enum(wire::Outcome::kCommitted, wire::Outcome::kRefused);
+    r.outcome = Enum(wire::Outcome::kCommitted, wire::Outcome::kInDoubt);
     if (r.outcome == wire::Outcome::kAborted) r.reason = Enum(AbortReason::kConflict, AbortReason::kParticipantLost);
     if (r.outcome == wire::Outcome::kRefused) r.message = "refused: " + Str();
     for (size_t i = Len(5); i > 0; --i) r.reads[Str()] = OptStr();
@@ -385,8 +385,8 @@ TEST_CASE("wire: enum values, booleans and flag bits that mean nothing are refus
   wire::TxResult r;
   r.writes = {walfmt::Write{walfmt::WriteOp::kPut, "k", "v"}};
   const std::string result = wire::Encode(r);
-  CheckByte(result, 21, 0, "wire: TxResult message, payload byte 21: bad outcome 0 (valid: 1 to 3)");
-  CheckByte(result, 21, 4, "wire: TxResult message, payload byte 21: bad outcome 4 (valid: 1 to 3)");
+  CheckByte(result, 21, 0, "wire: TxResult message, payload byte 21: bad outcome 0 (valid: 1 to 4)");
+  CheckByte(result, 21, 5, "wire: TxResult message, payload byte 21: bad outcome 5 (valid: 1 to 4)");
   CheckByte(result, 30, 0, "wire: TxResult message, payload byte 30: bad write op 0 (valid: 1 to 2)");
   CheckByte(result, 30, 3, "wire: TxResult message, payload byte 30: bad write op 3 (valid: 1 to 2)");
   r.outcome = wire::Outcome::kAborted;

@@ -54,10 +54,9 @@ class World {
     Unanswered(0, 45);
     Commit(TxId{0, 3}, 46 * kMs, {{"acct/000001", "125"}, {"acct/000002", "95"}});
     for (const auto& [k, v] : committed.back().writes) wal_writes[TxId{0, 3}][k] = {walfmt::WriteOp::kPut, k, v};
-    // T6 (acct1 -> acct2 5), reported aborted for participant-lost: in
-    // doubt, and committed.
-    Client(TxId{1, 4}, HistoryOutcome::kAborted, 46, 0, 47, {});
-    history.txs.back().reason = "participant-lost";
+    // T6 (acct1 -> acct2 5), reported in doubt (its 1PC primary was lost),
+    // and committed.
+    Client(TxId{1, 4}, HistoryOutcome::kInDoubt, 46, 0, 47, {});
     for (auto& n : wal) n.erase(TxId{1, 4});
     Commit(TxId{1, 4}, 47 * kMs, {{"acct/000001", "120"}, {"acct/000002", "100"}});
     for (const auto& [k, v] : committed.back().writes) wal_writes[TxId{1, 4}][k] = {walfmt::WriteOp::kPut, k, v};
@@ -317,14 +316,19 @@ TEST_CASE("history check rule 3: a transaction in doubt may commit, on all parti
   CHECK(f[0].tx == TxId{1, 4});
   CHECK(f[0].line == 5u);
   CHECK(Of(r, HistoryRule::kOutcome).empty());
-  // Aborted for another reason, it must not commit.
-  w = World();
-  w.Hist(TxId{1, 4}).reason = "conflict";
-  r = Run(w);
-  INFO(Describe(r));
-  f = Of(r, HistoryRule::kOutcome);
-  REQUIRE(f.size() == 2);
-  CHECK(f[0].tx == TxId{1, 4});
+  // Reported aborted, for any reason (participant-lost included: a decided
+  // abort), it must not commit.
+  for (const char* reason : {"conflict", "participant-lost"}) {
+    INFO(reason);
+    w = World();
+    w.Hist(TxId{1, 4}).outcome = HistoryOutcome::kAborted;
+    w.Hist(TxId{1, 4}).reason = reason;
+    r = Run(w);
+    INFO(Describe(r));
+    f = Of(r, HistoryRule::kOutcome);
+    REQUIRE(f.size() == 2);
+    CHECK(f[0].tx == TxId{1, 4});
+  }
 }
 
 TEST_CASE("history check rule 3: committed in the history <=> committed in the WAL") {
