@@ -102,20 +102,26 @@ Status SpawnNode(const std::string& dir, uint32_t node, int64_t& pid) {
   return Status::Ok();
 }
 
-// Reaps pid if it is our child (cluster up), so that a node that died at
-// once is seen dead rather than a zombie.
-void Reap(int64_t pid) {
+// Reaps pid if it is our child (cluster up, restart), so that a node that
+// died at once is seen dead rather than a zombie. Returns how it ended ("exit
+// status 3", "signal 11 (Segmentation fault)"), or "" while it runs or when
+// it is not our child.
+std::string Reap(int64_t pid) {
   int status = 0;
-  (void)waitpid(static_cast<pid_t>(pid), &status, WNOHANG);
+  if (waitpid(static_cast<pid_t>(pid), &status, WNOHANG) != static_cast<pid_t>(pid)) return "";
+  if (WIFEXITED(status)) return fmt::format("exit status {}", WEXITSTATUS(status));
+  if (WIFSIGNALED(status)) return fmt::format("signal {} ({})", WTERMSIG(status), strsignal(WTERMSIG(status)));
+  return "";
 }
 
 // Waits until node n answers ready, its process dies, or the time is up.
 Status WaitReady(const std::string& dir, const RuntimeInfo& rt, uint64_t cluster_id, uint32_t n) {
   const auto deadline = std::chrono::steady_clock::now() + kStartTimeout;
   while (std::chrono::steady_clock::now() < deadline) {
-    Reap(rt.pids[n]);
+    const std::string how = Reap(rt.pids[n]);
     if (!IsOurNode(rt.pids[n], dir, n)) {
-      return Status::Io(fmt::format("node {} exited while starting (see {}/node-{}/node.log)", n, dir, n));
+      return Status::Io(fmt::format("node {} exited while starting{} (see {}/node-{}/node.log)", n,
+                                    how.empty() ? "" : ": " + how, dir, n));
     }
     auto s = AskStatus(rt, cluster_id, n);
     if (s.ok() && s->ready) return Status::Ok();
