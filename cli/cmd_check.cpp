@@ -18,6 +18,7 @@
 #include "cli/numbers.h"
 #include "cli/output.h"
 #include "recovery/check.h"
+#include "recovery/part_node_dir.h"
 #include "recovery/verdict.h"
 #include "walfmt/cluster_layout.h"
 #include "walfmt/file_io.h"
@@ -83,7 +84,7 @@ int SetUpNodeCheck(const CheckCliOptions& o, recovery::CheckOptions& opt, recove
   const fs::path wal = node_dir ? dir / "wal" : dir;
   const fs::path nd = wal == dir ? dir.parent_path() : dir;
   if (o.node >= 0) {
-    if (const std::string bad = NodeOutOfRange(o.node, nd.string()); !bad.empty()) {
+    if (const std::string bad = recovery::NodeOutOfRange(o.node, nd.string()); !bad.empty()) {
       PrintError(bad);
       return kExitUsage;
     }
@@ -124,7 +125,7 @@ int SetUpNodeCheck(const CheckCliOptions& o, recovery::CheckOptions& opt, recove
 // Prints (or writes to --output) the report as text, JSON or JUnit; the
 // exit code is the report's.
 int RenderCheck(const CheckCliOptions& o, const recovery::CheckReport& rep) {
-  const int rc = recovery::CheckExitCode(rep);
+  const int rc = ExitCode(recovery::CheckOutcome(rep));
   std::string text;
   if (o.format == "json")
     text = walfmt::DumpJson(CheckReportJson(rep, rc), 2) + "\n";

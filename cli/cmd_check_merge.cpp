@@ -43,7 +43,7 @@ int RunMerge(const MergeOptions& o) {
     PrintError(m.status().message());
     return kExitUsage;
   }
-  const int rc = recovery::CheckExitCode(*m);
+  const int rc = ExitCode(recovery::CheckOutcome(*m));
   std::string text;
   if (o.format == "json")
     text = walfmt::DumpJson(CheckReportJson(*m, rc), 2) + "\n";

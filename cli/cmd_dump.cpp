@@ -237,7 +237,7 @@ class RecordWriter {
     out_.Flush();
   }
 
-  int ExitCode() const { return tally_.ExitCode(); }
+  int ExitCode() const { return cli::ExitCode(tally_.outcome()); }
 
  private:
   // Segment `item` (number k of the pipeline) after `prev`: its worker's
@@ -328,7 +328,7 @@ class RecordWriter {
   const Filter& f_;
   const walfmt::RecoveryMode mode_;
   Out out_;
-  ProblemTally tally_;
+  walfmt::ProblemTally tally_;
   LineFormatter line_;
   const NodeCtx* cur_ = nullptr;
   walfmt::Problem bad_;

@@ -16,6 +16,7 @@
 #include "cut/load.h"
 #include "recovery/invariants.h"
 #include "recovery/part.h"
+#include "recovery/part_node_dir.h"
 #include "recovery/restore.h"
 #include "recovery/state_set.h"
 #include "recovery/verdict.h"
@@ -159,86 +160,25 @@ int CheckNodeArgs(const RestoreOptions& o) {
   return kExitUsage;
 }
 
-// Where node I's WAL is: NODE_DIR is node-<i> (with wal/ inside) or its wal
-// directory, as for `walcut scan`; the node id comes from --node or the name.
-struct NodeTarget {
-  std::filesystem::path wal;
-  std::filesystem::path node_dir;
-  int node = -1;
-};
-
-int ResolveNodeTarget(const RestoreOptions& o, NodeTarget& t) {
-  namespace fs = std::filesystem;
-  std::error_code ec;
-  const fs::path dir(o.dir);
-  if (!fs::is_directory(dir, ec)) {
-    PrintError(fmt::format("{}: no such directory", o.dir));
-    return kExitUsage;
-  }
-  t.wal = fs::is_directory(dir / "wal", ec) ? dir / "wal" : dir;
-  t.node_dir = t.wal == dir ? dir.parent_path() : dir;
-  if (o.node >= 0) {
-    if (const std::string bad = NodeOutOfRange(o.node, t.node_dir.string()); !bad.empty()) {
-      PrintError(bad);
-      return kExitUsage;
-    }
-  }
-  t.node = o.node;
-  if (t.node < 0) {
-    if (auto id = walfmt::NodeIdFromDirName(t.node_dir.filename().string())) t.node = static_cast<int>(*id);
-  }
-  if (t.node < 0) {
-    PrintError(fmt::format("{}: cannot tell the node id from the path; give --node", o.dir));
-    return kExitUsage;
-  }
-  return kExitOk;
-}
-
-// The verdict read from --verdict FILE.
-int ReadNodeVerdict(const RestoreOptions& o, recovery::Verdict& verdict) {
-  auto v = recovery::ReadVerdict(o.verdict);
-  if (!v.ok()) {
-    PrintError(v.status().message());
-    return v.status().code() == walfmt::ErrorCode::kIo ? kExitIo : kExitUsage;
-  }
-  verdict = std::move(v.value());
-  if (o.cut > 0 && o.cut != verdict.cut) {
-    PrintError(fmt::format("{}: the verdict is for cut {}, not cut {}", o.verdict, verdict.cut, o.cut));
-    return kExitUsage;
-  }
-  return kExitOk;
-}
-
 // The verdict decided here from --summaries, with the base --base names
 // (`base_name`: "" to choose it as restore does).
-int MakeNodeVerdict(const RestoreOptions& o, const std::string& base_name, recovery::Verdict& verdict) {
+walfmt::Result<recovery::Verdict> MakeNodeVerdict(const RestoreOptions& o, const std::string& base_name) {
   recovery::VerdictOptions vo;
   vo.base = base_name;
   if (!o.cluster_json.empty()) {
     auto text = walfmt::ReadWholeFile(o.cluster_json, walfmt::kMaxJsonFileBytes);
-    if (!text.ok()) {
-      PrintError(text.status().message());
-      return ExitForStatus(text.status());  // a missing file is kNotFound: usage
-    }
+    if (!text.ok()) return text.status();  // a missing file is kNotFound: usage
     vo.cluster_json = std::move(text.value());
   }
   auto cc = LoadCuts(o.summaries, o.jobs);
-  if (!cc.ok()) {
-    PrintError(cc.status().message());
-    return ExitForStatus(cc.status());
+  if (!cc.ok()) return cc.status();
+  if (o.latest && !cc->window.any) {
+    return walfmt::Status::Corruption(fmt::format("no cut can be restored: {}", cc->window.latest_limit));
   }
-  const uint64_t k = CutOrLatest(*cc, o.cut, o.latest);
-  if (o.latest && k == 0) return kExitFindings;
-  auto v = recovery::MakeVerdict(*cc, k, vo);
-  if (!v.ok()) {
-    PrintError(v.status().message());
-    return ExitForStatus(v.status());
-  }
-  verdict = std::move(v.value());
-  return kExitOk;
+  return recovery::MakeVerdict(*cc, o.latest ? cc->window.latest : o.cut, vo);
 }
 
-void PrintNodeRestore(const RestoreOptions& o, int node, const recovery::Verdict& verdict,
+void PrintNodeRestore(const RestoreOptions& o, uint32_t node, const recovery::Verdict& verdict,
                       const std::string& verdict_origin, const recovery::RestoreResult& r) {
   const bool forced = r.status != cut::CutStatus::kConsistent;
   const recovery::NodeRestore& n = r.nodes.front();
@@ -277,49 +217,28 @@ void PrintNodeRestore(const RestoreOptions& o, int node, const recovery::Verdict
 // FILE...) --out OUT`: node I alone, where its WAL lives (recovery/part.h).
 int RunRestoreNode(const RestoreOptions& o) {
   if (const int rc = CheckNodeArgs(o); rc != kExitOk) return rc;
-  NodeTarget t;
-  if (const int rc = ResolveNodeTarget(o, t); rc != kExitOk) return rc;
-  // --base: genesis, a snapshot name, or a directory holding node I's file
-  // (with --summaries its snapshot name goes into the verdict).
-  auto base = recovery::ReadPartBaseArg(o.base, static_cast<uint32_t>(t.node), o.verdict.empty());
-  if (!base.ok()) {
-    PrintError(base.status().message());
-    return ExitForStatus(base.status());
-  }
-  recovery::Verdict verdict;
-  const bool from_file = !o.verdict.empty();
-  const int rc = from_file ? ReadNodeVerdict(o, verdict) : MakeNodeVerdict(o, base->name, verdict);
-  if (rc != kExitOk) return rc;
-  const std::string verdict_origin = from_file ? o.verdict : fmt::format("{} summaries", o.summaries.size());
-  auto base_dir = recovery::PartBaseDir(verdict, *base, (t.node_dir.parent_path() / "snapshots").string());
-  if (!base_dir.ok()) {
-    PrintError(base_dir.status().message());
-    return ExitForStatus(base_dir.status());
+  recovery::NodeDirRequest req;
+  req.dir = o.dir;
+  req.node = o.node;
+  req.base = o.base;
+  req.verdict = o.verdict;
+  req.cut = o.cut;
+  req.make_verdict = [&o](const std::string& base_name) { return MakeNodeVerdict(o, base_name); };
+  auto plan = recovery::PlanNodeDir(req);
+  if (!plan.ok()) {
+    PrintError(plan.status().message());
+    return ExitForStatus(plan.status());
   }
   Progress progress(o.dry_run ? "plan" : "restore", 0);
-  recovery::PartRequest req;
-  req.verdict = &verdict;
-  req.node = static_cast<uint32_t>(t.node);
-  req.wal_dir = t.wal.string();
-  req.base_dir = *base_dir;
-  req.force = o.force;
-  req.dry_run = o.dry_run;
-  req.out = o.out;
-  req.progress = [&progress](uint64_t b) { progress.Update(b); };
-  auto r = recovery::RestorePart(req);
+  auto r = recovery::RestoreNodeDir(*plan, o.force, o.dry_run, o.out, [&progress](uint64_t b) { progress.Update(b); });
   progress.Finish();
   if (!r.ok()) {
     PrintError(r.status().message());
     return ExitForStatus(r.status());
   }
-  if (!o.dry_run) {
-    if (auto st = recovery::WritePart(*r, verdict, o.out); !st.ok()) {
-      PrintError(st.message());
-      return ExitForStatus(st);
-    }
-  }
-  PrintNodeRestore(o, t.node, verdict, verdict_origin, *r);
-  return r->status != cut::CutStatus::kConsistent ? kExitFindings : kExitOk;
+  const std::string verdict_origin = o.verdict.empty() ? fmt::format("{} summaries", o.summaries.size()) : o.verdict;
+  PrintNodeRestore(o, plan->target.node, plan->verdict, verdict_origin, *r);
+  return ExitCode(recovery::PartOutcome(*r));
 }
 
 // Prints a single-host restore (text or JSON): the base and why, how the

@@ -12,6 +12,7 @@
 #include "cli/output.h"
 #include "cut/load.h"
 #include "cut/scan.h"
+#include "recovery/part_node_dir.h"
 #include "walfmt/file_io.h"
 
 namespace walcut::cli {
@@ -35,7 +36,8 @@ int RunScan(const ScanCmdOptions& o) {
   }
   fs::path wal = fs::is_directory(dir / "wal", ec) ? dir / "wal" : dir;
   if (o.node >= 0) {
-    if (const std::string bad = NodeOutOfRange(o.node, (wal == dir ? dir.parent_path() : dir).string()); !bad.empty()) {
+    if (const std::string bad = recovery::NodeOutOfRange(o.node, (wal == dir ? dir.parent_path() : dir).string());
+        !bad.empty()) {
       PrintError(bad);
       return kExitUsage;
     }

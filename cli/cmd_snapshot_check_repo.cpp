@@ -178,7 +178,7 @@ int RunRepoCheck(const RepoCheckCliOptions& o) {
         return kExitIo;
     }
   }
-  const int rc = repo::RepoCheckExitCode(*r);
+  const int rc = ExitCode(repo::RepoCheckOutcome(*r));
   std::string doc = o.format == "json"    ? walfmt::DumpJson(Json(*r, rc), 2) + "\n"
                     : o.format == "junit" ? Junit(*r, rc)
                                           : Text(*r, rc);

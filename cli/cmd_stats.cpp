@@ -158,7 +158,7 @@ struct StatsTotals {
   std::vector<uint64_t> node_bytes;
 };
 
-void PrintStatsJson(const Inputs& in, const StatsTotals& t, const ProblemTally& tally, int rc) {
+void PrintStatsJson(const Inputs& in, const StatsTotals& t, const walfmt::ProblemTally& tally, int rc) {
   nlohmann::json doc = CountsJson(t.total);
   doc["schema"] = kStatsSchema;
   nlohmann::json nodes = nlohmann::json::array();
@@ -244,7 +244,7 @@ int RunStats(const StatsOptions& o) {
   const auto outcomes = walfmt::ScanInParallel(segs, po);
   progress.Finish();
 
-  ProblemTally tally;
+  walfmt::ProblemTally tally;
   for (const auto& p : in->problems) {
     tally.Add(p);
     PrintProblem(p);
@@ -265,7 +265,7 @@ int RunStats(const StatsOptions& o) {
     }
     t.total.Merge(t.per_node[i]);
   }
-  const int rc = tally.ExitCode();
+  const int rc = ExitCode(tally.outcome());
 
   if (o.format == Format::kJson) {
     PrintStatsJson(*in, t, tally, rc);

@@ -2,9 +2,8 @@
 #include <atomic>
 #include <chrono>
 #include <cstdio>
-#include <map>
 #include <memory>
-#include <set>
+#include <utility>
 
 #include <fmt/format.h>
 
@@ -16,6 +15,7 @@
 #include "cli/signals.h"
 #include "walfmt/parallel_scan.h"
 #include "walfmt/text_escape.h"
+#include "walfmt/verify_report.h"
 
 namespace walcut::cli {
 namespace {
@@ -27,37 +27,6 @@ struct VerifyOptions {
   bool verbose = false;
   bool follow = false;
   unsigned follow_interval_ms = 100;
-};
-
-std::string_view SegmentStatus(const walfmt::SegmentOutcome& o) {
-  for (const auto& p : o.problems) {
-    if (p.kind == walfmt::ProblemKind::kIo) return "io-error";
-  }
-  for (const auto& p : o.problems) {
-    if (p.fatal) return o.scan.header_ok ? "corrupt" : "bad-header";
-  }
-  if (o.scan.end == walfmt::SegmentEnd::kTornTail) return "torn-tail";
-  return "ok";
-}
-
-walfmt::Problem NodeProblem(walfmt::ProblemKind kind, const NodeWal& n, std::string detail) {
-  walfmt::Problem p;
-  p.kind = kind;
-  p.node = n.node_id.value_or(0);
-  p.node_known = n.node_id.has_value();
-  p.file = n.label;
-  p.detail = std::move(detail);
-  return p;
-}
-
-// What verify found: the problems of each node (besides its segments'),
-// those of the inputs together, and the tallies.
-struct VerifyTally {
-  std::vector<std::vector<walfmt::Problem>> node_problems;
-  std::vector<walfmt::Problem> cluster_problems;
-  ProblemTally tally;
-  uint64_t total_segments = 0, records = 0, bytes = 0, torn = 0, bad_segments = 0;
-  int rc = kExitOk;
 };
 
 // Every segment of every node read (in parallel, or followed live with
@@ -106,67 +75,12 @@ int ReadOutcomes(const VerifyOptions& o, const Inputs& in, std::vector<std::vect
   return kExitOk;
 }
 
-// The problems beyond the segments' own (a node without segments, a node id
-// given twice, segments of several clusters) and the tallies.
-VerifyTally TallyVerify(const Inputs& in, const std::vector<std::vector<walfmt::SegmentOutcome>>& outcomes) {
-  VerifyTally t;
-  for (const auto& oc : outcomes) t.total_segments += oc.size();
-  // Problems that belong to a node rather than to one segment.
-  t.node_problems.resize(in.nodes.size());
-  for (const walfmt::Problem& p : in.problems) {
-    for (size_t i = 0; i < in.nodes.size(); ++i) {
-      if (p.file.rfind(in.nodes[i].label, 0) == 0) {
-        t.node_problems[i].push_back(p);
-        break;
-      }
-    }
-  }
-  std::map<uint32_t, size_t> seen_ids;
-  std::set<uint64_t> clusters;
-  for (size_t i = 0; i < in.nodes.size(); ++i) {
-    const NodeWal& n = in.nodes[i];
-    if (outcomes[i].empty()) {
-      t.node_problems[i].push_back(
-          NodeProblem(walfmt::ProblemKind::kMissingSegment, n, "node has no WAL segments (expected wal/<index>.wal)"));
-    }
-    for (const auto& oc : outcomes[i]) {
-      if (oc.scan.header_ok) clusters.insert(oc.scan.header.cluster_id);
-    }
-    if (n.node_id) {
-      auto [it, fresh] = seen_ids.emplace(*n.node_id, i);
-      if (!fresh) {
-        t.node_problems[i].push_back(
-            NodeProblem(walfmt::ProblemKind::kSegmentMismatch, n,
-                        fmt::format("node id {} also used by {}", *n.node_id, in.nodes[it->second].label)));
-      }
-    }
-  }
-  if (clusters.size() > 1) {
-    walfmt::Problem p;
-    p.kind = walfmt::ProblemKind::kSegmentMismatch;
-    p.detail = fmt::format("segments of {} different clusters were given together", clusters.size());
-    t.cluster_problems.push_back(p);
-  }
-  for (const auto& p : t.cluster_problems) t.tally.Add(p);
-  for (size_t i = 0; i < in.nodes.size(); ++i) {
-    for (const auto& p : t.node_problems[i]) t.tally.Add(p);
-    for (const auto& oc : outcomes[i]) {
-      for (const auto& p : oc.problems) t.tally.Add(p);
-      t.records += oc.scan.records;
-      t.bytes += oc.scan.file_bytes;
-      if (oc.scan.end == walfmt::SegmentEnd::kTornTail) ++t.torn;
-      if (SegmentStatus(oc) != "ok" && SegmentStatus(oc) != "torn-tail") ++t.bad_segments;
-    }
-  }
-  t.rc = t.tally.ExitCode();
-  return t;
-}
-
-nlohmann::json SegmentJson(const walfmt::SegmentOutcome& oc) {
+nlohmann::json SegmentJson(const walfmt::VerifySegment& vs) {
+  const walfmt::SegmentOutcome& oc = vs.outcome;
   nlohmann::json s{{"file", oc.scan.file.path},
                    {"index", oc.scan.file.index},
                    {"compressed", oc.scan.file.compressed},
-                   {"status", std::string(SegmentStatus(oc))},
+                   {"status", std::string(walfmt::SegmentStatusName(vs.status))},
                    {"records", oc.scan.records},
                    {"bytes", oc.scan.file_bytes},
                    {"valid_end", walfmt::Lsn{oc.scan.file.index, oc.scan.valid_end}.ToString()},
@@ -182,75 +96,72 @@ nlohmann::json SegmentJson(const walfmt::SegmentOutcome& oc) {
   return s;
 }
 
-void PrintVerifyJson(const Inputs& in, const std::vector<std::vector<walfmt::SegmentOutcome>>& outcomes,
-                     const VerifyTally& t) {
-  nlohmann::json doc{{"schema", kVerifySchema}, {"ok", t.rc == kExitOk}};
+void PrintVerifyJson(const walfmt::VerifyReport& r) {
+  nlohmann::json doc{{"schema", kVerifySchema}, {"ok", r.ok()}};
   nlohmann::json nodes = nlohmann::json::array();
-  for (size_t i = 0; i < in.nodes.size(); ++i) {
-    const NodeWal& n = in.nodes[i];
+  for (const walfmt::VerifyNode& n : r.nodes) {
     nlohmann::json jn{{"node", n.node_id ? nlohmann::json(*n.node_id) : nlohmann::json(nullptr)}, {"path", n.label}};
     nlohmann::json js = nlohmann::json::array();
-    uint64_t nrec = 0;
-    for (const auto& oc : outcomes[i]) {
-      nrec += oc.scan.records;
-      js.push_back(SegmentJson(oc));
-    }
-    jn["records"] = nrec;
+    for (const auto& s : n.segments) js.push_back(SegmentJson(s));
+    jn["records"] = n.records;
     jn["segments"] = js;
     nlohmann::json np = nlohmann::json::array();
-    for (const auto& p : t.node_problems[i]) np.push_back(ProblemJson(p));
+    for (const auto& p : n.problems) np.push_back(ProblemJson(p));
     jn["problems"] = np;
     nodes.push_back(jn);
   }
   doc["nodes"] = nodes;
   nlohmann::json cp = nlohmann::json::array();
-  for (const auto& p : t.cluster_problems) cp.push_back(ProblemJson(p));
+  for (const auto& p : r.problems) cp.push_back(ProblemJson(p));
   doc["problems"] = cp;
-  doc["summary"] = {{"nodes", in.nodes.size()}, {"segments", t.total_segments}, {"bytes", t.bytes},
-                    {"records", t.records},     {"findings", t.tally.findings}, {"notices", t.tally.notices},
-                    {"io_errors", t.tally.io},  {"torn_tails", t.torn},         {"bad_segments", t.bad_segments},
-                    {"exit_code", t.rc}};
+  doc["summary"] = {{"nodes", r.nodes.size()},
+                    {"segments", r.segments},
+                    {"bytes", r.bytes},
+                    {"records", r.records},
+                    {"findings", r.tally.findings},
+                    {"notices", r.tally.notices},
+                    {"io_errors", r.tally.io},
+                    {"torn_tails", r.torn_tails},
+                    {"bad_segments", r.bad_segments},
+                    {"exit_code", ExitCode(r.outcome)}};
   fmt::print("{}\n", walfmt::DumpJson(doc, 2));
 }
 
-void PrintVerifyText(const VerifyOptions& o, const Inputs& in,
-                     const std::vector<std::vector<walfmt::SegmentOutcome>>& outcomes, const VerifyTally& t) {
-  for (const auto& p : t.cluster_problems) fmt::print("cluster: {}\n", p.ToString());
-  for (size_t i = 0; i < in.nodes.size(); ++i) {
-    const NodeWal& n = in.nodes[i];
-    uint64_t nrec = 0, nbytes = 0;
-    for (const auto& oc : outcomes[i]) {
-      nrec += oc.scan.records;
-      nbytes += oc.scan.file_bytes;
-    }
+// The last line: what verify concluded.
+std::string VerdictText(const walfmt::VerifyReport& r) {
+  switch (r.outcome) {
+    case walfmt::Outcome::kOk:
+      return r.torn_tails > 0 ? fmt::format("OK ({} torn tail{} at the end of the WAL, tolerated)", r.torn_tails,
+                                            r.torn_tails > 1 ? "s" : "")
+                              : std::string("OK");
+    case walfmt::Outcome::kIo:
+      return fmt::format("ERROR ({} I/O error{}, {} findings)", r.tally.io, r.tally.io > 1 ? "s" : "",
+                         r.tally.findings);
+    default:
+      return fmt::format("FAILED ({} finding{} in {} segment{})", r.tally.findings, r.tally.findings > 1 ? "s" : "",
+                         r.bad_segments, r.bad_segments == 1 ? "" : "s");
+  }
+}
+
+void PrintVerifyText(const VerifyOptions& o, const walfmt::VerifyReport& r) {
+  for (const auto& p : r.problems) fmt::print("cluster: {}\n", p.ToString());
+  for (const walfmt::VerifyNode& n : r.nodes) {
     fmt::print("node {} ({}): {} segment{}, {}, {} records\n",
-               n.node_id ? fmt::format("{}", *n.node_id) : std::string("?"), n.label, outcomes[i].size(),
-               outcomes[i].size() == 1 ? "" : "s", HumanBytes(nbytes), nrec);
-    for (const auto& p : t.node_problems[i]) fmt::print("  {}: {}\n", p.fatal ? "FINDING" : "note", p.ToString());
-    for (const auto& oc : outcomes[i]) {
-      const std::string_view st = SegmentStatus(oc);
-      if (st == "ok" && !o.verbose && oc.problems.empty()) continue;
-      std::string line = fmt::format("  {:<26} {:<10} {} records", BaseNameOf(oc.scan.file.path), st, oc.scan.records);
-      fmt::print("{}\n", line);
+               n.node_id ? fmt::format("{}", *n.node_id) : std::string("?"), n.label, n.segments.size(),
+               n.segments.size() == 1 ? "" : "s", HumanBytes(n.bytes), n.records);
+    for (const auto& p : n.problems) fmt::print("  {}: {}\n", p.fatal ? "FINDING" : "note", p.ToString());
+    for (const auto& s : n.segments) {
+      const walfmt::SegmentOutcome& oc = s.outcome;
+      if (s.status == walfmt::SegmentStatus::kOk && !o.verbose && oc.problems.empty()) continue;
+      fmt::print("  {:<26} {:<10} {} records\n", BaseNameOf(oc.scan.file.path), walfmt::SegmentStatusName(s.status),
+                 oc.scan.records);
       for (const auto& p : oc.problems) {
         fmt::print("    {}: {}\n", p.fatal ? "FINDING" : "note", p.ToString());
       }
     }
   }
-  std::string verdict;
-  if (t.rc == kExitOk) {
-    verdict = t.torn > 0
-                  ? fmt::format("OK ({} torn tail{} at the end of the WAL, tolerated)", t.torn, t.torn > 1 ? "s" : "")
-                  : std::string("OK");
-  } else if (t.rc == kExitIo) {
-    verdict =
-        fmt::format("ERROR ({} I/O error{}, {} findings)", t.tally.io, t.tally.io > 1 ? "s" : "", t.tally.findings);
-  } else {
-    verdict = fmt::format("FAILED ({} finding{} in {} segment{})", t.tally.findings, t.tally.findings > 1 ? "s" : "",
-                          t.bad_segments, t.bad_segments == 1 ? "" : "s");
-  }
-  fmt::print("verified {} node{}, {} segment{}, {}, {} records: {}\n", in.nodes.size(), in.nodes.size() == 1 ? "" : "s",
-             t.total_segments, t.total_segments == 1 ? "" : "s", HumanBytes(t.bytes), t.records, verdict);
+  fmt::print("verified {} node{}, {} segment{}, {}, {} records: {}\n", r.nodes.size(), r.nodes.size() == 1 ? "" : "s",
+             r.segments, r.segments == 1 ? "" : "s", HumanBytes(r.bytes), r.records, VerdictText(r));
 }
 
 int RunVerify(const VerifyOptions& o) {
@@ -261,13 +172,15 @@ int RunVerify(const VerifyOptions& o) {
   }
   std::vector<std::vector<walfmt::SegmentOutcome>> outcomes;
   if (const int rc = ReadOutcomes(o, *in, outcomes); rc != kExitOk) return rc;
-  const VerifyTally t = TallyVerify(*in, outcomes);
+  std::vector<walfmt::VerifyInput> nodes;
+  for (const NodeWal& n : in->nodes) nodes.push_back({n.label, n.node_id});
+  const walfmt::VerifyReport r = walfmt::MakeVerifyReport(nodes, in->problems, std::move(outcomes));
   if (o.format == Format::kJson) {
-    PrintVerifyJson(*in, outcomes, t);
+    PrintVerifyJson(r);
   } else {
-    PrintVerifyText(o, *in, outcomes, t);
+    PrintVerifyText(o, r);
   }
-  return t.rc;
+  return ExitCode(r.outcome);
 }
 
 }  // namespace

@@ -213,16 +213,4 @@ Result<Inputs> ResolveInputs(const std::vector<std::string>& paths) {
   return in;
 }
 
-std::string NodeOutOfRange(int node, const std::string& node_dir) {
-  if (node < 0) return fmt::format("--node {}: a node id is 0 or more", node);
-  const std::filesystem::path cluster = std::filesystem::path(node_dir).parent_path();
-  std::error_code ec;
-  if (cluster.empty() || !std::filesystem::exists(cluster / "cluster.json", ec)) return "";
-  auto info = walfmt::LoadClusterInfo(cluster.string());
-  if (!info.ok() || info->nodes == 0 || static_cast<uint32_t>(node) < info->nodes)
-    return "";  // a bad cluster.json is not --node's fault
-  return fmt::format("--node {}: no such node; the cluster {} has nodes 0..{}", node, cluster.string(),
-                     info->nodes - 1);
-}
-
 }  // namespace walcut::cli

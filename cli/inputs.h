@@ -31,10 +31,4 @@ struct Inputs {
 // Fails with kNotFound when a path does not exist or holds no WAL at all.
 walfmt::Result<Inputs> ResolveInputs(const std::vector<std::string>& paths);
 
-// For `--node I` given with one node's directory NODE_DIR (node-<i>, whose
-// parent may be its cluster directory): the usage error when I is negative,
-// or when NODE_DIR's parent has a cluster.json and I is not one of its
-// nodes, as one line; empty otherwise (no cluster.json: nothing to check).
-std::string NodeOutOfRange(int node, const std::string& node_dir);
-
 }  // namespace walcut::cli

@@ -79,37 +79,21 @@ std::string HumanBytes(uint64_t n) {
   return fmt::format("{:.1f} {}", v, units[u]);
 }
 
-int ExitForStatus(const walfmt::Status& st) {
-  switch (st.code()) {
-    case walfmt::ErrorCode::kOk:
+int ExitCode(walfmt::Outcome outcome) {
+  switch (outcome) {
+    case walfmt::Outcome::kOk:
       return kExitOk;
-    case walfmt::ErrorCode::kCorruption:
+    case walfmt::Outcome::kFindings:
       return kExitFindings;
-    case walfmt::ErrorCode::kInvalidArgument:
-    case walfmt::ErrorCode::kNotFound:
+    case walfmt::Outcome::kUsage:
       return kExitUsage;
-    case walfmt::ErrorCode::kIo:
-    case walfmt::ErrorCode::kInternal:
+    case walfmt::Outcome::kIo:
       return kExitIo;
   }
   return kExitIo;
 }
 
-void ProblemTally::Add(const walfmt::Problem& p) {
-  if (p.kind == walfmt::ProblemKind::kIo) {
-    ++io;
-  } else if (p.fatal) {
-    ++findings;
-  } else {
-    ++notices;
-  }
-}
-
-int ProblemTally::ExitCode() const {
-  if (io > 0) return kExitIo;
-  if (findings > 0) return kExitFindings;
-  return kExitOk;
-}
+int ExitForStatus(const walfmt::Status& st) { return ExitCode(walfmt::OutcomeOf(st)); }
 
 namespace {
 std::atomic<ProgressWhen> progress_when{ProgressWhen::kAuto};

@@ -1,6 +1,6 @@
 // Output helpers shared by the subcommands: output formats, problem lines and
 // their JSON form, byte counts for people, progress on a terminal, and the
-// mapping from problems to exit codes.
+// mapping from outcomes to exit codes.
 #pragma once
 
 #include <atomic>
@@ -13,6 +13,7 @@
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
+#include "walfmt/outcome.h"
 #include "walfmt/parallel_scan.h"
 #include "walfmt/reader.h"
 #include "walfmt/status.h"
@@ -42,17 +43,11 @@ void PrintError(const std::string& message);
 
 std::string HumanBytes(uint64_t n);
 
-// Exit code for a failed Status (see command.h).
+// The exit code of an outcome (command.h; README.md, "Exit codes"): the one
+// place an outcome the library decided becomes a number.
+int ExitCode(walfmt::Outcome outcome);
+// Exit code for a failed Status: ExitCode(walfmt::OutcomeOf(st)).
 int ExitForStatus(const walfmt::Status& st);
-
-// Counts problems by consequence: I/O failures beat findings.
-struct ProblemTally {
-  uint64_t findings = 0;  // fatal problems
-  uint64_t notices = 0;   // reported, not findings (torn tail at the end, duplicate archive)
-  uint64_t io = 0;
-  void Add(const walfmt::Problem& p);
-  int ExitCode() const;
-};
 
 // Progress on stderr: one line "STAGE 40% (27.5 MiB/68.9 MiB, 120.3 MiB/s,
 // ETA 0:01)" (or "STAGE 27.5 MiB, 120.3 MiB/s" when the total is not known),

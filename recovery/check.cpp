@@ -70,9 +70,9 @@ uint64_t CheckReport::Findings() const {
   return n;
 }
 
-int CheckExitCode(const CheckReport& r) {
-  if (!r.errors.empty()) return 3;
-  return r.FailedItems() > 0 ? 1 : 0;
+walfmt::Outcome CheckOutcome(const CheckReport& r) {
+  if (!r.errors.empty()) return walfmt::Outcome::kIo;
+  return r.FailedItems() > 0 ? walfmt::Outcome::kFindings : walfmt::Outcome::kOk;
 }
 
 // ---- state file -------------------------------------------------------------

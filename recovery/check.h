@@ -29,6 +29,7 @@
 #include "cut/cuts.h"
 #include "recovery/restore.h"
 #include "recovery/verdict.h"
+#include "walfmt/outcome.h"
 #include "walfmt/status.h"
 
 namespace walcut::recovery {
@@ -163,9 +164,9 @@ struct CheckOptions {
 // report. Tool failures after the start go to report.errors.
 walfmt::Result<CheckReport> RunCheck(const CheckOptions& opt);
 
-// Whether the report holds a finding (exit 1) — an incomplete last cut alone
-// is not one; report.errors (exit 3) come first.
-int CheckExitCode(const CheckReport& r);
+// How the check came out: report.errors (kIo) come first, then a failed item
+// (kFindings); an incomplete last cut alone is not a finding.
+walfmt::Outcome CheckOutcome(const CheckReport& r);
 
 // ---- Incremental state (schema "walcut.check-state/1") ---------------------
 

@@ -308,9 +308,9 @@ uint64_t RepoCheckReport::Findings() const {
   return n;
 }
 
-int RepoCheckExitCode(const RepoCheckReport& r) {
-  if (!r.errors.empty()) return 3;
-  return r.Failed() ? 1 : 0;
+walfmt::Outcome RepoCheckOutcome(const RepoCheckReport& r) {
+  if (!r.errors.empty()) return walfmt::Outcome::kIo;
+  return r.Failed() ? walfmt::Outcome::kFindings : walfmt::Outcome::kOk;
 }
 
 namespace {

@@ -25,6 +25,7 @@
 #include "cut/load.h"
 #include "walfmt/duration.h"
 #include "walfmt/lsn.h"
+#include "walfmt/outcome.h"
 #include "walfmt/status.h"
 
 namespace walcut::repo {
@@ -251,6 +252,8 @@ struct RepoCheckOptions {
 // kNotFound / kInvalidArgument (usage) when REPO is not a repository or NAME is
 // not in it; everything found is in the report.
 walfmt::Result<RepoCheckReport> CheckRepository(const RepoCheckOptions& o);
-int RepoCheckExitCode(const RepoCheckReport& r);
+// How the check came out: report.errors (kIo) first, then a failed item
+// (kFindings).
+walfmt::Outcome RepoCheckOutcome(const RepoCheckReport& r);
 
 }  // namespace walcut::repo

@@ -74,7 +74,7 @@ CheckReport CheckFails(const fs::path& dir, CheckLevel level) {
   o.level = level;
   auto r = walcut::recovery::RunCheck(o);
   REQUIRE(r.ok());
-  CHECK(walcut::recovery::CheckExitCode(*r) == 1);
+  CHECK(walcut::recovery::CheckOutcome(*r) == walfmt::Outcome::kFindings);
   return std::move(r.value());
 }
 
@@ -111,7 +111,7 @@ TEST_CASE("check: a healthy cluster passes every level and leaves its input alon
     CHECK(i.outcome != ItemOutcome::kFail);
   }
   CHECK(r->errors.empty());
-  CHECK(walcut::recovery::CheckExitCode(*r) == 0);
+  CHECK(walcut::recovery::CheckOutcome(*r) == walfmt::Outcome::kOk);
   CHECK(r->cuts_total == run->summary.cuts_started);
   CHECK(r->cuts_consistent == r->cuts_total);
   CHECK(r->window.any);
@@ -162,7 +162,7 @@ TEST_CASE("check: a cut broken by a crash is a finding naming its consistent nei
     o.dir = d.path.string();
     auto r = walcut::recovery::RunCheck(o);
     REQUIRE(r.ok());
-    CHECK(walcut::recovery::CheckExitCode(*r) == 1);
+    CHECK(walcut::recovery::CheckOutcome(*r) == walfmt::Outcome::kFindings);
     bool named = false;
     for (const auto& i : r->items) {
       if (i.name != "status" || i.outcome != ItemOutcome::kFail) continue;
@@ -202,7 +202,7 @@ TEST_CASE("check: the state file skips unchanged segments and catches a rewritte
   CHECK(second->files.segments_read == 0);
   CHECK(second->files.segments_skipped == first->files.segments);
   CHECK(second->files.bytes_skipped == first->files.bytes_read);
-  CHECK(walcut::recovery::CheckExitCode(*second) == 0);
+  CHECK(walcut::recovery::CheckOutcome(*second) == walfmt::Outcome::kOk);
 
   // Round trip of the state format.
   auto again = walcut::recovery::CheckStateFromJson(walcut::recovery::CheckStateToJson(*st), "x");
@@ -228,7 +228,7 @@ TEST_CASE("check: the state file skips unchanged segments and catches a rewritte
   }
   auto third = walcut::recovery::RunCheck(o);
   REQUIRE(third.ok());
-  CHECK(walcut::recovery::CheckExitCode(*third) == 1);
+  CHECK(walcut::recovery::CheckOutcome(*third) == walfmt::Outcome::kFindings);
   bool changed = false;
   for (const auto& i : third->items) {
     for (const auto& f : i.findings) {
@@ -251,7 +251,7 @@ TEST_CASE("check: the state file skips unchanged segments and catches a rewritte
   fs::resize_file(seg1, size - 100);
   auto fourth = walcut::recovery::RunCheck(o);
   REQUIRE(fourth.ok());
-  CHECK(walcut::recovery::CheckExitCode(*fourth) == 1);
+  CHECK(walcut::recovery::CheckOutcome(*fourth) == walfmt::Outcome::kFindings);
   bool shrank = false;
   for (const auto& i : fourth->items) {
     for (const auto& f : i.findings) {
@@ -323,7 +323,7 @@ TEST_CASE("check: the invariant hook's findings fail the restored cut", "[recove
   CHECK(inv->outcome == ItemOutcome::kFail);
   REQUIRE(inv->findings.size() == 1);
   CHECK(inv->findings[0].cut == 2u);
-  CHECK(walcut::recovery::CheckExitCode(*r) == 1);
+  CHECK(walcut::recovery::CheckOutcome(*r) == walfmt::Outcome::kFindings);
 
   // The build's own checker (recovery/invariants.h): the bank total holds.
   o.invariants = walcut::recovery::DefaultInvariantChecker();
@@ -343,7 +343,7 @@ TEST_CASE("check: the invariant hook's findings fail the restored cut", "[recove
   const auto* skipped = FindItem(*s, CheckLevel::kRestore, "cut-2", "invariants");
   REQUIRE(skipped != nullptr);
   CHECK(skipped->outcome == ItemOutcome::kSkipped);
-  CHECK(walcut::recovery::CheckExitCode(*s) == 0);
+  CHECK(walcut::recovery::CheckOutcome(*s) == walfmt::Outcome::kOk);
 
   // A cut that does not exist is a usage error, not a finding.
   o.cut = 99;
@@ -465,7 +465,7 @@ TEST_CASE(
     auto r = walcut::recovery::RunCheck(o);
     REQUIRE(r.ok());
     REQUIRE_FALSE(changed.empty());
-    CHECK(walcut::recovery::CheckExitCode(*r) == 1);
+    CHECK(walcut::recovery::CheckOutcome(*r) == walfmt::Outcome::kFindings);
     const auto& fp = OnlyFinding(*r, CheckLevel::kRestore, "cut-2", "fingerprints");
     CHECK(fp.check == "fingerprint");
     CHECK(fp.node == 0u);
@@ -487,7 +487,7 @@ TEST_CASE(
     auto r = walcut::recovery::RunCheck(o);
     REQUIRE(r.ok());
     REQUIRE_FALSE(changed.empty());
-    CHECK(walcut::recovery::CheckExitCode(*r) == 1);
+    CHECK(walcut::recovery::CheckOutcome(*r) == walfmt::Outcome::kFindings);
     const auto& fp = OnlyFinding(*r, CheckLevel::kRestore, "cut-2", "fingerprints");
     CHECK(fp.node == 0u);
     CHECK_THAT(fp.message,
@@ -526,7 +526,7 @@ TEST_CASE("check: a restore that meets damage the scan did not see is a finding 
   auto r = walcut::recovery::RunCheck(o);
   REQUIRE(r.ok());
   REQUIRE(damaged);
-  CHECK(walcut::recovery::CheckExitCode(*r) == 1);
+  CHECK(walcut::recovery::CheckOutcome(*r) == walfmt::Outcome::kFindings);
   CHECK(r->errors.empty());
   const auto& item = OnlyFinding(*r, CheckLevel::kRestore, "cut-2", "restore");
   CHECK(item.check == "restore-damaged");

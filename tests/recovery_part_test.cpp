@@ -767,7 +767,7 @@ TEST_CASE("check of one node: usage errors, a verdict that is not consistent, a 
     auto r = walcut::recovery::RunCheck(o);
     INFO((r.ok() ? "" : r.status().message()));
     REQUIRE(r.ok());
-    CHECK(walcut::recovery::CheckExitCode(*r) == 0);
+    CHECK(walcut::recovery::CheckOutcome(*r) == walfmt::Outcome::kOk);
     CHECK(item(*r, group, "node 0: verdict").outcome == walcut::recovery::ItemOutcome::kPass);
     CHECK(item(*r, group, "node 0: restore").outcome == walcut::recovery::ItemOutcome::kPass);
   }
@@ -805,7 +805,7 @@ TEST_CASE("check of one node: usage errors, a verdict that is not consistent, a 
     o.verdict = &bad;
     auto r = walcut::recovery::RunCheck(o);
     REQUIRE(r.ok());
-    CHECK(walcut::recovery::CheckExitCode(*r) == 1);
+    CHECK(walcut::recovery::CheckOutcome(*r) == walfmt::Outcome::kFindings);
     const auto vi = item(*r, group, "node 0: verdict");
     CHECK(vi.outcome == walcut::recovery::ItemOutcome::kFail);
     REQUIRE(vi.findings.size() == 1);
@@ -821,7 +821,7 @@ TEST_CASE("check of one node: usage errors, a verdict that is not consistent, a 
     o.verdict = &bad;
     auto r = walcut::recovery::RunCheck(o);
     REQUIRE(r.ok());
-    CHECK(walcut::recovery::CheckExitCode(*r) == 1);
+    CHECK(walcut::recovery::CheckOutcome(*r) == walfmt::Outcome::kFindings);
     CHECK(r->errors.empty());
     const auto ri = item(*r, group, "node 0: restore");
     CHECK(ri.outcome == walcut::recovery::ItemOutcome::kFail);

@@ -131,7 +131,7 @@ std::string Findings(const RepoCheckReport& r) {
 
 void RequireClean(const RepoCheckReport& r) {
   INFO(Findings(r));
-  REQUIRE(RepoCheckExitCode(r) == 0);
+  REQUIRE(RepoCheckOutcome(r) == walfmt::Outcome::kOk);
 }
 
 void FlipByte(const std::string& path, size_t at) {
@@ -216,7 +216,7 @@ TEST_CASE("repo: full artifact of a runtime snapshot, listed and checked, a tamp
   // A flipped byte in node-1.snap is a finding that names the file.
   FlipByte(repo + "/f-" + snap + "/node-1.snap", 200);
   auto rep = Check(repo);
-  CHECK(RepoCheckExitCode(rep) == 1);
+  CHECK(RepoCheckOutcome(rep) == walfmt::Outcome::kFindings);
   CHECK(Findings(rep).find("node-1.snap") != std::string::npos);
 }
 
@@ -428,7 +428,7 @@ TEST_CASE("repo: a missing increment in the middle of a chain and tampered incre
     FlipByte(path, keep.size() / 2);
     auto rep = Check(repo);
     INFO(f.path << "\n" << Findings(rep));
-    CHECK(RepoCheckExitCode(rep) == 1);
+    CHECK(RepoCheckOutcome(rep) == walfmt::Outcome::kFindings);
     CHECK(Findings(rep).find(f.path) != std::string::npos);
     WriteAll(path, keep);
   }
@@ -437,14 +437,14 @@ TEST_CASE("repo: a missing increment in the middle of a chain and tampered incre
     const std::string keep = ReadAll(path);
     FlipByte(path, keep.size() / 3);
     auto rep = Check(repo);
-    CHECK(RepoCheckExitCode(rep) == 1);
+    CHECK(RepoCheckOutcome(rep) == walfmt::Outcome::kFindings);
     CHECK(Findings(rep).find("manifest.json") != std::string::npos);
     WriteAll(path, keep);
   }
   RequireClean(Check(repo));
   fs::rename(repo + "/" + i1->m.name, t.str() + "/moved");
   auto rep = Check(repo);
-  CHECK(RepoCheckExitCode(rep) == 1);
+  CHECK(RepoCheckOutcome(rep) == walfmt::Outcome::kFindings);
   CHECK(Findings(rep).find(fmt::format("needs its parent {}, which is missing", i1->m.name)) != std::string::npos);
   RepoRestoreRequest rq;
   rq.repo = repo;

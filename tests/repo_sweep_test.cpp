@@ -442,7 +442,7 @@ void CheckSeed(uint64_t seed, Counts& counts) {
   }
   for (const auto& e : report->errors) findings += "ERROR " + e + "\n";
   INFO(findings);
-  CHECK(walcut::repo::RepoCheckExitCode(*report) == 0);
+  CHECK(walcut::repo::RepoCheckOutcome(*report) == walfmt::Outcome::kOk);
   ++counts.checks;
   counts.check_restores += report->restores;
 }
