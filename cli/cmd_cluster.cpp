@@ -118,10 +118,19 @@ std::string Reap(int64_t pid) {
 Status WaitReady(const std::string& dir, const RuntimeInfo& rt, uint64_t cluster_id, uint32_t n) {
   const auto deadline = std::chrono::steady_clock::now() + kStartTimeout;
   while (std::chrono::steady_clock::now() < deadline) {
-    const std::string how = Reap(rt.pids[n]);
+    std::string how = Reap(rt.pids[n]);
     if (!IsOurNode(rt.pids[n], dir, n)) {
-      return Status::Io(fmt::format("node {} exited while starting{} (see {}/node-{}/node.log)", n,
-                                    how.empty() ? "" : ": " + how, dir, n));
+      // Our child: waitpid says whether and how it ended (it may have died
+      // just after the Reap above; a child still running is waited for).
+      for (int i = 0; i < 20 && how.empty(); ++i) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(5));
+        how = Reap(rt.pids[n]);
+      }
+      int ignored = 0;
+      if (!how.empty() || waitpid(static_cast<pid_t>(rt.pids[n]), &ignored, WNOHANG) != 0) {
+        return Status::Io(fmt::format("node {} exited while starting{} (see {}/node-{}/node.log)", n,
+                                      how.empty() ? "" : ": " + how, dir, n));
+      }
     }
     auto s = AskStatus(rt, cluster_id, n);
     if (s.ok() && s->ready) return Status::Ok();

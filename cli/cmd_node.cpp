@@ -2,6 +2,7 @@
 // (node/process.h). `walcut cluster up` and `restart` start it; run by hand
 // it is the same process.
 
+#include <atomic>
 #include <memory>
 #include <string>
 
@@ -10,6 +11,7 @@
 #include "cli/command.h"
 #include "cli/numbers.h"
 #include "cli/output.h"
+#include "cli/signals.h"
 #include "node/process.h"
 
 namespace walcut::cli {
@@ -25,7 +27,13 @@ int RunNode(const NodeOpts& o) {
   p.dir = o.dir;
   p.node = o.node;
   p.log = [](const std::string& line) { fmt::print(stderr, "{}\n", line); };
+  // SIGTERM and SIGINT stop the node as it stops itself (a running cut
+  // finished, the WAL synced); a second one ends the process at once.
+  std::atomic<bool> stop{false};
+  p.stop = &stop;
+  StopOnSignal(&stop);
   walfmt::Status st = node::RunNodeProcess(p);
+  StopOnSignal(nullptr);
   if (!st.ok()) {
     PrintError(st.message());
     return ExitForStatus(st);

@@ -156,6 +156,7 @@ class Process final : public sim::Host {
         signals_(io_, SIGTERM, SIGINT),
         cut_timer_(io_),
         drain_timer_(io_),
+        stop_poll_(io_),
         node_(*this, popt.node) {
     opt_.dir = popt_.dir;
     opt_.nodes = info_.nodes;
@@ -266,6 +267,7 @@ class Process final : public sim::Host {
   void NextLoad();
   void ScheduleCut();
   void StopWhenCutDone();
+  void PollStopFlag();
   void Stop();
 
   ProcessOptions popt_;
@@ -281,6 +283,7 @@ class Process final : public sim::Host {
   asio::signal_set signals_;
   asio::steady_timer cut_timer_;
   asio::steady_timer drain_timer_;
+  asio::steady_timer stop_poll_;
   sim::Node node_;
   Status error_;
   bool stopping_ = false;
@@ -538,6 +541,7 @@ void Process::OnFrame(const std::shared_ptr<Conn>& c, const wire::Message& m) {
       if (std::get_if<wire::StatusRequest>(&m)) return c->Write(StatusNow());
       if (std::get_if<wire::Shutdown>(&m)) {
         c->Write(StatusNow());
+        Log("stopping: asked to (shutdown request)");
         return asio::post(io_, [this] { Stop(); });
       }
       return Reject(c, fmt::format("a {} on a control connection", wire::KindName(wire::KindOf(m))));
@@ -842,6 +846,19 @@ void Process::StopWhenCutDone() {
   });
 }
 
+// ProcessOptions::stop: the signal, as the embedding program saw it.
+void Process::PollStopFlag() {
+  if (popt_.stop == nullptr || stopping_) return;
+  if (popt_.stop->load()) {
+    Log("stopping: asked to (signal)");
+    return StopWhenCutDone();
+  }
+  stop_poll_.expires_after(std::chrono::milliseconds(5));
+  stop_poll_.async_wait([this](const std::error_code& ec) {
+    if (!ec) PollStopFlag();
+  });
+}
+
 void Process::Stop() {
   if (stopping_) return;
   stopping_ = true;
@@ -850,6 +867,7 @@ void Process::Stop() {
   signals_.cancel(ec);
   cut_timer_.cancel();
   drain_timer_.cancel();
+  stop_poll_.cancel();
   for (auto& o : out_) {
     o->retry.cancel();
     o->sock.close(ec);
@@ -885,8 +903,10 @@ Status Process::Run() {
     return Status::Io(
         fmt::format("node {}: cannot listen on {}:{}: {}", popt_.node, rt_.host, rt_.ports[popt_.node], ec.message()));
   }
-  signals_.async_wait([this](const std::error_code& e, int) {
-    if (!e) StopWhenCutDone();
+  signals_.async_wait([this](const std::error_code& e, int sig) {
+    if (e) return;
+    Log(fmt::format("stopping: signal {}", sig));
+    StopWhenCutDone();
   });
 
   if (fresh_) {
@@ -903,6 +923,7 @@ Status Process::Run() {
   Accept();
   MaybeStartCluster();
   ScheduleCut();
+  PollStopFlag();
   io_.run();
   Status st = node_.Close();
   if (!error_.ok()) return error_;

@@ -11,6 +11,7 @@
 // sync (a vote, an acknowledgement, a client's answer) leaves before it.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <string>
@@ -36,6 +37,10 @@ struct ProcessOptions {
   // Where the node's log lines go (a connection refused and why, a peer
   // lost); none when empty. One line per call, no newline.
   std::function<void(const std::string&)> log;
+  // Set (by another thread) when the node is to stop, as SIGTERM does: for a
+  // program that takes the termination signals itself (walcut's CLI waits for
+  // them on a thread of its own). Polled every few milliseconds; may be null.
+  const std::atomic<bool>* stop = nullptr;
 };
 
 // Runs node `opt.node` of the cluster in opt.dir until it is told to stop
