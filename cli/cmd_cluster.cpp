@@ -261,7 +261,8 @@ int RunDown(const std::string& dir_arg) {
     if (IsOurNode(l->rt.pids[n], dir, n)) kill(static_cast<pid_t>(l->rt.pids[n]), SIGTERM);
   }
   for (uint32_t n = 0; n < l->info.nodes; ++n) {
-    StopProcess(l->rt.pids[n], dir, n, SIGTERM);
+    // Signal 0: no second SIGTERM (a node ends at once on a second one).
+    StopProcess(l->rt.pids[n], dir, n, 0);
     l->rt.pids[n] = 0;
   }
   std::error_code ec;

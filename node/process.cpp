@@ -580,7 +580,10 @@ void Process::PeerDown(uint32_t j) {
   }
   // The cluster is stopping (`cluster down`): this node stops as well, with
   // no takeover and no cut to abort, whether or not its own signal came yet.
-  if (!draining_ && std::filesystem::exists(walfmt::JoinPath(popt_.dir, kStoppingFile), ec)) StopWhenCutDone();
+  if (!draining_ && std::filesystem::exists(walfmt::JoinPath(popt_.dir, kStoppingFile), ec)) {
+    Log(fmt::format("stopping: the cluster is stopping (node {} left)", j));
+    StopWhenCutDone();
+  }
   if (started_ && !draining_) node_.OnNodeFailed(j);
 }
 

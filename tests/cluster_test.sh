@@ -30,7 +30,7 @@ port0=$(python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['ports']
 expect_rc 2 "already there" "$W" cluster up "$D" -q
 mkdir "$T/other" && echo x >"$T/other/f"
 expect_rc 2 "not empty" "$W" cluster up "$T/other" -q
-expect_rc 3 "node 0 exited while starting" "$W" cluster up "$T/p" --nodes 1 --backups 0 --base-port "$port0" -q
+expect_rc 3 "node 0 exited while starting: exit status 3" "$W" cluster up "$T/p" --nodes 1 --backups 0 --base-port "$port0" -q
 grep -q "cannot listen on 127.0.0.1:$port0" "$T/p/node-0/node.log" || fail "port in use: $(cat "$T/p/node-0/node.log")"
 "$W" run "$T/sim" --txs 50 --cuts 1 >/dev/null 2>&1 || fail "walcut run"
 expect_rc 2 "not a real cluster" "$W" cluster down "$T/sim" -q
@@ -129,6 +129,11 @@ for i in 1 2; do
   "$W" load "$T/q$i" --clients 4 --duration 1s -q >/dev/null 2>&1 || fail "load q$i"
   "$W" cluster down "$T/q$i" -q || fail "down q$i"
   [ ! -e "$T/q$i/stopping" ] || fail "cluster down left $T/q$i/stopping"
+  grep -q "stopping: asked to (signal)" "$T/q$i"/node-*/node.log || fail "no node of q$i logged the signal"
+  for n in 0 1 2; do
+    grep -q "^node $n: stopping: " "$T/q$i/node-$n/node.log" ||
+      fail "node $n of q$i did not log its stop: $(tail -2 "$T/q$i/node-$n/node.log")"
+  done
   bad=$("$W" cuts "$T/q$i" --format json | python3 -c "
 import json, re, sys
 j = json.load(sys.stdin)
