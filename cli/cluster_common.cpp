@@ -75,4 +75,14 @@ walfmt::Result<RealCluster> LoadRealCluster(const std::string& dir) {
   return RealCluster{std::move(*info), std::move(*rt)};
 }
 
+uint32_t FindInitiator(const std::string& dir, const RealCluster& l, std::string& last) {
+  for (uint32_t n = 0; n < l.info.nodes; ++n) {
+    if (!IsOurNode(l.rt.pids[n], dir, n)) continue;
+    auto s = AskStatus(l.rt, l.info.cluster_id, n);
+    if (s.ok() && s->ready && s->initiator < l.info.nodes) return s->initiator;
+    if (!s.ok()) last = s.status().message();
+  }
+  return node::sim::kNoNode;
+}
+
 }  // namespace walcut::cli

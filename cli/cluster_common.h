@@ -33,4 +33,9 @@ std::string AbsoluteDir(const std::string& dir);
 // Node n's status over a control connection.
 walfmt::Result<node::wire::StatusReply> AskStatus(const node::RuntimeInfo& rt, uint64_t cluster_id, uint32_t n);
 
+// The node that starts the cuts and takes the full snapshots, as the first
+// live node that knows it says; node::sim::kNoNode when none answers (then
+// `last` says why).
+uint32_t FindInitiator(const std::string& dir, const RealCluster& l, std::string& last);
+
 }  // namespace walcut::cli

@@ -53,6 +53,8 @@ struct UpOpts {
   std::string workload = "bank";
   std::string sync = "group";
   std::string cut_every;
+  std::string full_snapshot_every;
+  std::string wal_retention = "keep";
   uint64_t segment_bytes = 1u << 20;
   uint32_t base_port = 0;
 };
@@ -189,6 +191,18 @@ int RunUp(UpOpts& o) {
     }
     rt.cut_every_us = *d;
   }
+  if (!o.full_snapshot_every.empty()) {
+    auto d = walfmt::ParseDuration(o.full_snapshot_every);
+    if (!d.ok() || *d < 100000) {
+      return Fail(Status::InvalidArgument(
+          fmt::format("--full-snapshot-every: '{}': a duration of at least 100ms", o.full_snapshot_every)));
+    }
+    rt.full_snapshot_every_us = *d;
+  }
+  if (!node::ParseWalRetention(o.wal_retention, rt.wal_retention)) {
+    return Fail(
+        Status::InvalidArgument(fmt::format("--wal-retention: '{}' is not keep or after-snapshot", o.wal_retention)));
+  }
   const uint64_t seg = o.segment_bytes;
   rt.segment_bytes = seg;
   for (uint32_t n = 0; n < c.nodes; ++n) {
@@ -220,6 +234,10 @@ int RunUp(UpOpts& o) {
   info.initial_balance = c.workload.initial_balance;
   info.initial_bank_total = node::InitialBankTotal(c.workload);
   for (uint32_t n = 0; n < c.nodes; ++n) info.node_wal_dirs.push_back(walfmt::NodeWalDirName(n));
+  if (rt.wal_retention != node::WalRetention::kKeep) {
+    info.wal_retention = node::WalRetentionName(rt.wal_retention);
+    info.first_segment.assign(c.nodes, 0);
+  }
   walfmt::ClusterRunRecord run;
   run.segment_bytes = seg;
   run.complete = false;
@@ -350,6 +368,13 @@ void RegisterCluster(CLI::App& root, Registry& reg) {
                 "off (no fdatasync)")
       ->capture_default_str();
   u->add_option("--cut-every", up->cut_every, "Take a consistent cut this often (a duration: 200ms, 1s)");
+  u->add_option("--full-snapshot-every", up->full_snapshot_every,
+                "Take a full snapshot this often (a duration of at least 100ms: 30s, 5m); "
+                "walcut cluster snapshot takes one when asked");
+  u->add_option("--wal-retention", up->wal_retention,
+                "keep (every WAL segment) or after-snapshot (each node deletes the segments its latest full "
+                "snapshot makes unnecessary, and recovers from that snapshot)")
+      ->capture_default_str();
   AddNumber(u, "--segment-size", up->segment_bytes, {4096, uint64_t{1} << 30}, "WAL segment size in bytes")
       ->default_str("1048576");
   AddNumber(u, "--base-port", up->base_port, {1, 65535}, "Node i listens on BASE+i (default: free ports)");

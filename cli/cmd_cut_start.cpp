@@ -39,14 +39,7 @@ int RunCutStart(const CutStartOpts& o) {
   const auto deadline = std::chrono::steady_clock::now() + kCutTimeout;
   std::string last = "no node is running";
   while (std::chrono::steady_clock::now() < deadline) {
-    // The initiator, as the first live node that knows it says.
-    uint32_t initiator = node::sim::kNoNode;
-    for (uint32_t n = 0; n < l->info.nodes && initiator == node::sim::kNoNode; ++n) {
-      if (!IsOurNode(l->rt.pids[n], dir, n)) continue;
-      auto s = AskStatus(l->rt, l->info.cluster_id, n);
-      if (s.ok() && s->ready && s->initiator < l->info.nodes) initiator = s->initiator;
-      if (!s.ok()) last = s.status().message();
-    }
+    const uint32_t initiator = FindInitiator(dir, *l, last);
     if (initiator != node::sim::kNoNode) {
       auto c = node::Client::Connect(l->rt.host, l->rt.ports[initiator], l->info.cluster_id, node::wire::Role::kControl,
                                      kCallTimeout);

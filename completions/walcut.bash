@@ -17,11 +17,12 @@ _walcut_options() {
     stats) echo "-h --help --format -j --jobs --progress --no-progress -q --quiet" ;;
     run) echo "-h --help --nodes --backups --partitions --workload --txs --concurrency --cuts --cut-every --seed --segment-size --accounts --ring-keys --crash --epoch --full-snapshot-at --full-snapshot-every --wal-retention --crashes --format -q --quiet" ;;
     cluster) echo "-h --help" ;;
-    "cluster up") echo "-h --help --nodes --backups --partitions --workload --accounts --ring-keys --sync --cut-every --segment-size --base-port -q --quiet" ;;
+    "cluster up") echo "-h --help --nodes --backups --partitions --workload --accounts --ring-keys --sync --cut-every --full-snapshot-every --wal-retention --segment-size --base-port -q --quiet" ;;
     "cluster down") echo "-h --help -q --quiet" ;;
     "cluster kill") echo "-h --help --node -q --quiet" ;;
     "cluster restart") echo "-h --help --node -q --quiet" ;;
     "cluster status") echo "-h --help -q --quiet" ;;
+    "cluster snapshot") echo "-h --help --name --timeout --format -q --quiet" ;;
     node) echo "-h --help --node -q --quiet" ;;
     load) echo "-h --help --clients --duration --workload --rate --history --seed --format -q --quiet" ;;
     scan) echo "-h --help -o --out --node --progress --no-progress -q --quiet" ;;
@@ -101,7 +102,7 @@ _walcut() {
     case $cmd in
       "") [[ " $_walcut_commands " == *" $w "* ]] && cmd=$w ;;
       cut) [[ " show start " == *" $w "* ]] && cmd="cut $w" ;;
-      cluster) [[ " up down kill restart status " == *" $w "* ]] && cmd="cluster $w" ;;
+      cluster) [[ " up down kill restart status snapshot " == *" $w "* ]] && cmd="cluster $w" ;;
       snapshot) [[ " check show create list expire " == *" $w "* ]] && cmd="snapshot $w" ;;
       restore) [[ $w == assemble ]] && cmd="restore assemble" ;;
       check) [[ $w == merge ]] && cmd="check merge" ;;
@@ -127,7 +128,7 @@ _walcut() {
   case $cmd in
     "") COMPREPLY=($(compgen -W "$_walcut_commands" -- "$cur")) ;;
     cut) COMPREPLY=($(compgen -W "show start" -- "$cur")) ;;
-    cluster) COMPREPLY=($(compgen -W "up down kill restart status" -- "$cur")) ;;
+    cluster) COMPREPLY=($(compgen -W "up down kill restart status snapshot" -- "$cur")) ;;
     history) COMPREPLY=($(compgen -W "check" -- "$cur")) ;;
     snapshot) COMPREPLY=($(compgen -W "check show create list expire" -- "$cur")) ;;
     restore|check)

@@ -92,6 +92,10 @@ class Node {
   bool alive() const { return alive_; }
   bool ready() const { return alive_ && ready_; }
   uint32_t incarnation() const { return incarnation_; }
+  // A real node's restart: its incarnation is at least this (the one its
+  // process recorded beside the WAL, whose NODE_START retention may have
+  // deleted), so that transaction ids stay unique.
+  void RaiseIncarnation(uint32_t at_least) { incarnation_ = std::max(incarnation_, at_least); }
   // For a real driver: whether this node starts the cuts, the cut it runs as
   // initiator (0: none), its cut id, and the transactions it is near node of.
   bool initiating() const { return initiating_; }

@@ -16,27 +16,9 @@
 #include "node/process.h"
 
 #include <algorithm>
-#include <chrono>
-#include <csignal>
-#include <deque>
 #include <filesystem>
-#include <functional>
-#include <map>
-#include <memory>
-#include <optional>
-#include <string>
-#include <unordered_map>
-#include <utility>
-#include <vector>
 
-#include <fmt/format.h>
-#include <asio.hpp>
-
-#include "node/host.h"
-#include "node/node.h"
-#include "node/runtime_file.h"
-#include "node/wire.h"
-#include "walfmt/cluster_layout.h"
+#include "node/process_internal.h"
 #include "walfmt/segment.h"
 #include "walfmt/strings.h"
 
@@ -64,263 +46,7 @@ bool ParseSyncMode(std::string_view text, SyncMode& out) {
   return false;
 }
 
-namespace {
-
-using asio::ip::tcp;
-using sim::Msg;
-using sim::MsgType;
-using walfmt::Status;
-using walfmt::Topology;
-using walfmt::TxId;
-using walfmt::Write;
-
-// The initial data goes in 1PC transactions of this many keys, as in the simulator.
-constexpr size_t kLoadKeysPerTx = 64;
-constexpr uint32_t kLoadConcurrency = 16;
-// A peer that cannot be reached is tried again after this long.
-constexpr auto kReconnectDelay = std::chrono::milliseconds(50);
-// Bytes queued for one peer before the node stops queueing (a peer that does
-// not read is treated as dead).
-constexpr size_t kMaxQueuedBytes = 256u << 20;
-
-uint64_t WallMicros() {
-  return static_cast<uint64_t>(
-      std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::system_clock::now().time_since_epoch())
-          .count());
-}
-
-class Process;
-
-// One accepted connection: a peer's (its messages to us), a client's or the
-// control tool's. Reads frames until the other side closes it.
-class Conn : public std::enable_shared_from_this<Conn> {
- public:
-  Conn(Process& p, tcp::socket s) : p_(p), sock_(std::move(s)) {}
-  void Start() {
-    std::error_code ec;
-    const auto ep = sock_.remote_endpoint(ec);
-    who = ec ? std::string("?") : fmt::format("{}:{}", ep.address().to_string(), ep.port());
-    Read();
-  }
-  // Queues one frame to the other side.
-  void Write(const wire::Message& m);
-  void Close() {
-    std::error_code ec;
-    sock_.close(ec);
-  }
-  bool open() const { return sock_.is_open(); }
-
-  wire::Role role = wire::Role::kPeer;
-  bool greeted = false;
-  uint32_t peer = sim::kNoNode;
-  uint32_t incarnation = 0;
-  std::string who;  // the remote address, for the log
-
- private:
-  void Read();
-  void Flush();
-
-  Process& p_;
-  tcp::socket sock_;
-  wire::FrameReader reader_;
-  std::array<char, 64 * 1024> buf_{};
-  std::string out_;
-  std::string writing_;
-};
-
-// Our connection to one peer: what this node sends it.
-struct Outbound {
-  explicit Outbound(asio::io_context& io) : sock(io), retry(io) {}
-  tcp::socket sock;
-  asio::steady_timer retry;
-  bool connected = false;
-  bool connecting = false;
-  std::string queue;    // frames not handed to the socket yet
-  std::string writing;  // the frames of the write in progress
-};
-
-struct ClientTx {
-  std::weak_ptr<Conn> conn;
-  uint64_t request_id = 0;
-};
-
-class Process final : public sim::Host {
- public:
-  Process(const ProcessOptions& popt, walfmt::ClusterInfo info, RuntimeInfo rt)
-      : popt_(popt),
-        info_(std::move(info)),
-        rt_(std::move(rt)),
-        topo_(info_.nodes, info_.backups, info_.partitions),
-        rng_(info_.seed ^ (uint64_t{popt.node} << 32) ^ WallMicros()),
-        acceptor_(io_),
-        signals_(io_, SIGTERM, SIGINT),
-        cut_timer_(io_),
-        drain_timer_(io_),
-        stop_poll_(io_),
-        node_(*this, popt.node) {
-    opt_.dir = popt_.dir;
-    opt_.nodes = info_.nodes;
-    opt_.backups = info_.backups;
-    opt_.partitions = info_.partitions;
-    opt_.workload.workload = info_.workload;
-    opt_.workload.accounts = info_.accounts;
-    opt_.workload.ring = info_.ring_keys;
-    opt_.workload.initial_balance = info_.initial_balance;
-    opt_.vote_no_per_million = rt_.vote_no_per_million;
-    opt_.step_delay_max_us = 0;
-    opt_.recovery_retry_us = 20000;
-    opt_.random_crashes = 1;  // crashes happen: outcomes are remembered for recovery queries
-    epoch_us_ = info_.epoch_unix_us.value_or(0);
-    alive_.assign(info_.nodes, false);
-    incarnations_.assign(info_.nodes, 0);
-    alive_[popt_.node] = true;
-    for (uint32_t j = 0; j < info_.nodes; ++j) out_.push_back(std::make_unique<Outbound>(io_));
-  }
-
-  Status Run();
-
-  // ---- Host
-  const ClusterOptions& opt() const override { return opt_; }
-  const Topology& topo() const override { return topo_; }
-  uint64_t now() const override {
-    const uint64_t t = WallMicros();
-    return t > epoch_us_ ? t - epoch_us_ : 0;
-  }
-  Rng& rng() override { return rng_; }
-  RunSummary& sum() override { return sum_; }
-  void Send(Msg m) override;
-  void PostLocal(uint32_t, uint32_t, uint64_t delay_us, std::function<void()> fn) override {
-    auto t = std::make_shared<asio::steady_timer>(io_, std::chrono::microseconds(delay_us));
-    t->async_wait([t, fn = std::move(fn), this](const std::error_code& ec) {
-      if (!ec && !stopping_) fn();
-    });
-  }
-  void PostStep(uint32_t, uint32_t, uint64_t, sim::StepKind kind, const TxId& id, uint64_t k) override {
-    asio::post(io_, [this, kind, id, k] {
-      if (!stopping_) node_.RunStep(kind, id, k);
-    });
-  }
-  uint64_t StepDelay() override { return 0; }
-  void Fail(const Status& st) override {
-    if (error_.ok()) error_ = st;
-    Stop();
-  }
-  bool failed() const override { return !error_.ok(); }
-  void SyncRequested() override;
-  bool IsAlive(uint32_t n) const override { return n < alive_.size() && alive_[n]; }
-  bool IsReady(uint32_t n) const override {
-    return IsAlive(n) && std::find(members_.begin(), members_.end(), n) != members_.end();
-  }
-  uint32_t IncarnationOf(uint32_t n) const override {
-    return n == popt_.node ? node_.incarnation() : incarnations_.at(n);
-  }
-  bool faults() const override { return true; }
-  uint32_t Initiator() const override;
-  uint32_t FailedInitiator() const override { return failed_initiator_; }
-  std::vector<uint32_t> Members() const override { return members_; }
-  void NodeReady(uint32_t n) override;
-  // Asked when this node takes over from a crashed initiator. That one may
-  // have started the cut after the last one it told the others it completed,
-  // and sent its CutStart to some nodes only: the new initiator takes that
-  // cut over (ending it as inconsistent) rather than start another cut under
-  // the same id. If the old one had not started it, the takeover only makes
-  // an empty inconsistent cut, with its reason recorded.
-  uint64_t RunningCut() const override { return std::max(node_.cut_id(), completed_cut_ + 1); }
-  void RecordBegin(const TxId& id) override {
-    if (pending_client_) clients_[id] = *pending_client_;
-    if (pending_load_) load_of_[id] = *pending_load_;
-  }
-  void RecordCommit(const sim::TxPlan&, uint64_t, bool) override {}
-  void KeepUndecided(const std::shared_ptr<const sim::TxPlan>&) override {}
-  void TxEnded(const sim::TxEnd& e) override;
-  void CutCompleted(uint64_t k, bool consistent) override;
-
-  // ---- connections
-  void OnFrame(const std::shared_ptr<Conn>& c, const wire::Message& m);
-  void OnClosed(const std::shared_ptr<Conn>& c);
-  // Closes a connection that sent something this node does not accept,
-  // and logs why. The node itself carries on.
-  void Reject(const std::shared_ptr<Conn>& c, const std::string& why) {
-    Log(fmt::format("closing the connection from {}: {}", c->who, why));
-    c->Close();
-    OnClosed(c);
-  }
-  void Log(const std::string& line) const {
-    if (popt_.log) popt_.log(fmt::format("node {}: {}", popt_.node, line));
-  }
-
- private:
-  void Accept();
-  void Connect(uint32_t j);
-  void WriteTo(uint32_t j, std::string frame);
-  void FlushOutbound(uint32_t j);
-  void PeerDown(uint32_t j);
-  void PeerUp(uint32_t j, uint32_t incarnation);
-  void Deliver(Msg m);
-  void OnClientTx(const std::shared_ptr<Conn>& c, const wire::TxRequest& r);
-  void OnCutRequest(const std::shared_ptr<Conn>& c);
-  wire::StatusReply StatusNow() const;
-  void Broadcast(const wire::Message& m);
-  void FlushWal();
-  void MaybeStartCluster();
-  void StartLoad();
-  void NextLoad();
-  void ScheduleCut();
-  void StopWhenCutDone();
-  void PollStopFlag();
-  void Stop();
-
-  ProcessOptions popt_;
-  walfmt::ClusterInfo info_;
-  RuntimeInfo rt_;
-  ClusterOptions opt_;
-  Topology topo_;
-  Rng rng_;
-  RunSummary sum_;
-  uint64_t epoch_us_ = 0;
-  asio::io_context io_;
-  tcp::acceptor acceptor_;
-  asio::signal_set signals_;
-  asio::steady_timer cut_timer_;
-  asio::steady_timer drain_timer_;
-  asio::steady_timer stop_poll_;
-  sim::Node node_;
-  Status error_;
-  bool stopping_ = false;
-  bool draining_ = false;  // told to stop: stop once no cut runs here (StopWhenCutDone)
-  std::chrono::steady_clock::time_point drain_start_;
-
-  std::vector<std::unique_ptr<Outbound>> out_;
-  std::vector<bool> alive_;
-  std::vector<uint32_t> incarnations_;
-  std::map<uint32_t, std::shared_ptr<Conn>> peer_conns_;  // by peer: the connection it opened to us
-  std::vector<uint32_t> members_;
-  uint32_t failed_initiator_ = sim::kNoNode;
-  uint32_t hello_rotation_ = 0;
-  uint64_t completed_cut_ = 0;
-  bool started_ = false;  // the node took part: fresh start done, or restart begun
-  bool fresh_ = false;    // no WAL before this process
-  bool loaded_ = false;   // the initial data is in (node 0 writes it; the others are told)
-
-  // Group commit: a sync was asked for and not done yet; what waits for it.
-  bool sync_pending_ = false;
-  bool flush_posted_ = false;
-  std::vector<std::function<void()>> held_;
-
-  // Client transactions by id, and the one BeginTx is starting.
-  std::optional<ClientTx> pending_client_;
-  std::unordered_map<TxId, ClientTx, walfmt::TxIdHash> clients_;
-  std::vector<std::weak_ptr<Conn>> cut_waiters_;
-  // Node 0's initial data: the transactions, the next to start, those to
-  // run again (a peer not connected yet refuses), and which is which.
-  std::vector<std::vector<Write>> loads_;
-  size_t loads_started_ = 0;
-  size_t loads_done_ = 0;
-  std::vector<size_t> load_retry_;
-  uint32_t load_failures_ = 0;
-  std::optional<size_t> pending_load_;
-  std::unordered_map<TxId, size_t, walfmt::TxIdHash> load_of_;
-};
+namespace detail {
 
 void Conn::Read() {
   auto self = shared_from_this();
@@ -519,6 +245,8 @@ void Process::OnFrame(const std::shared_ptr<Conn>& c, const wire::Message& m) {
                                        p->msg.to, c->peer));
         }
         Deliver(p->msg);
+      } else if (const auto* ss = std::get_if<wire::SnapshotStep>(&m)) {
+        OnSnapshotStep(c->peer, *ss);
       } else if (const auto* st = std::get_if<wire::StatusReply>(&m)) {
         // A peer's status, pushed when it changes: ready, cuts completed, loaded.
         if (st->node != c->peer)
@@ -538,6 +266,7 @@ void Process::OnFrame(const std::shared_ptr<Conn>& c, const wire::Message& m) {
       return Reject(c, fmt::format("a {} from a client", wire::KindName(wire::KindOf(m))));
     case wire::Role::kControl:
       if (std::get_if<wire::CutRequest>(&m)) return OnCutRequest(c);
+      if (const auto* sr = std::get_if<wire::SnapshotRequest>(&m)) return OnSnapshotRequest(c, *sr);
       if (std::get_if<wire::StatusRequest>(&m)) return c->Write(StatusNow());
       if (std::get_if<wire::Shutdown>(&m)) {
         c->Write(StatusNow());
@@ -561,6 +290,16 @@ void Process::PeerUp(uint32_t j, uint32_t incarnation) {
   alive_[j] = true;
   incarnations_[j] = incarnation;
   Connect(j);
+  // A peer that (re)connects learns that this node is ready: this node's
+  // own announcement (NodeReady's broadcast, or the status sent when its
+  // connection to the peer opened) may have gone out before it knew the
+  // peer was up, and a peer that does not count it as a member would abort
+  // every cut it starts as initiator.
+  if (node_.ready() && started_) {
+    std::string frame;
+    (void)wire::AppendFrame(frame, wire::Encode(StatusNow()));
+    WriteTo(j, std::move(frame));
+  }
   MaybeStartCluster();
 }
 
@@ -584,6 +323,7 @@ void Process::PeerDown(uint32_t j) {
     Log(fmt::format("stopping: the cluster is stopping (node {} left)", j));
     StopWhenCutDone();
   }
+  SnapshotPeerDown(j);
   if (started_ && !draining_) node_.OnNodeFailed(j);
 }
 
@@ -707,6 +447,16 @@ void Process::OnClientTx(const std::shared_ptr<Conn>& c, const wire::TxRequest& 
     r.message = fmt::format("node {} is not ready (starting or recovering)", popt_.node);
     return c->Write(r);
   }
+  if (paused_) {
+    // A full snapshot is being taken: the transaction starts once it is.
+    if (held_txs_.size() < kMaxHeldTxs) {
+      held_txs_.emplace_back(c, req);
+      return;
+    }
+    r.outcome = wire::Outcome::kRefused;
+    r.message = fmt::format("node {} is paused for a full snapshot and holds {} requests", popt_.node, kMaxHeldTxs);
+    return c->Write(r);
+  }
   if (req.workload != info_.workload && info_.workload != walfmt::Workload::kMixed) {
     r.outcome = wire::Outcome::kRefused;
     r.message = fmt::format("the cluster's workload is {}", walfmt::WorkloadName(info_.workload));
@@ -732,6 +482,8 @@ void Process::OnCutRequest(const std::shared_ptr<Conn>& c) {
     r.error = fmt::format("cut {} is running", node_.initiator_cut());
   } else if (draining_) {
     r.error = fmt::format("node {} is stopping", popt_.node);
+  } else if (snap_) {
+    r.error = fmt::format("full snapshot {} is being taken", snap_->name);
   } else {
     cut_waiters_.push_back(c);
     ++sum_.cuts_started;
@@ -814,7 +566,7 @@ void Process::ScheduleCut() {
   cut_timer_.expires_after(std::chrono::microseconds(rt_.cut_every_us));
   cut_timer_.async_wait([this](const std::error_code& ec) {
     if (ec || stopping_ || draining_) return;
-    if (started_ && loaded_ && node_.ready() && node_.initiating() && node_.initiator_cut() == 0) {
+    if (started_ && loaded_ && node_.ready() && node_.initiating() && node_.initiator_cut() == 0 && !snap_) {
       ++sum_.cuts_started;
       node_.InitiateCut(std::max(node_.cut_id(), completed_cut_) + 1);
     }
@@ -871,6 +623,7 @@ void Process::Stop() {
   cut_timer_.cancel();
   drain_timer_.cancel();
   stop_poll_.cancel();
+  full_timer_.cancel();
   for (auto& o : out_) {
     o->retry.cancel();
     o->sock.close(ec);
@@ -912,13 +665,20 @@ Status Process::Run() {
     StopWhenCutDone();
   });
 
+  const std::string node_dir = walfmt::JoinPath(popt_.dir, walfmt::NodeDirName(popt_.node));
   if (fresh_) {
     if (Status st = node_.Open(wo); !st.ok()) return st;
   } else {
     loaded_ = true;
     started_ = true;
+    auto recorded = LoadIncarnation(node_dir);
+    if (!recorded.ok()) return recorded.status();
+    if (*recorded) node_.RaiseIncarnation(**recorded + 1);
     if (Status st = node_.Restart(wo); !st.ok()) return st;
+    if (sum_.snapshot_recoveries > 0) Log("recovered from its latest full snapshot and the WAL after it");
   }
+  // Before any transaction id of this incarnation is used.
+  if (Status st = SaveIncarnation(node_dir, node_.incarnation()); !st.ok()) return st;
   if (Status st = node_.FlushWal(); !st.ok()) return st;
   for (uint32_t j = 0; j < info_.nodes; ++j) {
     if (j != popt_.node) Connect(j);
@@ -926,6 +686,7 @@ Status Process::Run() {
   Accept();
   MaybeStartCluster();
   ScheduleCut();
+  ScheduleFullSnapshot();
   PollStopFlag();
   io_.run();
   Status st = node_.Close();
@@ -933,9 +694,9 @@ Status Process::Run() {
   return st;
 }
 
-}  // namespace
+}  // namespace detail
 
-Status RunNodeProcess(const ProcessOptions& opt) {
+walfmt::Status RunNodeProcess(const ProcessOptions& opt) {
   // A peer that dies while this node writes to it must not kill this node:
   // the write fails with EPIPE and the peer is dealt with as down.
   std::signal(SIGPIPE, SIG_IGN);
@@ -944,9 +705,10 @@ Status RunNodeProcess(const ProcessOptions& opt) {
   auto rt = LoadRuntimeInfo(opt.dir);
   if (!rt.ok()) return rt.status();
   if (opt.node >= info->nodes) {
-    return Status::InvalidArgument(fmt::format("--node {}: the cluster has nodes 0..{}", opt.node, info->nodes - 1));
+    return walfmt::Status::InvalidArgument(
+        fmt::format("--node {}: the cluster has nodes 0..{}", opt.node, info->nodes - 1));
   }
-  auto p = std::make_unique<Process>(opt, std::move(*info), std::move(*rt));
+  auto p = std::make_unique<detail::Process>(opt, std::move(*info), std::move(*rt));
   return p->Run();
 }
 

@@ -43,6 +43,11 @@ struct ProcessOptions {
   const std::atomic<bool>* stop = nullptr;
 };
 
+// A full snapshot's name (`walcut cluster snapshot --name`): 1 to 64
+// letters, digits, '.', '_' or '-', not starting with '.' or '-'; it names
+// the directory DIR/snapshots/NAME.
+bool ValidSnapshotName(std::string_view name);
+
 // Runs node `opt.node` of the cluster in opt.dir until it is told to stop
 // (a Shutdown request, SIGTERM or SIGINT). A node whose WAL directory holds
 // segments recovers from them (the torn tail cut off, undecided transactions

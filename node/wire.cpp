@@ -220,11 +220,8 @@ void Put(std::string& out, const TxResult& m) {
 
 void Put(std::string& out, const CutReply& m) {
   PutU8(out, m.ok ? 1 : 0);
-  if (m.ok) {
-    walfmt::PutU64(out, m.cut_id);
-  } else {
-    PutStr(out, m.error);
-  }
+  walfmt::PutU64(out, m.cut_id);
+  if (!m.ok) PutStr(out, m.error);
 }
 
 void Put(std::string& out, const StatusReply& m) {
@@ -234,6 +231,26 @@ void Put(std::string& out, const StatusReply& m) {
   walfmt::PutU64(out, m.cut_id);
   walfmt::PutU32(out, m.initiator);
   walfmt::PutU64(out, m.in_flight);
+}
+
+void Put(std::string& out, const SnapshotRequest& m) { PutStr(out, m.name); }
+
+void Put(std::string& out, const SnapshotReply& m) {
+  PutU8(out, m.ok ? 1 : 0);
+  PutStr(out, m.ok ? m.name : m.error);
+}
+
+void Put(std::string& out, const SnapshotStep& m) {
+  PutU8(out, static_cast<uint8_t>(m.step));
+  walfmt::PutU64(out, m.round);
+  PutStr(out, m.name);
+  walfmt::PutU64(out, m.at.segment);
+  walfmt::PutU64(out, m.at.offset);
+  walfmt::PutU64(out, m.fingerprint);
+  PutU8(out, m.prune ? 1 : 0);
+  walfmt::PutU64(out, m.deleted);
+  walfmt::PutU64(out, m.deleted_bytes);
+  PutStr(out, m.error);
 }
 
 void Put(std::string&, const CutRequest&) {}
@@ -481,9 +498,10 @@ void Get(In& in, TxResult& m) {
 
 void Get(In& in, CutReply& m) {
   in.Bool(m.ok, "ok");
-  if (!in.ok()) return;
+  const size_t id_at = in.at();
+  if (!in.U64(m.cut_id, "cut id")) return;
   if (m.ok) {
-    in.U64(m.cut_id, "cut id");
+    if (m.cut_id == 0) in.Fail(id_at, "cut id 0 in a reply that is ok");
   } else {
     const size_t at = in.at();
     if (in.Str(m.error, "error") && m.error.empty()) in.Fail(at, "empty error message");
@@ -497,6 +515,35 @@ void Get(In& in, StatusReply& m) {
   in.U64(m.cut_id, "cut id");
   in.U32(m.initiator, "initiator");
   in.U64(m.in_flight, "in-flight transactions");
+}
+
+void Get(In& in, SnapshotRequest& m) { in.Str(m.name, "name"); }
+
+void Get(In& in, SnapshotReply& m) {
+  in.Bool(m.ok, "ok");
+  if (!in.ok()) return;
+  const size_t at = in.at();
+  if (m.ok) {
+    if (in.Str(m.name, "name") && m.name.empty()) in.Fail(at, "empty snapshot name");
+  } else if (in.Str(m.error, "error") && m.error.empty()) {
+    in.Fail(at, "empty error message");
+  }
+}
+
+void Get(In& in, SnapshotStep& m) {
+  in.Enum(m.step, SnapStep::kPause, SnapStep::kFailed, "step");
+  in.U64(m.round, "round");
+  in.Str(m.name, "name");
+  in.U64(m.at.segment, "segment");
+  in.U64(m.at.offset, "offset");
+  in.U64(m.fingerprint, "fingerprint");
+  in.Bool(m.prune, "prune");
+  in.U64(m.deleted, "deleted segments");
+  in.U64(m.deleted_bytes, "deleted bytes");
+  const size_t at = in.at();
+  if (!in.Str(m.error, "error")) return;
+  if (m.step == SnapStep::kFailed && m.error.empty()) in.Fail(at, "empty error message");
+  if (m.step != SnapStep::kFailed && !m.error.empty()) in.Fail(at, "an error message on a step that is not a failure");
 }
 
 void Get(In&, CutRequest&) {}
@@ -577,6 +624,12 @@ const char* KindName(Kind k) {
       return "StatusReply";
     case Kind::kShutdown:
       return "Shutdown";
+    case Kind::kSnapshotRequest:
+      return "SnapshotRequest";
+    case Kind::kSnapshotReply:
+      return "SnapshotReply";
+    case Kind::kSnapshotStep:
+      return "SnapshotStep";
   }
   return "unknown";
 }

@@ -23,6 +23,7 @@
 
 #include "node/messages.h"
 #include "node/workload.h"
+#include "walfmt/lsn.h"
 #include "walfmt/record.h"
 #include "walfmt/status.h"
 #include "walfmt/workload.h"
@@ -89,6 +90,9 @@ enum class Kind : uint8_t {
   kStatusRequest = 7,
   kStatusReply = 8,
   kShutdown = 9,
+  kSnapshotRequest = 10,
+  kSnapshotReply = 11,
+  kSnapshotStep = 12,
 };
 
 // The version of the messages (Hello carries it). The frame layout has its
@@ -154,9 +158,12 @@ struct TxResult {
 struct CutRequest {
   bool operator==(const CutRequest&) const = default;
 };
+// ok: cut_id completed consistent. Not ok with a cut id: that cut completed
+// inconsistent; without (0): no cut was started. `error` says why (never
+// empty then).
 struct CutReply {
   bool ok = true;
-  uint64_t cut_id = 0;  // ok
+  uint64_t cut_id = 0;  // never 0 when ok
   std::string error;    // !ok, never empty then
   bool operator==(const CutReply&) const = default;
 };
@@ -176,9 +183,49 @@ struct Shutdown {
   bool operator==(const Shutdown&) const = default;
 };
 
+// Control: take a full snapshot of the cluster, its transactions quiesced
+// (docs/real-cluster.md). `name` empty: the initiator names it "full-N".
+struct SnapshotRequest {
+  std::string name;
+  bool operator==(const SnapshotRequest&) const = default;
+};
+// The answer once the snapshot is listed in cluster.json (and, with WAL
+// retention, the nodes have deleted what it makes unnecessary), or why not.
+struct SnapshotReply {
+  bool ok = true;
+  std::string name;   // ok
+  std::string error;  // !ok, never empty then
+  bool operator==(const SnapshotReply&) const = default;
+};
+
+// Between nodes: one step of a full snapshot, from the initiator to a node
+// (pause, take, resume) or back (drained, taken, busy, pruned, failed).
+enum class SnapStep : uint8_t {
+  kPause = 1,    // start no transaction; answer kDrained once none you coordinate is open
+  kDrained = 2,  // no transaction this node coordinates is open, and it starts none
+  kTake = 3,     // write the SNAPSHOT record and the snapshot file if nothing is open here
+  kTaken = 4,    // done: `at` and `fingerprint`
+  kBusy = 5,     // something is still open here: ask again
+  kResume = 6,   // start transactions again; with `prune`, delete the WAL the snapshot makes unnecessary
+  kPruned = 7,   // resumed: `deleted` segments of `deleted_bytes` bytes
+  kFailed = 8,   // this node could not take its part: `error`
+};
+struct SnapshotStep {
+  SnapStep step = SnapStep::kPause;
+  uint64_t round = 0;  // the initiator's number for this snapshot attempt
+  std::string name;
+  walfmt::Lsn at;            // kTaken: the SNAPSHOT record's position
+  uint64_t fingerprint = 0;  // kTaken
+  bool prune = false;        // kResume
+  uint64_t deleted = 0;      // kPruned
+  uint64_t deleted_bytes = 0;
+  std::string error;  // kFailed (never empty then); empty for every other step
+  bool operator==(const SnapshotStep&) const = default;
+};
+
 // In the order of Kind, from 1.
-using Message =
-    std::variant<Hello, Peer, TxRequest, TxResult, CutRequest, CutReply, StatusRequest, StatusReply, Shutdown>;
+using Message = std::variant<Hello, Peer, TxRequest, TxResult, CutRequest, CutReply, StatusRequest, StatusReply,
+                             Shutdown, SnapshotRequest, SnapshotReply, SnapshotStep>;
 
 Kind KindOf(const Message& m);
 const char* KindName(Kind k);

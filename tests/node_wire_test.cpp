@@ -142,16 +142,40 @@ struct Gen {
   wire::CutReply CutReply() {
     wire::CutReply c;
     c.ok = Bool();
+    c.cut_id = U64();
     if (c.ok) {
-      c.cut_id = U64();
+      c.cut_id += c.cut_id == 0;
     } else {
       c.error = "no cut: " + Str();
     }
     return c;
   }
   wire::StatusReply StatusReply() { return wire::StatusReply{U32(), U32(), Bool(), U64(), U32(), U64()}; }
+  wire::SnapshotReply SnapshotReply() {
+    wire::SnapshotReply r;
+    r.ok = Bool();
+    if (r.ok) {
+      r.name = "full-" + Str();
+    } else {
+      r.error = "no snapshot: " + Str();
+    }
+    return r;
+  }
+  wire::SnapshotStep SnapshotStep() {
+    wire::SnapshotStep st;
+    st.step = Enum(wire::SnapStep::kPause, wire::SnapStep::kFailed);
+    st.round = U64();
+    st.name = Str();
+    st.at = walfmt::Lsn{U64(), U64()};
+    st.fingerprint = U64();
+    st.prune = Bool();
+    st.deleted = U64();
+    st.deleted_bytes = U64();
+    if (st.step == wire::SnapStep::kFailed) st.error = "failed: " + Str();
+    return st;
+  }
 
-  // A message of kind k (1 to 9).
+  // A message of kind k (1 to 12).
   wire::Message Of(wire::Kind k) {
     switch (k) {
       case wire::Kind::kHello:
@@ -172,15 +196,22 @@ struct Gen {
         return StatusReply();
       case wire::Kind::kShutdown:
         return wire::Shutdown{};
+      case wire::Kind::kSnapshotRequest:
+        return wire::SnapshotRequest{Str()};
+      case wire::Kind::kSnapshotReply:
+        return SnapshotReply();
+      case wire::Kind::kSnapshotStep:
+        return SnapshotStep();
     }
     return wire::Shutdown{};
   }
-  wire::Message Any() { return Of(static_cast<wire::Kind>(rng.Range(1, 9))); }
+  wire::Message Any() { return Of(static_cast<wire::Kind>(rng.Range(1, 12))); }
 };
 
-constexpr wire::Kind kKinds[] = {wire::Kind::kHello,         wire::Kind::kPeer,        wire::Kind::kTxRequest,
-                                 wire::Kind::kTxResult,      wire::Kind::kCutRequest,  wire::Kind::kCutReply,
-                                 wire::Kind::kStatusRequest, wire::Kind::kStatusReply, wire::Kind::kShutdown};
+constexpr wire::Kind kKinds[] = {wire::Kind::kHello,           wire::Kind::kPeer,          wire::Kind::kTxRequest,
+                                 wire::Kind::kTxResult,        wire::Kind::kCutRequest,    wire::Kind::kCutReply,
+                                 wire::Kind::kStatusRequest,   wire::Kind::kStatusReply,   wire::Kind::kShutdown,
+                                 wire::Kind::kSnapshotRequest, wire::Kind::kSnapshotReply, wire::Kind::kSnapshotStep};
 
 std::string Bytes(std::initializer_list<int> b) {
   std::string s;
@@ -331,9 +362,9 @@ TEST_CASE("wire: bytes after any message are refused", "[wire]") {
 }
 
 TEST_CASE("wire: unknown message kinds are refused", "[wire]") {
-  CHECK(Refusal(Bytes({0})) == "wire: payload byte 0: unknown message kind 0 (known: 1 to 9)");
-  CHECK(Refusal(Bytes({10, 1, 2})) == "wire: payload byte 0: unknown message kind 10 (known: 1 to 9)");
-  CHECK(Refusal(Bytes({255})) == "wire: payload byte 0: unknown message kind 255 (known: 1 to 9)");
+  CHECK(Refusal(Bytes({0})) == "wire: payload byte 0: unknown message kind 0 (known: 1 to 12)");
+  CHECK(Refusal(Bytes({13, 1, 2})) == "wire: payload byte 0: unknown message kind 13 (known: 1 to 12)");
+  CHECK(Refusal(Bytes({255})) == "wire: payload byte 0: unknown message kind 255 (known: 1 to 12)");
 }
 
 namespace {
@@ -399,6 +430,35 @@ TEST_CASE("wire: enum values, booleans and flag bits that mean nothing are refus
             "wire: CutReply message, payload byte 1: bad ok 2 (0 or 1)");
   CheckByte(wire::Encode(wire::StatusReply{1, 2, true, 3, 4, 5}), 9, 0xff,
             "wire: StatusReply message, payload byte 9: bad ready 255 (0 or 1)");
+  CheckByte(wire::Encode(wire::SnapshotReply{true, "full-1", ""}), 1, 2,
+            "wire: SnapshotReply message, payload byte 1: bad ok 2 (0 or 1)");
+  // A step: the step at 1, prune at 38 (after round, an empty name, segment,
+  // offset and fingerprint).
+  const std::string step = wire::Encode(wire::SnapshotStep{});
+  CheckByte(step, 1, 0, "wire: SnapshotStep message, payload byte 1: bad step 0 (valid: 1 to 8)");
+  CheckByte(step, 1, 9, "wire: SnapshotStep message, payload byte 1: bad step 9 (valid: 1 to 8)");
+  CheckByte(step, 38, 2, "wire: SnapshotStep message, payload byte 38: bad prune 2 (0 or 1)");
+}
+
+TEST_CASE("wire: a snapshot step carries an error exactly when it is a failure", "[wire]") {
+  wire::SnapshotStep failed;
+  failed.step = wire::SnapStep::kFailed;
+  failed.error = "x";
+  std::string p = wire::Encode(failed);
+  REQUIRE(wire::Decode(p).ok());
+  // The error is the last field: its length at size - 5, its one byte last.
+  const size_t len_at = p.size() - 5;
+  std::string empty = p.substr(0, p.size() - 1);
+  empty[len_at] = 0;
+  CHECK(Refusal(empty) == fmt::format("wire: SnapshotStep message, payload byte {}: empty error message", len_at));
+  std::string taken = p;
+  taken[1] = static_cast<char>(wire::SnapStep::kTaken);
+  CHECK(Refusal(taken) ==
+        fmt::format("wire: SnapshotStep message, payload byte {}: an error message on a step that is not a failure",
+                    len_at));
+  // A reply that is ok names the snapshot.
+  CHECK(Refusal(Bytes({11, 1, 0, 0, 0, 0})) == "wire: SnapshotReply message, payload byte 2: empty snapshot name");
+  CHECK(Refusal(Bytes({11, 0, 0, 0, 0, 0})) == "wire: SnapshotReply message, payload byte 2: empty error message");
 }
 
 TEST_CASE("wire: a Hello's node must fit its role", "[wire]") {
@@ -441,7 +501,15 @@ TEST_CASE("wire: a result's reads ascend and refusals and errors say why", "[wir
   e[22] = 0;       // and its length
   CHECK(Refusal(e) == "wire: TxResult message, payload byte 22: empty refusal message");
 
-  CHECK(Refusal(Bytes({6, 0, 0, 0, 0, 0})) == "wire: CutReply message, payload byte 2: empty error message");
+  CHECK(Refusal(Bytes({6, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0})) ==
+        "wire: CutReply message, payload byte 10: empty error message");
+  // An inconsistent cut keeps its id on the wire; an ok reply names one.
+  const wire::CutReply inconsistent{false, 7, "cut 7 is inconsistent"};
+  auto back = wire::DecodeAs<wire::CutReply>(wire::Encode(inconsistent));
+  REQUIRE(back.ok());
+  CHECK(*back == inconsistent);
+  CHECK(Refusal(Bytes({6, 1, 0, 0, 0, 0, 0, 0, 0, 0})) ==
+        "wire: CutReply message, payload byte 2: cut id 0 in a reply that is ok");
 }
 
 TEST_CASE("wire: a count or length beyond the bytes left is refused before anything is allocated", "[wire]") {

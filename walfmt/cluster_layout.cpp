@@ -57,6 +57,7 @@ void ParseSnapshotNodes(JsonFields& f, const json& nodes, const std::string& bas
     fn.file = f.String(n, "file", nb);
     fn.wal_position = f.Position(n, "wal_position", nb);
     fn.fingerprint = f.Hex16(n, "fingerprint", nb);
+    fn.segments_deleted = f.OptionalU64(n, "segments_deleted", nb);
     fs.nodes.push_back(std::move(fn));
   }
 }
@@ -212,6 +213,11 @@ Status ParseDocument(JsonFields& f, const json& doc, ClusterInfo& ci) {
   if (ParseHeader(f, doc, ci)) {
     ci.seed = f.U64(doc, "seed", "");
     ci.epoch_unix_us = f.OptionalU64(doc, "epoch_unix_us", "", kMaxUnixMicros);
+    // Absent when every segment is kept.
+    if (auto r = f.OptionalString(doc, "wal_retention", ""); r && f.ok()) {
+      if (*r != "after-snapshot") f.Fail("wal_retention", fmt::format("is '{}', expected 'after-snapshot'", *r));
+      ci.wal_retention = *r;
+    }
     if (ParseTopology(f, doc, ci) && ParseNodeDirs(f, doc, ci) && ParseParameters(f, doc, ci)) {
       ParseSnapshots(f, doc, ci);
     }
