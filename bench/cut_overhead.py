@@ -14,6 +14,10 @@ Modes (each prints a Markdown table for bench/RESULTS.md):
             from the initiator's CUT_START to the last CUT_FINISH.
   speed     committed transactions per second on 3 nodes, --sync off
             against --sync group, alternating.
+  snapshot  `walcut load` throughput and p99 latency with a full snapshot
+            every 2 s and every 500 ms against none, on 3 nodes, --sync
+            group, alternating as in `overhead`; and each snapshot's pause
+            (from the initiator's pause to its resume, as it logs it).
   recovery  a node killed after loads of growing length, and the time
             `walcut cluster restart` takes until it is ready again, against
             the size of its WAL.
@@ -27,6 +31,7 @@ Usage: bench/cut_overhead.py WALCUT MODE [--rounds N] [--duration S]
 import argparse
 import json
 import os
+import re
 import shutil
 import statistics
 import subprocess
@@ -44,10 +49,11 @@ def sh(*args, check=True):
     return r
 
 
-def up(walcut, d, nodes, sync, cut_every=None, accounts=1000):
+def up(walcut, d, nodes, sync, cut_every=None, accounts=1000, extra=()):
     args = [walcut, "cluster", "up", d, "--nodes", str(nodes), "--accounts", str(accounts), "--sync", sync, "-q"]
     if cut_every:
         args += ["--cut-every", cut_every]
+    args += list(extra)
     RUNNING.append(d)
     sh(*args)
 
@@ -141,6 +147,57 @@ def speed(a, work):
               f"{med([x[2] for x in res[sync]]):.0f} |")
 
 
+def snapshot_pauses_ms(d, nodes):
+    out = []
+    for n in range(nodes):
+        try:
+            with open(os.path.join(d, f"node-{n}", "node.log")) as f:
+                for line in f:
+                    m = re.search(r"taken and listed in cluster.json after ([0-9.]+) ms of pause", line)
+                    if m:
+                        out.append(float(m.group(1)))
+        except OSError:
+            pass
+    return out
+
+
+def snapshot(a, work):
+    configs = [("no snapshots", None), ("every 2 s", "2s"), ("every 500 ms", "500ms")]
+    tps = {c: [] for c, _ in configs}
+    p99 = {c: [] for c, _ in configs}
+    ratio_t = {c: [] for c, _ in configs}
+    ratio_p = {c: [] for c, _ in configs}
+    pauses = {c: [] for c, _ in configs}
+    for rnd in range(a.rounds):
+        order = configs[rnd % len(configs):] + configs[:rnd % len(configs)]
+        got = {}
+        for name, every in order:
+            d = os.path.join(work, f"snap-r{rnd}-{name.replace(' ', '')}")
+            up(a.walcut, d, 3, "group", extra=["--full-snapshot-every", every] if every else [])
+            res = load(a.walcut, d, a.clients, a.duration)
+            down(a.walcut, d)
+            pauses[name] += snapshot_pauses_ms(d, 3)
+            shutil.rmtree(d, ignore_errors=True)
+            got[name] = (res["committed_per_second"], res["latency_us"]["p99"])
+            print(f"  round {rnd} {name}: {got[name][0]:.0f}/s p99 {got[name][1]} us", file=sys.stderr)
+        base = got["no snapshots"]
+        for name, _ in configs:
+            t, p = got[name]
+            tps[name].append(t)
+            p99[name].append(p)
+            ratio_t[name].append(t / base[0])
+            ratio_p[name].append(p / base[1])
+    print("| full snapshots | committed/s (median) | throughput vs none | p99 us (median) | p99 vs none | "
+          "snapshots taken | pause ms p50 / p99 / max |")
+    print("|---|---|---|---|---|---|---|")
+    for name, _ in configs:
+        rt, rp = ratio_t[name], ratio_p[name]
+        ps = sorted(pauses[name])
+        ptext = "-" if not ps else f"{med(ps):.1f} / {ps[min(len(ps) - 1, int(len(ps) * 0.99))]:.1f} / {ps[-1]:.1f}"
+        print(f"| {name} | {med(tps[name]):.0f} | {med(rt):.3f} ({min(rt):.3f}-{max(rt):.3f}) | "
+              f"{med(p99[name]):.0f} | {med(rp):.3f} ({min(rp):.3f}-{max(rp):.3f}) | {len(ps)} | {ptext} |")
+
+
 def recovery(a, work):
     print("| load before the kill | node 1's WAL | restart until ready, s (median of rounds) |")
     print("|---|---|---|")
@@ -164,7 +221,7 @@ def recovery(a, work):
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("walcut")
-    p.add_argument("mode", choices=["overhead", "speed", "recovery"])
+    p.add_argument("mode", choices=["overhead", "speed", "snapshot", "recovery"])
     p.add_argument("--rounds", type=int, default=3)
     p.add_argument("--duration", type=int, default=10)
     p.add_argument("--clients", type=int, default=16)
@@ -173,7 +230,7 @@ def main():
     a.nodes = [int(x) for x in a.nodes.split(",")]
     work = tempfile.mkdtemp(prefix="walcut-overhead-")
     try:
-        {"overhead": overhead, "speed": speed, "recovery": recovery}[a.mode](a, work)
+        {"overhead": overhead, "speed": speed, "snapshot": snapshot, "recovery": recovery}[a.mode](a, work)
     finally:
         for d in list(RUNNING):
             down(a.walcut, d)

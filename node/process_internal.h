@@ -259,6 +259,7 @@ class Process final : public sim::Host {
     std::vector<walfmt::Lsn> at;
     std::vector<uint64_t> fingerprint, deleted;
     uint64_t time_us = 0;
+    std::chrono::steady_clock::time_point started, drained_at;  // for the log: how long the pause lasted
     std::vector<std::weak_ptr<Conn>> waiters;
   };
   // Why a full snapshot cannot start now ("" when it can).

@@ -131,6 +131,7 @@ void Process::StartSnapshot(std::string name, std::weak_ptr<Conn> waiter) {
   r.fingerprint.assign(info_.nodes, 0);
   r.deleted.assign(info_.nodes, 0);
   r.waiters.push_back(std::move(waiter));
+  r.started = std::chrono::steady_clock::now();
   cut_timer_.cancel();  // no cut starts until the round ends (ScheduleCut again then)
   Log(fmt::format("full snapshot {}: pausing the cluster", r.name));
   const uint64_t round = r.round;
@@ -183,7 +184,9 @@ void Process::InitiatorStep(uint32_t from, const wire::SnapshotStep& s) {
       r.drained[from] = true;
       if (!r.taking && std::all_of(r.drained.begin(), r.drained.end(), [](bool b) { return b; })) {
         r.taking = true;
-        Log(fmt::format("full snapshot {}: every node drained; taking", r.name));
+        r.drained_at = std::chrono::steady_clock::now();
+        Log(fmt::format("full snapshot {}: every node drained after {:.1f} ms; taking", r.name,
+                        std::chrono::duration<double, std::milli>(r.drained_at - r.started).count()));
         for (uint32_t j = 0; j < info_.nodes; ++j) SendTake(j);
       }
       return;
@@ -238,7 +241,10 @@ void Process::AllTaken() {
   if (Status st = ListSnapshot(false); !st.ok()) return EndSnapshot(st.message());
   r.resuming = true;
   const bool prune = rt_.wal_retention == WalRetention::kAfterSnapshot;
-  Log(fmt::format("full snapshot {}: taken and listed in {}; resuming{}", r.name, walfmt::kClusterJsonName,
+  // The pause ends here: every node resumes on this message.
+  Log(fmt::format("full snapshot {}: taken and listed in {} after {:.1f} ms of pause; resuming{}", r.name,
+                  walfmt::kClusterJsonName,
+                  std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - r.started).count(),
                   prune ? " (and deleting the WAL it makes unnecessary)" : ""));
   for (uint32_t j = 0; j < info_.nodes; ++j) {
     wire::SnapshotStep s;
