@@ -20,7 +20,8 @@ Modes (each prints a Markdown table for bench/RESULTS.md):
             (from the initiator's pause to its resume, as it logs it).
   recovery  a node killed after loads of growing length, and the time
             `walcut cluster restart` takes until it is ready again, against
-            the size of its WAL.
+            the size of its WAL; and after the longest load followed by a
+            full snapshot with WAL retention (the node recovers from it).
 
 Every cluster binds 127.0.0.1, runs for a bounded time and is stopped
 (`walcut cluster down`) even when the script fails.
@@ -201,12 +202,16 @@ def snapshot(a, work):
 def recovery(a, work):
     print("| load before the kill | node 1's WAL | restart until ready, s (median of rounds) |")
     print("|---|---|---|")
-    for secs in (2, 8, 24):
+    for secs, snap in ((2, False), (8, False), (24, False), (24, True)):
         times, sizes = [], []
         for rnd in range(a.rounds):
-            d = os.path.join(work, f"rec-{secs}-{rnd}")
-            up(a.walcut, d, 3, "off")
+            d = os.path.join(work, f"rec-{secs}-{snap}-{rnd}")
+            # With `snap`: WAL retention on, and a full snapshot after the
+            # load: the node recovers from it and the little WAL after it.
+            up(a.walcut, d, 3, "off", extra=["--wal-retention", "after-snapshot"] if snap else [])
             load(a.walcut, d, a.clients, secs)
+            if snap:
+                sh(a.walcut, "cluster", "snapshot", d, "-q")
             sh(a.walcut, "cluster", "kill", d, "--node", "1", "-q")
             wal = os.path.join(d, "node-1", "wal")
             sizes.append(sum(os.path.getsize(os.path.join(wal, f)) for f in os.listdir(wal)))
@@ -215,7 +220,8 @@ def recovery(a, work):
             times.append(time.monotonic() - t0)
             down(a.walcut, d)
             shutil.rmtree(d, ignore_errors=True)
-        print(f"| {secs} s, --sync off | {med(sizes) / 2**20:.1f} MiB | {med(times):.2f} |")
+        what = f"{secs} s, --sync off" + (", then a full snapshot (WAL retention on)" if snap else "")
+        print(f"| {what} | {med(sizes) / 2**20:.1f} MiB | {med(times):.2f} |")
 
 
 def main():
