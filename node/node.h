@@ -24,7 +24,10 @@
 // The other two cases need no set. Locks are held at the primaries until every
 // participant committed (the near node releases them after the last
 // acknowledgement), so conflicting transactions commit in the same order on
-// every node and replaying a node's WAL in order gives its state.
+// every node and replaying a node's WAL in order gives its state. A primary
+// that resolves a transaction by the recovery protocol unlocks at once; a
+// backup then refuses to prepare a key another transaction still holds
+// prepared there (PreparedOnSameKey), which keeps that order.
 #pragma once
 
 #include <cstdint>
@@ -185,6 +188,9 @@ class Node {
   // decided 1PC or a failed one): kFinishFwd for tx to each of `backups`.
   void ForwardFinish(const std::vector<uint32_t>& backups, const TxId& id, bool commit, uint64_t marker);
   bool Refusing(const TxId& id) const { return !in_doubt_.empty() || outcomes_.count(id) > 0; }
+  // Another transaction prepared here, not committed yet, writes one of the
+  // keys `plan` writes here (a backup's check; see OnPrepareFwd).
+  bool PreparedOnSameKey(const TxPlan& plan) const;
   // The 2PC near node crashed after planning the commit: nobody will send
   // Finish, so do not prepare (a refusal lets the recovery roll it back).
   bool NearGone(const TxPlan& plan) const;

@@ -103,9 +103,29 @@ void Node::MaybeVote(const TxId& id) {
   Send(std::move(v));
 }
 
+// A backup holds no locks: the primary's lock orders conflicting
+// transactions, and the primary keeps it until every participant committed.
+// Not so after the recovery protocol: a primary that resolves a transaction
+// (its near node lost a participant) commits and unlocks at once, while a
+// backup of the same key may still hold that transaction prepared, waiting
+// for a Finish that will not come (it resolves it later, by its own recovery
+// round). A later transaction on the key must not commit here before it:
+// the backup's order would differ from the primary's (crash sweep seed 5037).
+bool Node::PreparedOnSameKey(const TxPlan& plan) const {
+  for (const auto& [id, lt] : local_) {
+    if (id == plan.id || lt.st == TxState::kCommitted) continue;
+    for (const Write& w : lt.plan->writes[id_]) {
+      for (const Write& x : plan.writes[id_]) {
+        if (w.key == x.key) return true;
+      }
+    }
+  }
+  return false;
+}
+
 void Node::OnPrepareFwd(const Msg& m) {
   const TxPlan& plan = *m.plan;
-  if (Refusing(plan.id) || local_.count(plan.id) || NearGone(plan)) return Refuse(m);
+  if (Refusing(plan.id) || local_.count(plan.id) || NearGone(plan) || PreparedOnSameKey(plan)) return Refuse(m);
   LogData(plan.id, plan.writes[id_]);
   LogPrepare(plan.id, plan.participants);
   Sync();

@@ -251,3 +251,60 @@ TEST_CASE("node: a restarted node that missed whole cuts records the cut it skip
   CHECK(cuts == std::vector<std::string>{"start 2", "abort 2", "start 3", "finish 3"});
   CHECK(h.failures.empty());
 }
+
+namespace {
+
+// A two-phase plan from near node 0 writing `key` (value `v`) on its
+// primary and that primary's one backup.
+std::shared_ptr<TxPlan> PlanOn(const Topology& topo, uint64_t seq, const std::string& key, const std::string& v) {
+  auto p = std::make_shared<TxPlan>();
+  p->id = TxId{0, seq};
+  const uint32_t primary = topo.PrimaryOf(key);
+  const uint32_t backup = topo.BackupsOf(primary).at(0);
+  p->participants = {std::min(primary, backup), std::max(primary, backup)};
+  p->primaries = {primary};
+  p->writes.resize(topo.nodes());
+  p->writes[primary] = p->writes[backup] = {walfmt::Write{walfmt::WriteOp::kPut, key, v}};
+  p->forward.resize(topo.nodes());
+  p->forward[primary] = {backup};
+  p->forwarder.assign(topo.nodes(), kNoNode);
+  p->forwarder[backup] = primary;
+  p->all_writes = p->writes[primary];
+  return p;
+}
+
+}  // namespace
+
+TEST_CASE("node: a backup refuses to prepare a key that another transaction holds prepared there", "[node][restart]") {
+  // After the recovery protocol a primary may commit and unlock a
+  // transaction that a backup still holds prepared (its Finish never comes;
+  // it resolves it later): a later transaction on the key must not commit
+  // at the backup first, or the two replicas apply them in opposite orders.
+  walcut::test::ScratchDir dir("backup-same-key");
+  ScriptHost h(dir.path.string(), 3);
+  for (uint32_t i = 0; i < 3; ++i) REQUIRE(h.node(i).Open(h.Wal(i)).ok());
+  h.Run();
+  const Topology topo(3, 1, 12);
+  const auto t1 = PlanOn(topo, 1, "acct/000014", "956");
+  const auto t2 = PlanOn(topo, 2, "acct/000014", "1038");
+  const auto other = PlanOn(topo, 3, "acct/000015", "7");
+  const uint32_t primary = t1->primaries[0];
+  const uint32_t backup = t1->forward[primary][0];
+  const auto prepare_fwd = [&](const std::shared_ptr<TxPlan>& plan) {
+    Msg m;
+    m.type = MsgType::kPrepareFwd;
+    m.from = plan->forwarder[backup];
+    m.to = backup;
+    m.tx = plan->id;
+    m.plan = plan;
+    h.node(backup).Deliver(m);
+    auto replies = h.Run([](const Msg&) { return true; });
+    REQUIRE(replies.size() == 1);
+    CHECK(replies[0].type == MsgType::kVoteFwd);
+    return replies[0].ok;
+  };
+  CHECK(prepare_fwd(t1));
+  CHECK_FALSE(prepare_fwd(t2));                                             // acct/000014 is held prepared by t1
+  if (topo.PrimaryOf("acct/000015") == primary) CHECK(prepare_fwd(other));  // another key is taken
+  CHECK(h.failures.empty());
+}
