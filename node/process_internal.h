@@ -310,6 +310,7 @@ class Process final : public sim::Host {
   std::vector<uint32_t> members_;
   uint32_t failed_initiator_ = sim::kNoNode;
   uint32_t hello_rotation_ = 0;
+  uint32_t early_answers_ = 0;  // HelloResps dropped because a member was not connected yet (Deliver)
   uint64_t completed_cut_ = 0;
   bool started_ = false;  // the node took part: fresh start done, or restart begun
   bool fresh_ = false;    // no WAL before this process
