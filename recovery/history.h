@@ -17,7 +17,8 @@
 //           unanswered one), is in cut K on all its participants or on none;
 //   rule 4  the restore of cut K (recovery/restore.h, in memory, from
 //           genesis) equals the initial data (cluster.json) plus the writes
-//           of the transactions in cut K, applied in commit order: the
+//           of the transactions in cut K, applied in commit order (for
+//           each key, the order its primary's WAL committed them in): the
 //           history's writes for those it saw committed, the WAL's TX_DATA
 //           for the others (unanswered, in doubt, the initial data's own);
 //   rule 5  the workload's invariants (recovery/invariants.h) hold on it.

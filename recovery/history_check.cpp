@@ -1,7 +1,9 @@
 // The rules of `walcut history check` on prepared inputs (recovery/history.h):
 // the outcomes over the whole history, then each consistent cut.
 #include <algorithm>
+#include <optional>
 #include <string>
+#include <tuple>
 #include <unordered_map>
 #include <unordered_set>
 #include <utility>
@@ -367,47 +369,72 @@ void Checker::CheckHistoryBounds(const CutFacts& c, CutHistoryResult& r) {
   }
 }
 
-// Rule 4's expectation: the initial data, then the writes of the
-// transactions in the cut in commit order.
+// Rule 4's expectation: the initial data, then for each key the value its
+// last writer in the cut wrote. Which writer is last is the order in which
+// the key's primary committed them (its WAL: every replica applies a key's
+// writes in that order): the time a client was told "committed" is not that
+// order (a one-phase transaction's primary unlocks before its near node
+// hears the answer, so a later transaction on the key can be acknowledged
+// first). A transaction the primary's WAL does not show committed is placed
+// by its time, after those it does.
 std::map<std::string, std::string> Checker::ExpectedState(const std::vector<TxId>& in_cut, CutHistoryResult& r) {
-  struct Item {
-    uint64_t time_us;
+  struct Last {
+    bool at_primary = false;
+    walfmt::Lsn commit;
+    uint64_t time_us = 0;
     TxId tx;
+    std::optional<std::string> value;  // nullopt: deleted
+    std::string writer;
+    auto Order() const { return std::tie(at_primary, commit, time_us, tx); }
   };
-  std::vector<Item> items;
+  const walfmt::Topology topo = in_.info.topology();
+  std::unordered_map<std::string, Last> last;
+  auto offer = [&](const TxId& id, uint64_t time_us, const std::string& key, std::optional<std::string> value,
+                   std::string writer) {
+    Last c;
+    const uint32_t primary = topo.PrimaryOf(key);
+    if (primary < in_.wal.size()) {
+      auto t = in_.wal[primary].find(id);
+      if (t != in_.wal[primary].end() && t->second.committed) {
+        c.at_primary = true;
+        c.commit = t->second.commit;
+      }
+    }
+    c.time_us = time_us;
+    c.tx = id;
+    c.value = std::move(value);
+    c.writer = std::move(writer);
+    auto [it, fresh] = last.try_emplace(key, c);
+    if (!fresh && it->second.Order() < c.Order()) it->second = std::move(c);
+  };
   for (const TxId& id : in_cut) {
     const uint64_t wal_time = epoch_ + txs_.at(id).first_commit_time_us;
     auto h = named_.find(id);
-    if (h == named_.end() || h->second->InDoubt()) {
-      items.push_back({wal_time, id});
-    } else if (h->second->AcknowledgedCommitted()) {
-      items.push_back({h->second->commit_time_us ? h->second->commit_time_us : wal_time, id});
-    }
-  }
-  std::sort(items.begin(), items.end(),
-            [](const Item& a, const Item& b) { return a.time_us != b.time_us ? a.time_us < b.time_us : a.tx < b.tx; });
-  std::map<std::string, std::string> state = initial_;
-  writer_.clear();
-  for (const Item& it : items) {
-    auto h = named_.find(it.tx);
     if (h != named_.end() && h->second->AcknowledgedCommitted()) {
+      const uint64_t t = h->second->commit_time_us ? h->second->commit_time_us : wal_time;
       for (const auto& [k, v] : h->second->writes) {
-        state[k] = v;
-        writer_[k] = fmt::format("{} (history line {})", it.tx.Readable(), h->second->line);
+        offer(id, t, k, v, fmt::format("{} (history line {})", id.Readable(), h->second->line));
       }
       continue;
     }
-    auto w = in_.wal_writes.find(it.tx);
+    if (h != named_.end() && !h->second->InDoubt()) continue;  // aborted or unanswered for the client
+    auto w = in_.wal_writes.find(id);
     if (w == in_.wal_writes.end()) continue;
     for (const auto& [k, wr] : w->second) {
-      if (wr.op == walfmt::WriteOp::kDelete) {
-        state.erase(k);
-      } else {
-        state[k] = wr.value;
-      }
-      writer_[k] = fmt::format("{} ({}: its TX_DATA)", it.tx.Readable(),
-                               h != named_.end() ? "in doubt for the client" : "not in the history");
+      offer(id, wal_time, k, wr.op == walfmt::WriteOp::kDelete ? std::nullopt : std::optional<std::string>(wr.value),
+            fmt::format("{} ({}: its TX_DATA)", id.Readable(),
+                        h != named_.end() ? "in doubt for the client" : "not in the history"));
     }
+  }
+  std::map<std::string, std::string> state = initial_;
+  writer_.clear();
+  for (auto& [k, c] : last) {
+    if (c.value) {
+      state[k] = *c.value;
+    } else {
+      state.erase(k);
+    }
+    writer_[k] = std::move(c.writer);
   }
   r.keys = state.size();
   return state;

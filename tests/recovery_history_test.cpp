@@ -408,6 +408,16 @@ TEST_CASE("history check rule 4: the restored state is the history's") {
     CHECK(f2[0].expected == "115");
     CHECK(f2[0].found == "114");
   }
+  SECTION("a key's last writer is the one its primary committed last, whenever the client heard of it") {
+    // T1 (0:2) is acknowledged long after the later writers of acct1 (0:3,
+    // then 1:4) committed, as a one-phase transaction's near node can hear
+    // late: the primary's WAL order decides, not the client's time.
+    World w;
+    w.Hist(TxId{0, 2}).commit_time_us = kEpoch + 48 * kMs;
+    const HistoryReport r = Run(w);
+    INFO(Describe(r));
+    CHECK(Of(r, HistoryRule::kState).empty());
+  }
   SECTION("the restore lost a key") {
     World w;
     auto s = w.Restored(1);
