@@ -25,7 +25,8 @@ SURVIVED, one that no test reaches as NOT REACHED.
 How: the tracked files are copied to WORK/src (default build-mutation/ in
 the repository, or $WALCUT_MUTATION_WORK) and every check there becomes
 `{ if (walcut_mutation::Keep(ID)) { STATEMENT } }`; one build of that copy
-(RelWithDebInfo, the regular flags, the generated header force-included).
+(RelWithDebInfo, the regular flags, the test seams on as the test command
+builds them, the generated header force-included).
 The test binaries run once with no check off: they must pass, and the trace
 records, per test binary, which test cases reach which checks (in the test
 process and in every `walcut` it starts; tests/test_main.cpp names the
@@ -596,8 +597,11 @@ def main():
         with open(header, "w") as f:
             f.write(text)
     launcher = ["-DCMAKE_CXX_COMPILER_LAUNCHER=ccache"] if shutil.which("ccache") else []
+    # The test seams on, as the test command builds (scripts/build.sh): the
+    # suites run their fault-injection tests against walcut_seams.
     subprocess.run(["cmake", "-S", src, "-B", build, "-G", "Ninja", "-DCMAKE_BUILD_TYPE=RelWithDebInfo",
-                    f"-DCMAKE_CXX_FLAGS=-include {header}"] + launcher, check=True, stdout=subprocess.DEVNULL)
+                    "-DWALCUT_TEST_SEAMS=ON", f"-DCMAKE_CXX_FLAGS=-include {header}"] + launcher, check=True,
+                   stdout=subprocess.DEVNULL)
     subprocess.run(["ninja", "-C", build] + order + ["walcut"], check=True, stdout=subprocess.DEVNULL)
 
     env = dict(os.environ)
