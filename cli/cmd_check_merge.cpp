@@ -7,8 +7,8 @@
 #include "cli/command.h"
 #include "cli/output.h"
 #include "recovery/check.h"
+#include "recovery/check_merge.h"
 #include "walfmt/file_io.h"
-#include "walfmt/text_escape.h"
 
 namespace walcut::cli {
 namespace {
@@ -26,31 +26,20 @@ int RunMerge(const MergeOptions& o) {
   }
   std::vector<recovery::CheckReport> reports;
   for (const auto& path : o.reports) {
-    auto text = walfmt::ReadWholeFile(path, walfmt::kMaxJsonFileBytes);
-    if (!text.ok()) {
-      PrintError(text.status().message());
-      return text.status().code() == walfmt::ErrorCode::kNotFound ? kExitUsage : kExitIo;
-    }
-    auto r = CheckReportFromJson(*text, path);
+    auto r = recovery::ReadCheckReport(path);
     if (!r.ok()) {
       PrintError(r.status().message());
-      return kExitUsage;
+      return ExitForStatus(r.status());
     }
     reports.push_back(std::move(r.value()));
   }
-  auto m = MergeCheckReports(std::move(reports), o.reports);
+  auto m = recovery::MergeCheckReports(std::move(reports), o.reports);
   if (!m.ok()) {
     PrintError(m.status().message());
     return kExitUsage;
   }
   const int rc = ExitCode(recovery::CheckOutcome(*m));
-  std::string text;
-  if (o.format == "json")
-    text = walfmt::DumpJson(CheckReportJson(*m, rc), 2) + "\n";
-  else if (o.format == "junit")
-    text = CheckReportJunit(*m, rc);
-  else
-    text = CheckReportText(*m, rc);
+  const std::string text = CheckReportAs(o.format, *m, rc);
   if (o.output.empty()) {
     fmt::print("{}", text);
     return rc;

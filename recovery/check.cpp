@@ -70,6 +70,19 @@ uint64_t CheckReport::Findings() const {
   return n;
 }
 
+CheckCounts CountChecks(const CheckReport& r, std::optional<CheckLevel> level) {
+  CheckCounts c;
+  for (const auto& i : r.items) {
+    if (level && i.level != *level) continue;
+    ++c.checks;
+    c.passed += i.outcome == ItemOutcome::kPass;
+    c.failed += i.outcome == ItemOutcome::kFail;
+    c.skipped += i.outcome == ItemOutcome::kSkipped;
+    c.findings += i.findings.size();
+  }
+  return c;
+}
+
 walfmt::Outcome CheckOutcome(const CheckReport& r) {
   if (!r.errors.empty()) return walfmt::Outcome::kIo;
   return r.FailedItems() > 0 ? walfmt::Outcome::kFindings : walfmt::Outcome::kOk;

@@ -111,6 +111,12 @@ struct CheckReport {
   uint64_t Findings() const;
 };
 
+// The report's items counted, all of them or those of one level.
+struct CheckCounts {
+  uint64_t checks = 0, passed = 0, failed = 0, skipped = 0, findings = 0;
+};
+CheckCounts CountChecks(const CheckReport& r, std::optional<CheckLevel> level = std::nullopt);
+
 // Workload invariants of one restored cut, run on the node states as read
 // back from the restored files (by node id). recovery/invariants.h provides
 // them (bank total conserved, the cycle one ring); a build without it reports

@@ -41,6 +41,8 @@ TEST_CASE("a malformed check state file is refused, naming the file and what is 
        "a segment entry lacks file, index, size, mtime_ns or crc32c"},
       {"segment size a string", [](json& j) { j["nodes"][0]["segments"][0]["size"] = "4096"; },
        "a segment entry lacks file, index, size, mtime_ns or crc32c"},
+      {"segment file a number", [](json& j) { j["nodes"][0]["segments"][0]["file"] = 7; },
+       "a segment entry lacks file, index, size, mtime_ns or crc32c"},
       {"crc32c of 7 digits", [](json& j) { j["nodes"][0]["segments"][0]["crc32c"] = "deadbee"; },
        "crc32c is not 8 hex digits"},
       {"crc32c not hex", [](json& j) { j["nodes"][0]["segments"][0]["crc32c"] = "deadbeeg"; },

@@ -474,6 +474,28 @@ TEST_CASE(
     REQUIRE(inv);
     CHECK(inv->outcome == ItemOutcome::kSkipped);
   }
+  SECTION("a valid file of another state with as many keys: one value changed") {
+    uint64_t keys = 0;
+    change = [&keys](const fs::path& f) {
+      auto snap = walfmt::ReadSnapshotFile(f.string());
+      REQUIRE(snap.ok());
+      REQUIRE_FALSE(snap->entries.empty());
+      keys = snap->entries.size();
+      snap->entries.begin()->second += "0";
+      REQUIRE(walfmt::WriteSnapshotFile(f.string() + ".new", *snap).ok());
+      fs::rename(f.string() + ".new", f);
+    };
+    auto r = walcut::recovery::RunCheck(o);
+    REQUIRE(r.ok());
+    REQUIRE_FALSE(changed.empty());
+    const auto& fp = OnlyFinding(*r, CheckLevel::kRestore, "cut-2", "fingerprints");
+    CHECK(fp.node == 0u);
+    CHECK_THAT(fp.message,
+               Catch::StartsWith("cut 2, node 0: node-0.snap read back differs from the restored state: expected "));
+    CHECK_THAT(fp.expected, Catch::EndsWith(fmt::format(", {} keys", keys)));
+    CHECK_THAT(fp.found, Catch::EndsWith(fmt::format(", {} keys", keys)));
+    CHECK(fp.expected != fp.found);
+  }
   SECTION("a valid file of another state: 1100 keys of no workload added") {
     uint64_t keys = 0;
     change = [&keys](const fs::path& f) {

@@ -557,3 +557,17 @@ TEST_CASE("history check: a history file read in pieces keeps its line numbers")
   CHECK(bad.status().message() == fmt::format("{}:{}: transaction 0:1 is already on line 1", path, lines + 1));
   CHECK(LoadHistory(dir.str() + "/none.jsonl").status().code() == walfmt::ErrorCode::kNotFound);
 }
+
+TEST_CASE("history check of a cluster directory: every consistent cut of the WAL is checked, the others named") {
+  // The healthy sample: six consistent cuts. An empty history names none of
+  // the WAL's transactions; what matters here is which cuts are checked.
+  auto r = CheckClusterHistory(std::string(WALCUT_SOURCE_DIR) + "/samples/healthy", History{}, HistoryCheckOptions{});
+  INFO(r.status().message());
+  REQUIRE(r.ok());
+  REQUIRE(r->cuts.size() == 6);
+  CHECK(r->cuts_checked == 6);
+  for (const auto& c : r->cuts) {
+    CHECK(c.checked);
+    CHECK(c.status == "consistent");
+  }
+}

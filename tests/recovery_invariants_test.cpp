@@ -247,6 +247,34 @@ TEST_CASE("invariants: cycle breakage names the keys", "[recovery][invariants]")
     CHECK(Only(r, check::kCycleBroken).keys == std::vector<std::string>{RingKey(3)});
     CHECK(Only(r, check::kCycleUnreached).key_count == 4);
   }
+  SECTION("a value beyond 64 bits is not an index (never read as another number)") {
+    data[RingKey(3)] = "99999999999999999999";
+    const auto r = Check(ci, Place(ci, data), cycle_only);
+    INFO(Describe(r));
+    const Finding& b = Only(r, check::kCycleBadValue);
+    CHECK(b.keys == std::vector<std::string>{RingKey(3)});
+    CHECK(b.found == "'99999999999999999999'");
+  }
+  SECTION("a sub-ring of up to 16 keys is listed whole; a longer one is cut, with the count of the rest") {
+    for (const uint32_t half : {16u, 17u}) {
+      walfmt::ClusterInfo big = ci;
+      big.ring_keys = 2 * half;
+      auto d = HandData(big);
+      d[RingKey(half - 1)] = "0";
+      d[RingKey(2 * half - 1)] = std::to_string(half);
+      const auto r = Check(big, Place(big, d), cycle_only);
+      INFO(Describe(r));
+      const Finding* walk = nullptr;
+      for (const auto& f : r.findings) {
+        if (f.check == check::kCycleSubRing && f.message.rfind("the walk", 0) == 0) walk = &f;
+      }
+      REQUIRE(walk != nullptr);
+      const std::string tail = half == 16 ? fmt::format("{} -> {}", RingKey(15), RingKey(0))
+                                          : fmt::format("{} ... (+1) -> {}", RingKey(15), RingKey(0));
+      CHECK(walk->message.size() > tail.size());
+      CHECK(walk->message.substr(walk->message.size() - tail.size()) == tail);
+    }
+  }
   SECTION("a ring key missing everywhere") {
     auto states = Place(ci, data);
     for (auto& s : states) s.erase(RingKey(6));

@@ -3,6 +3,7 @@
 // chain (byte-identical to a restore from the live WAL), refusals, create
 // killed at every I/O step, expire.
 #include <filesystem>
+#include <functional>
 #include <set>
 
 #include <fmt/format.h>
@@ -454,6 +455,80 @@ TEST_CASE("repo: a missing increment in the middle of a chain and tampered incre
   REQUIRE_FALSE(rr.ok());
   CHECK(rr.status().message().find(i1->m.name) != std::string::npos);
   CHECK_FALSE(fs::exists(t.str() + "/out"));
+}
+
+TEST_CASE("repo: an increment whose manifest misplaces its WAL range or names a node its parent lacks", "[repo]") {
+  TempDir t("repo-continuity");
+  const std::string cluster = MakeCluster(t.str(), 61);
+  const std::string repo = t.str() + "/repo";
+  const auto consistent = ConsistentCuts(Cuts(cluster));
+  REQUIRE(consistent.size() >= 2);
+  REQUIRE_OK(Create(cluster, repo, true, "", consistent[0]));
+  auto inc = Create(cluster, repo, false, "", consistent[1]);
+  REQUIRE_OK(inc);
+  RequireClean(Check(repo));
+  const std::string path = repo + "/" + inc->m.name + "/manifest.json";
+  const std::string keep = ReadAll(path);
+  auto tampered = [&](const std::function<void(Manifest&)>& edit) {
+    Manifest m = inc->m;
+    edit(m);
+    WriteAll(path, EncodeManifest(m));
+    auto rep = Check(repo);
+    WriteAll(path, keep);
+    return Findings(rep);
+  };
+  SECTION("a node without WAL, its segments still listed") {
+    const std::string f = tampered([](Manifest& m) { m.nodes[1].has_wal = false; });
+    INFO(f);
+    CHECK(f.find("node 1: the increment holds no WAL") != std::string::npos);
+  }
+  SECTION("the range ending in another segment than the last one listed") {
+    const std::string f = tampered([](Manifest& m) { m.nodes[2].wal_to.segment += 1; });
+    INFO(f);
+    CHECK(f.find("node 2: segments") != std::string::npos);
+    CHECK(f.find("do not cover the range") != std::string::npos);
+  }
+  SECTION("an increment of the latest cut without a cluster directory is not a --from request") {
+    CreateRequest rq;
+    rq.repo = repo;
+    rq.latest = true;
+    auto r = CreateArtifact(rq);
+    REQUIRE_FALSE(r.ok());
+    INFO(r.status().message());
+    CHECK(r.status().message() == "an increment needs the cluster directory");
+  }
+  SECTION("a node beyond the parent's nodes") {
+    const std::string f = tampered([](Manifest& m) {
+      auto extra = m.nodes.back();
+      extra.node = static_cast<uint32_t>(m.nodes.size());
+      m.nodes.push_back(extra);
+    });
+    INFO(f);
+    CHECK(f.find(fmt::format("node 3: the parent {} has no such node", inc->m.parent)) != std::string::npos);
+  }
+  RequireClean(Check(repo));
+}
+
+TEST_CASE("repo: check restores an increment and compares it with a synthetic full of its cut, not a full with itself",
+          "[repo]") {
+  TempDir t("repo-crosscheck");
+  const std::string cluster = MakeCluster(t.str(), 61);
+  const std::string repo = t.str() + "/repo";
+  const auto consistent = ConsistentCuts(Cuts(cluster));
+  REQUIRE(consistent.size() >= 2);
+  auto full0 = Create(cluster, repo, true, "", consistent[0]);
+  REQUIRE_OK(full0);
+  auto inc = Create(cluster, repo, false, "", consistent[1], full0->m.name);
+  REQUIRE_OK(inc);
+  auto full1 = Create(cluster, repo, true, "", consistent[1]);
+  REQUIRE_OK(full1);
+  const RepoCheckReport rep = Check(repo, true);
+  RequireClean(rep);
+  std::vector<std::string> cross;
+  for (const auto& it : rep.items) {
+    if (it.name.rfind("fingerprints against ", 0) == 0) cross.push_back(it.group + ": " + it.name);
+  }
+  CHECK(cross == std::vector<std::string>{inc->m.name + ": fingerprints against " + full1->m.name});
 }
 
 TEST_CASE("repo: create failing at every I/O step leaves no artifact or a complete one", "[repo]") {
