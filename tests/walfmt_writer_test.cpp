@@ -390,6 +390,48 @@ TEST_CASE("writer: a crash right after a roll leaves a header-only segment that 
   CHECK(Diff(rb.recs, durable) == "");
 }
 
+TEST_CASE("writer: a segment killed before its header was written is dropped by Open, at every header length",
+          "[writer]") {
+  // A writer killed between creating a segment and writing its header (as
+  // walcut's writer could be before it created segments whole) leaves a
+  // last segment shorter than a header. It holds no record: Open removes it
+  // and the WAL continues from the segment before; the next roll makes that
+  // segment again. A leftover hidden ".new" file of an interrupted creation
+  // is replaced, and no ".new" file stays after a roll.
+  for (size_t cut : {size_t{0}, size_t{1}, kSegmentHeaderSize - 1}) {
+    INFO("header bytes left: " << cut);
+    TempDir tmp;
+    std::vector<Written> durable;
+    const std::string payload(150, 'p');
+    {
+      auto w = WalWriter::Create(Options(tmp.path(), 256));
+      REQUIRE(w.ok());
+      auto lsn = (*w)->AppendRaw(static_cast<uint16_t>(RecordType::kSnapshot), 0,
+                                 {reinterpret_cast<const uint8_t*>(payload.data()), payload.size()});
+      REQUIRE(lsn.ok());
+      durable.push_back({*lsn, payload, 8, 0});
+      REQUIRE((*w)->Close().ok());
+    }
+    const std::string header = ReadFileBytes(SegPath(tmp.path(), 0)).substr(0, kSegmentHeaderSize);
+    WriteFileBytes(SegPath(tmp.path(), 1), header.substr(0, cut));
+    WriteFileBytes(tmp.path() + "/.0000000000000001.wal.new", "leftover");
+    auto w = WalWriter::Open(Options(tmp.path(), 256));
+    REQUIRE(w.ok());
+    CHECK((*w)->end() == Lsn{0, durable.back().end()});
+    CHECK_FALSE(std::filesystem::exists(SegPath(tmp.path(), 1)));
+    auto lsn = (*w)->AppendRaw(static_cast<uint16_t>(RecordType::kSnapshot), 0,
+                               {reinterpret_cast<const uint8_t*>(payload.data()), payload.size()});
+    REQUIRE(lsn.ok());
+    CHECK(lsn->segment == 1u);  // rolled: segment 1 made again, whole
+    durable.push_back({*lsn, payload, 8, 0});
+    REQUIRE((*w)->Close().ok());
+    CHECK_FALSE(std::filesystem::exists(tmp.path() + "/.0000000000000001.wal.new"));
+    const ReadBack rb = ReadAll(tmp.path());
+    CHECK(rb.problems.empty());
+    CHECK(Diff(rb.recs, durable) == "");
+  }
+}
+
 TEST_CASE("writer: Open continues after an archived last segment", "[writer]") {
   const uint64_t seed = 0x3417E404;
   INFO("seed " << seed);

@@ -69,7 +69,20 @@ Result<std::unique_ptr<WalWriter>> WalWriter::Open(const WriterOptions& opt, uin
   if (segs->empty()) return Create(opt, time_us);
   std::unique_ptr<WalWriter> w(new WalWriter(opt));
   w->time_us_ = time_us;
-  const SegmentFile last = segs->back();
+  SegmentFile last = segs->back();
+  // A last segment shorter than its header holds no record: a writer (of a
+  // walcut before segments were created whole) was killed between creating
+  // it and writing its header. Nothing can refer to it: it goes, and the
+  // WAL continues from the segment before.
+  if (struct stat sb{}; !last.compressed && segs->size() > 1 && ::stat(last.path.c_str(), &sb) == 0 &&
+                        static_cast<uint64_t>(sb.st_size) < kSegmentHeaderSize) {
+    if (::unlink(last.path.c_str()) != 0) return Status::Io(Errno("unlink", last.path));
+    if (opt.fsync) {
+      if (Status st = SyncDir(opt.wal_dir); !st.ok()) return st;
+    }
+    segs->pop_back();
+    last = segs->back();
+  }
   ScanOptions so;
   so.mode = RecoveryMode::kTolerateTornTail;
   so.is_last = true;
@@ -108,10 +121,18 @@ Result<std::unique_ptr<WalWriter>> WalWriter::Open(const WriterOptions& opt, uin
   return w;
 }
 
+// A segment appears whole: its header is written (and, with fsync, synced)
+// under a hidden name, then linked to its own name, which must not exist.
+// A writer killed in between leaves no headerless segment behind (it
+// wrecked the next start: "its last segment is damaged"), only the hidden
+// file, which the tools ignore and the next creation of that segment
+// replaces.
 Status WalWriter::StartSegment(uint64_t index, uint64_t prev_end, uint32_t prev_crc) {
   const std::string path = opt_.wal_dir + "/" + SegmentFileName(index, false);
-  const int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-  if (fd < 0) return Status::Io(Errno("create", path));
+  const std::string tmp = opt_.wal_dir + "/." + SegmentFileName(index, false) + ".new";
+  (void)::unlink(tmp.c_str());
+  const int fd = open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+  if (fd < 0) return Status::Io(Errno("create", tmp));
   SegmentHeader h;
   h.node_id = opt_.node_id;
   h.cluster_id = opt_.cluster_id;
@@ -126,9 +147,24 @@ Status WalWriter::StartSegment(uint64_t index, uint64_t prev_end, uint32_t prev_
   index_ = index;
   seg_bytes_ = 0;
   last_crc_ = 0;
-  // The header goes to the file at once (and is synced with the first Sync):
-  // a crash never leaves a segment without its header.
-  if (Status st = WriteAll(reinterpret_cast<const char*>(hdr), sizeof(hdr)); !st.ok()) return st;
+  if (Status st = WriteAll(reinterpret_cast<const char*>(hdr), sizeof(hdr)); !st.ok()) {
+    (void)::unlink(tmp.c_str());
+    return st;
+  }
+  if (opt_.fsync && fdatasync(fd) != 0) {
+    Status st = Status::Io(Errno("fdatasync", tmp));
+    (void)::unlink(tmp.c_str());
+    return st;
+  }
+  if (::link(tmp.c_str(), path.c_str()) != 0) {
+    Status st = Status::Io(Errno("create", path));
+    (void)::unlink(tmp.c_str());
+    return st;
+  }
+  (void)::unlink(tmp.c_str());
+  if (opt_.fsync) {
+    if (Status st = SyncDir(opt_.wal_dir); !st.ok()) return st;
+  }
   seg_bytes_ = kSegmentHeaderSize;
   return Status::Ok();
 }

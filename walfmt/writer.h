@@ -36,7 +36,8 @@ class WalWriter {
   // Continues an existing WAL after a restart: the torn tail of the last
   // segment, if any, is cut off (this is the node's own log, the only place
   // walcut ever shortens a file), and appending resumes after the last intact
-  // record. An empty directory starts a new WAL.
+  // record. An empty directory starts a new WAL. A last segment shorter than
+  // its header (its creation interrupted) is removed first.
   static Result<std::unique_ptr<WalWriter>> Open(const WriterOptions& opt, uint64_t time_us = 0);
 
   ~WalWriter();
