@@ -50,10 +50,8 @@ def sh(*args, check=True):
     return r
 
 
-def up(walcut, d, nodes, sync, cut_every=None, accounts=1000, extra=()):
+def up(walcut, d, nodes, sync, accounts=1000, extra=()):
     args = [walcut, "cluster", "up", d, "--nodes", str(nodes), "--accounts", str(accounts), "--sync", sync, "-q"]
-    if cut_every:
-        args += ["--cut-every", cut_every]
     args += list(extra)
     RUNNING.append(d)
     sh(*args)
@@ -87,46 +85,56 @@ def med(xs):
     return statistics.median(xs) if xs else float("nan")
 
 
+def alternate(a, work, label, nodes, configs, extra_of, measure_of):
+    """Runs every configuration once per round, in an order that rotates
+    round by round, each on a fresh cluster of `nodes` nodes; a round's
+    ratios are against its own first configuration (the baseline). Returns
+    per configuration: throughputs, p99s, their ratios, and what
+    `measure_of(dir)` collected (cut durations, snapshot pauses)."""
+    names = [c for c, _ in configs]
+    out = {c: {"t": [], "p": [], "rt": [], "rp": [], "m": []} for c in names}
+    for rnd in range(a.rounds):
+        order = configs[rnd % len(configs):] + configs[:rnd % len(configs)]
+        got = {}
+        for name, value in order:
+            d = os.path.join(work, f"{label}-n{nodes}-r{rnd}-{name.replace(' ', '')}")
+            up(a.walcut, d, nodes, "group", extra=extra_of(value))
+            res = load(a.walcut, d, a.clients, a.duration)
+            down(a.walcut, d)
+            out[name]["m"] += measure_of(d)
+            shutil.rmtree(d, ignore_errors=True)
+            got[name] = (res["committed_per_second"], res["latency_us"]["p99"])
+            print(f"  round {rnd} {nodes} nodes {name}: {got[name][0]:.0f}/s p99 {got[name][1]} us", file=sys.stderr)
+        base = got[names[0]]
+        for name in names:
+            t, p = got[name]
+            o = out[name]
+            o["t"].append(t)
+            o["p"].append(p)
+            o["rt"].append(t / base[0])
+            o["rp"].append(p / base[1])
+    return out
+
+
+def row(o):
+    """The columns a configuration's results fill: throughput, its ratio,
+    p99, its ratio, how many measures, and their p50 / p99 / max."""
+    rt, rp, ms = o["rt"], o["rp"], sorted(o["m"])
+    mtext = "-" if not ms else f"{med(ms):.1f} / {ms[min(len(ms) - 1, int(len(ms) * 0.99))]:.1f} / {ms[-1]:.1f}"
+    return (f"{med(o['t']):.0f} | {med(rt):.3f} ({min(rt):.3f}-{max(rt):.3f}) | {med(o['p']):.0f} | "
+            f"{med(rp):.3f} ({min(rp):.3f}-{max(rp):.3f}) | {len(ms)} | {mtext}")
+
+
 def overhead(a, work):
     configs = [("no cuts", None), ("every 1 s", "1s"), ("every 100 ms", "100ms")]
     print("| nodes | cuts | committed/s (median) | throughput vs no cuts | p99 us (median) | p99 vs no cuts | "
           "cuts taken | cut duration ms p50 / p99 / max |")
     print("|---|---|---|---|---|---|---|---|")
     for nodes in a.nodes:
-        tps = {c: [] for c, _ in configs}
-        p99 = {c: [] for c, _ in configs}
-        ratio_t = {c: [] for c, _ in configs}
-        ratio_p = {c: [] for c, _ in configs}
-        durs = {c: [] for c, _ in configs}
-        for rnd in range(a.rounds):
-            # Each round runs every configuration once, in an order that
-            # rotates round by round, and compares with its own no-cut run.
-            order = configs[rnd % len(configs):] + configs[:rnd % len(configs)]
-            got = {}
-            for name, every in order:
-                d = os.path.join(work, f"n{nodes}-r{rnd}-{name.replace(' ', '')}")
-                up(a.walcut, d, nodes, "group", every)
-                res = load(a.walcut, d, a.clients, a.duration)
-                down(a.walcut, d)
-                durs[name] += cut_durations_ms(a.walcut, d)
-                shutil.rmtree(d, ignore_errors=True)
-                got[name] = (res["committed_per_second"], res["latency_us"]["p99"])
-                print(f"  round {rnd} {nodes} nodes {name}: {got[name][0]:.0f}/s p99 {got[name][1]} us",
-                      file=sys.stderr)
-            base = got["no cuts"]
-            for name, _ in configs:
-                t, p = got[name]
-                tps[name].append(t)
-                p99[name].append(p)
-                ratio_t[name].append(t / base[0])
-                ratio_p[name].append(p / base[1])
+        out = alternate(a, work, "cuts", nodes, configs, lambda v: ["--cut-every", v] if v else [],
+                        lambda d: cut_durations_ms(a.walcut, d))
         for name, _ in configs:
-            rt, rp = ratio_t[name], ratio_p[name]
-            ds = sorted(durs[name])
-            dtext = "-" if not ds else (f"{med(ds):.1f} / {ds[min(len(ds) - 1, int(len(ds) * 0.99))]:.1f} / "
-                                        f"{ds[-1]:.1f}")
-            print(f"| {nodes} | {name} | {med(tps[name]):.0f} | {med(rt):.3f} ({min(rt):.3f}-{max(rt):.3f}) | "
-                  f"{med(p99[name]):.0f} | {med(rp):.3f} ({min(rp):.3f}-{max(rp):.3f}) | {len(ds)} | {dtext} |")
+            print(f"| {nodes} | {name} | {row(out[name])} |")
 
 
 def speed(a, work):
@@ -164,39 +172,13 @@ def snapshot_pauses_ms(d, nodes):
 
 def snapshot(a, work):
     configs = [("no snapshots", None), ("every 2 s", "2s"), ("every 500 ms", "500ms")]
-    tps = {c: [] for c, _ in configs}
-    p99 = {c: [] for c, _ in configs}
-    ratio_t = {c: [] for c, _ in configs}
-    ratio_p = {c: [] for c, _ in configs}
-    pauses = {c: [] for c, _ in configs}
-    for rnd in range(a.rounds):
-        order = configs[rnd % len(configs):] + configs[:rnd % len(configs)]
-        got = {}
-        for name, every in order:
-            d = os.path.join(work, f"snap-r{rnd}-{name.replace(' ', '')}")
-            up(a.walcut, d, 3, "group", extra=["--full-snapshot-every", every] if every else [])
-            res = load(a.walcut, d, a.clients, a.duration)
-            down(a.walcut, d)
-            pauses[name] += snapshot_pauses_ms(d, 3)
-            shutil.rmtree(d, ignore_errors=True)
-            got[name] = (res["committed_per_second"], res["latency_us"]["p99"])
-            print(f"  round {rnd} {name}: {got[name][0]:.0f}/s p99 {got[name][1]} us", file=sys.stderr)
-        base = got["no snapshots"]
-        for name, _ in configs:
-            t, p = got[name]
-            tps[name].append(t)
-            p99[name].append(p)
-            ratio_t[name].append(t / base[0])
-            ratio_p[name].append(p / base[1])
+    out = alternate(a, work, "snap", 3, configs, lambda v: ["--full-snapshot-every", v] if v else [],
+                    lambda d: snapshot_pauses_ms(d, 3))
     print("| full snapshots | committed/s (median) | throughput vs none | p99 us (median) | p99 vs none | "
           "snapshots taken | pause ms p50 / p99 / max |")
     print("|---|---|---|---|---|---|---|")
     for name, _ in configs:
-        rt, rp = ratio_t[name], ratio_p[name]
-        ps = sorted(pauses[name])
-        ptext = "-" if not ps else f"{med(ps):.1f} / {ps[min(len(ps) - 1, int(len(ps) * 0.99))]:.1f} / {ps[-1]:.1f}"
-        print(f"| {name} | {med(tps[name]):.0f} | {med(rt):.3f} ({min(rt):.3f}-{max(rt):.3f}) | "
-              f"{med(p99[name]):.0f} | {med(rp):.3f} ({min(rp):.3f}-{max(rp):.3f}) | {len(ps)} | {ptext} |")
+        print(f"| {name} | {row(out[name])} |")
 
 
 def recovery(a, work):

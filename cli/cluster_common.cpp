@@ -2,6 +2,7 @@
 
 #include "cli/cluster_common.h"
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
@@ -83,6 +84,19 @@ uint32_t FindInitiator(const std::string& dir, const RealCluster& l, std::string
     if (!s.ok()) last = s.status().message();
   }
   return node::sim::kNoNode;
+}
+
+walfmt::Result<node::wire::Message> CallInitiator(const std::string& dir, const RealCluster& l,
+                                                  const node::wire::Message& request,
+                                                  std::chrono::steady_clock::time_point deadline, uint32_t& initiator) {
+  std::string why = "no node is running";
+  initiator = FindInitiator(dir, l, why);
+  if (initiator == node::sim::kNoNode) return walfmt::Status::Io(why);
+  auto c = node::Client::Connect(l.rt.host, l.rt.ports[initiator], l.info.cluster_id, node::wire::Role::kControl,
+                                 kCallTimeout);
+  if (!c.ok()) return c.status();
+  const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+  return (*c)->Call(request, std::max(left, std::chrono::milliseconds(1)));
 }
 
 }  // namespace walcut::cli

@@ -38,4 +38,12 @@ walfmt::Result<node::wire::StatusReply> AskStatus(const node::RuntimeInfo& rt, u
 // `last` says why).
 uint32_t FindInitiator(const std::string& dir, const RealCluster& l, std::string& last);
 
+// One request to the initiator (found with FindInitiator) on a control
+// connection, waiting for its answer until `deadline`. Sets `initiator` to
+// the node asked; an error (no initiator known, the connection or the call
+// failed) says why, for the caller that asks again.
+walfmt::Result<node::wire::Message> CallInitiator(const std::string& dir, const RealCluster& l,
+                                                  const node::wire::Message& request,
+                                                  std::chrono::steady_clock::time_point deadline, uint32_t& initiator);
+
 }  // namespace walcut::cli

@@ -86,30 +86,20 @@ int RunClusterSnapshot(const SnapshotOpts& o) {
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::microseconds(*timeout_us);
   std::string last = "no node is running";
   while (std::chrono::steady_clock::now() < deadline) {
-    const uint32_t initiator = FindInitiator(dir, *l, last);
-    if (initiator != node::sim::kNoNode) {
-      auto c = node::Client::Connect(l->rt.host, l->rt.ports[initiator], l->info.cluster_id, node::wire::Role::kControl,
-                                     kCallTimeout);
-      if (!c.ok()) {
-        last = c.status().message();
-      } else {
-        const auto left =
-            std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
-        auto m = (*c)->Call(node::wire::SnapshotRequest{o.name}, left);
-        const auto* r = m.ok() ? std::get_if<node::wire::SnapshotReply>(&*m) : nullptr;
-        if (r != nullptr && r->ok) {
-          auto info = walfmt::LoadClusterInfo(dir);
-          if (!info.ok()) return Fail(info.status());
-          Print(o, *info, r->name, initiator);
-          return kExitOk;
-        }
-        // Not the initiator any more, a node down or restarting, a cut or
-        // another snapshot running: ask again until the time is up.
-        last = r != nullptr ? r->error : m.ok() ? "an unexpected answer" : m.status().message();
-        if (r != nullptr && r->error.rfind("a snapshot named ", 0) == 0) {  // made since the check above
-          return Fail(Status::InvalidArgument(r->error));
-        }
-      }
+    uint32_t initiator = node::sim::kNoNode;
+    auto m = CallInitiator(dir, *l, node::wire::SnapshotRequest{o.name}, deadline, initiator);
+    const auto* r = m.ok() ? std::get_if<node::wire::SnapshotReply>(&*m) : nullptr;
+    if (r != nullptr && r->ok) {
+      auto info = walfmt::LoadClusterInfo(dir);
+      if (!info.ok()) return Fail(info.status());
+      Print(o, *info, r->name, initiator);
+      return kExitOk;
+    }
+    // Not the initiator any more, a node down or restarting, a cut or
+    // another snapshot running: ask again until the time is up.
+    last = r != nullptr ? r->error : m.ok() ? "an unexpected answer" : m.status().message();
+    if (r != nullptr && r->error.rfind("a snapshot named ", 0) == 0) {  // made since the check above
+      return Fail(Status::InvalidArgument(r->error));
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }

@@ -39,41 +39,27 @@ int RunCutStart(const CutStartOpts& o) {
   const auto deadline = std::chrono::steady_clock::now() + kCutTimeout;
   std::string last = "no node is running";
   while (std::chrono::steady_clock::now() < deadline) {
-    const uint32_t initiator = FindInitiator(dir, *l, last);
-    if (initiator != node::sim::kNoNode) {
-      auto c = node::Client::Connect(l->rt.host, l->rt.ports[initiator], l->info.cluster_id, node::wire::Role::kControl,
-                                     kCallTimeout);
-      if (c.ok()) {
-        const auto left =
-            std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
-        auto m = (*c)->Call(node::wire::CutRequest{}, left);
-        if (m.ok()) {
-          if (const auto* r = std::get_if<node::wire::CutReply>(&*m)) {
-            if (r->cut_id != 0) {
-              if (o.format == Format::kJson) {
-                nlohmann::ordered_json j;
-                j["schema"] = "walcut.cut-start/1";
-                j["cut"] = r->cut_id;
-                j["consistent"] = r->ok;
-                j["initiator"] = initiator;
-                if (!r->ok) j["error"] = r->error;
-                fmt::print("{}\n", j.dump(2));
-              } else if (r->ok) {
-                fmt::print("cut {} taken by node {}: consistent\n", r->cut_id, initiator);
-              } else {
-                fmt::print("cut {} taken by node {}: INCONSISTENT ({})\n", r->cut_id, initiator, r->error);
-              }
-              return r->ok ? kExitOk : kExitFindings;
-            }
-            last = r->error;  // not the initiator any more, a cut running: ask again
-          }
-        } else {
-          last = m.status().message();
-        }
+    uint32_t initiator = node::sim::kNoNode;
+    auto m = CallInitiator(dir, *l, node::wire::CutRequest{}, deadline, initiator);
+    const auto* r = m.ok() ? std::get_if<node::wire::CutReply>(&*m) : nullptr;
+    if (r != nullptr && r->cut_id != 0) {
+      if (o.format == Format::kJson) {
+        nlohmann::ordered_json j;
+        j["schema"] = "walcut.cut-start/1";
+        j["cut"] = r->cut_id;
+        j["consistent"] = r->ok;
+        j["initiator"] = initiator;
+        if (!r->ok) j["error"] = r->error;
+        fmt::print("{}\n", j.dump(2));
+      } else if (r->ok) {
+        fmt::print("cut {} taken by node {}: consistent\n", r->cut_id, initiator);
       } else {
-        last = c.status().message();
+        fmt::print("cut {} taken by node {}: INCONSISTENT ({})\n", r->cut_id, initiator, r->error);
       }
+      return r->ok ? kExitOk : kExitFindings;
     }
+    // Not the initiator any more, a cut running, no answer: ask again.
+    last = r != nullptr ? r->error : m.ok() ? "an unexpected answer" : m.status().message();
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
   return Fail(Status::Io(fmt::format("{}: no cut could be started within {} s: {}", dir,
