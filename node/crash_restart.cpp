@@ -52,6 +52,8 @@ std::pair<uint32_t, uint32_t> Node::Crash() {
   near_outcomes_.clear();
   in_doubt_.clear();
   cut_ = CutState{};
+  takeover_k_ = 0;
+  takeover_from_ = kNoNode;
   initiating_ = false;
   init_k_ = 0;
   expected_.clear();

@@ -104,7 +104,12 @@ void Node::Report(uint64_t k, bool ok) {
   reported_ok_ = ok;
   Msg r;
   r.type = MsgType::kCutDone;
-  r.to = host_.Initiator();
+  // To the node that took the cut over, when one asked: this node may not
+  // have learned yet that the old initiator died (crash sweep seed 9006: the
+  // report went to the dead node, and the cut never completed).
+  const bool to_taker = takeover_k_ == k && takeover_from_ != kNoNode && host_.IsAlive(takeover_from_) &&
+                        host_.IncarnationOf(takeover_from_) == takeover_incarnation_;
+  r.to = to_taker ? takeover_from_ : host_.Initiator();
   r.ok = ok;
   r.marker = k;
   Send(std::move(r));
@@ -115,7 +120,11 @@ void Node::OnCutStart(const Msg& m) {
   // all an initiator's first request asks for. A request from an initiator
   // that took over (marker = the cut) also asks a node that already ended the
   // cut to report again: its first report may have gone to the crashed one.
-  if (m.marker == 0 || m.marker != cut_id_ || cut_.active) return;
+  if (m.marker == 0 || m.marker != cut_id_) return;
+  takeover_k_ = m.marker;
+  takeover_from_ = m.from;
+  takeover_incarnation_ = m.from_incarnation;
+  if (cut_.active) return;  // it reports when it ends the cut, to the same node
   Report(m.marker, reported_k_ == m.marker && reported_ok_);
 }
 

@@ -328,6 +328,11 @@ class Node {
   // The last cut this node reported on, and how (true: CUT_FINISH).
   uint64_t reported_k_ = 0;
   bool reported_ok_ = false;
+  // The node that took over cut takeover_k_ and asked this one to report
+  // (its CutStart with the cut as marker): the report goes to it.
+  uint64_t takeover_k_ = 0;
+  uint32_t takeover_from_ = kNoNode;
+  uint32_t takeover_incarnation_ = 0;  // of takeover_from_ then: a restarted one is no initiator
 
   // Initiator state: node 0 at first, then the oldest live node.
   bool initiating_ = false;

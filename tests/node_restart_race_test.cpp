@@ -125,11 +125,11 @@ class ScriptHost final : public Host {
   }
   uint32_t IncarnationOf(uint32_t n) const override { return nodes_[n]->incarnation(); }
   bool faults() const override { return true; }
-  uint32_t Initiator() const override { return members_.front(); }
+  uint32_t Initiator() const override { return stale_initiator != kNoNode ? stale_initiator : members_.front(); }
   uint32_t FailedInitiator() const override { return kNoNode; }
   std::vector<uint32_t> Members() const override { return members_; }
   void NodeReady(uint32_t n) override { members_.push_back(n); }
-  uint64_t RunningCut() const override { return 0; }
+  uint64_t RunningCut() const override { return running_cut; }
   void RecordBegin(const TxId&) override {}
   void RecordCommit(const TxPlan&, uint64_t, bool) override {}
   void KeepUndecided(const std::shared_ptr<const TxPlan>&) override {}
@@ -138,6 +138,14 @@ class ScriptHost final : public Host {
 
   std::vector<std::string> failures;
   std::vector<std::pair<uint64_t, bool>> completed;
+  // While set, the node Initiator() names for every node: a node that has
+  // not learned yet that the initiator died (a real node learns of a crash
+  // later than another may).
+  uint32_t stale_initiator = kNoNode;
+  uint64_t running_cut = 0;  // what a node that takes over is told (Host::RunningCut)
+  void Forget(uint32_t n) {  // n leaves the members; nobody is told yet
+    members_.erase(std::remove(members_.begin(), members_.end(), n), members_.end());
+  }
 
  private:
   struct Event {
@@ -306,5 +314,34 @@ TEST_CASE("node: a backup refuses to prepare a key that another transaction hold
   CHECK(prepare_fwd(t1));
   CHECK_FALSE(prepare_fwd(t2));                                             // acct/000014 is held prepared by t1
   if (topo.PrimaryOf("acct/000015") == primary) CHECK(prepare_fwd(other));  // another key is taken
+  CHECK(h.failures.empty());
+}
+
+TEST_CASE("node: a node reports a taken-over cut to the node that took it over, even before it learns of the crash",
+          "[node][restart]") {
+  walcut::test::ScratchDir dir("takeover-report");
+  ScriptHost h(dir.path.string(), 3);
+  for (uint32_t i = 0; i < 3; ++i) REQUIRE(h.node(i).Open(h.Wal(i)).ok());
+  h.Run();
+  // Cut 1: every node ends its part, but the reports to node 0 are held, and
+  // node 0 dies.
+  h.node(0).InitiateCut(1);
+  auto held = h.Run([](const Msg& m) { return m.type == MsgType::kCutDone; });
+  REQUIRE(held.size() == 3);  // nodes 1 and 2, and node 0's own
+  REQUIRE(h.completed.empty());
+  h.node(0).Crash();
+  h.Forget(0);
+  h.running_cut = 1;
+  // Node 1, the oldest left, learns of it first and takes cut 1 over; node 2
+  // gets its request while it still takes node 0 for the initiator.
+  h.node(1).OnNodeFailed(0);
+  REQUIRE(h.node(1).initiating());
+  h.stale_initiator = 0;
+  h.Run();
+  h.stale_initiator = kNoNode;
+  h.node(2).OnNodeFailed(0);
+  h.Run();
+  REQUIRE(h.completed.size() == 1);
+  CHECK(h.completed[0] == std::make_pair(uint64_t{1}, false));
   CHECK(h.failures.empty());
 }
