@@ -19,14 +19,8 @@ cleanup() {
   [ -n "${KEEP:-}" ] && echo "kept $T" >&2 || rm -rf "$T"
 }
 trap cleanup EXIT
-fail() { echo "FAIL: $*" >&2; exit 1; }
-expect_rc() {  # expect_rc RC PATTERN COMMAND...: exit code RC and PATTERN in stderr
-  local rc=$1 pat=$2; shift 2
-  "$@" >"$T/out" 2>"$T/err"
-  local got=$?
-  [ "$got" = "$rc" ] || fail "$* exited $got, expected $rc: $(cat "$T/err")"
-  grep -q -- "$pat" "$T/err" || fail "$*: stderr lacks '$pat': $(cat "$T/err")"
-}
+# shellcheck source=tests/expect_lib.sh
+source "$(dirname "$0")/expect_lib.sh"
 incarnation() {  # incarnation NODE: as `cluster status` reports it
   "$W" cluster status "$D" | sed -n "s/^node $1 .*incarnation \([0-9]*\) .*/\1/p"
 }

@@ -13,14 +13,8 @@ cleanup() {
   rm -rf "$T"
 }
 trap cleanup EXIT
-fail() { echo "FAIL: $*" >&2; exit 1; }
-expect_rc() {  # expect_rc RC PATTERN COMMAND...: exit code RC and PATTERN in stderr
-  local rc=$1 pat=$2; shift 2
-  "$@" >"$T/out" 2>"$T/err"
-  local got=$?
-  [ "$got" = "$rc" ] || fail "$* exited $got, expected $rc: $(cat "$T/err")"
-  grep -q -- "$pat" "$T/err" || fail "$*: stderr lacks '$pat': $(cat "$T/err")"
-}
+# shellcheck source=tests/expect_lib.sh
+source "$(dirname "$0")/expect_lib.sh"
 
 "$W" cluster up "$D" --nodes 3 --accounts 200 --cut-every 200ms -q || fail "cluster up"
 port0=$(python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['ports'][0])" "$D/runtime.json")

@@ -1,0 +1,11 @@
+# Shared by the shell tests of the real cluster: a failure message and exit,
+# and expect_rc RC PATTERN COMMAND... (exit code RC and PATTERN in stderr;
+# the command's output goes to $T/out and $T/err, so T must be set).
+fail() { echo "FAIL: $*" >&2; exit 1; }
+expect_rc() {
+  local rc=$1 pat=$2; shift 2
+  "$@" >"$T/out" 2>"$T/err"
+  local got=$?
+  [ "$got" = "$rc" ] || fail "$* exited $got, expected $rc: $(cat "$T/err")"
+  grep -q -- "$pat" "$T/err" || fail "$*: stderr lacks '$pat': $(cat "$T/err")"
+}
