@@ -194,6 +194,10 @@ TEST_CASE("cluster.json: malformed values are named with what was found", "[clus
       {"/full_snapshots/0/nodes/0/fingerprint", "xyz",
        "field 'full_snapshots[0].nodes[0].fingerprint': \"xyz\" is not 16 lower-case hex digits"},
       {"/full_snapshots/0/nodes/1/node", 2, "field 'full_snapshots[0].nodes[1].node': expected 1, found 2"},
+      {"/full_snapshots/0/nodes/1/segments_deleted", "2",
+       "field 'full_snapshots[0].nodes[1].segments_deleted': expected an unsigned integer, found \"2\""},
+      {"/wal_retention", "keep", "field 'wal_retention': is 'keep', expected 'after-snapshot'"},
+      {"/wal_retention", 1, "field 'wal_retention': expected a string, found 1"},
   };
   for (const auto& c : cases) {
     json doc = SampleDoc();
