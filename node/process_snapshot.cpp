@@ -121,7 +121,10 @@ void Process::StartSnapshot(std::string name, std::weak_ptr<Conn> waiter) {
     if (auto c = waiter.lock()) c->Write(rep);
     return;
   }
-  SnapRound& r = snap_.emplace();
+  // Not emplace(): clang finds a nested struct with member initializers not
+  // default-constructible while its enclosing class is incomplete.
+  snap_ = SnapRound{};
+  SnapRound& r = *snap_;
   r.round = WallMicros();
   r.name = std::move(name);
   r.drained.assign(info_.nodes, false);
