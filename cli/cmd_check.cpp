@@ -1,6 +1,7 @@
 // walcut check DIR [--cut K | --all] [--level files|cuts|restore]: the ladder
 // of checks a CI job runs (recovery/check.h), reported as text, JSON
 // (walcut.check/1) or JUnit XML, with an exit code CI can act on.
+#include <chrono>
 #include <memory>
 #include <mutex>
 
@@ -9,6 +10,7 @@
 #include "cli/check_report.h"
 #include "cli/command.h"
 #include "cli/inputs.h"
+#include "cli/metrics.h"
 #include "cli/numbers.h"
 #include "cli/output.h"
 #include "recovery/check.h"
@@ -23,6 +25,7 @@ struct CheckCliOptions {
   recovery::CheckRequest req;
   std::string format = "text";
   std::string output;
+  std::string metrics;  // --metrics FILE: Prometheus text (cli/metrics.h)
 };
 
 // One progress line; its stage follows the library's ("files", "cuts",
@@ -73,7 +76,8 @@ int RunCheck(const CheckCliOptions& o) {
     PrintError("give --cut K or --all, not both");
     return kExitUsage;
   }
-  for (const auto& [option, path] : {std::pair<const char*, std::string>{"--output", o.output}, {"--state", r.state}}) {
+  for (const auto& [option, path] :
+       {std::pair<const char*, std::string>{"--output", o.output}, {"--state", r.state}, {"--metrics", o.metrics}}) {
     if (const std::string p = OutputInsideInput(option, path, {r.dir}); !p.empty()) {
       PrintError(p);
       return kExitUsage;
@@ -92,6 +96,7 @@ int RunCheck(const CheckCliOptions& o) {
     };
   }
 
+  const auto started = std::chrono::steady_clock::now();
   auto rep = recovery::RunCheck(opt);
   progress->Finish();
   opt.progress = nullptr;
@@ -100,7 +105,11 @@ int RunCheck(const CheckCliOptions& o) {
     // A DIR that is not a cluster or a cut that does not exist is usage.
     return ExitForStatus(rep.status());
   }
-  return RenderCheck(o, *rep);
+  const int rc = RenderCheck(o, *rep);
+  if (o.metrics.empty()) return rc;
+  const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  const int mrc = WriteMetrics(o.metrics, CheckMetrics(*rep, rc, secs, NowUnixMicros()));
+  return mrc != 0 ? mrc : rc;
 }
 
 void RegisterCheck(CLI::App& root, Registry& reg) {
@@ -125,6 +134,10 @@ void RegisterCheck(CLI::App& root, Registry& reg) {
       ->type_name("text|json|junit");
   cmd->add_option("-o,--output", o->output,
                   "Write the report to FILE (atomically); stdout gets a one-line summary; the exit code is the same");
+  cmd->add_option("--metrics", o->metrics,
+                  "Also write the result as Prometheus metrics to FILE (atomically; for node_exporter's textfile "
+                  "collector, name it *.prom): restore window, age of the latest restorable cut, cuts by status, "
+                  "findings by check, WAL read per node");
   cmd->add_option("--state", o->req.state,
                   "Incremental state file (walcut.check-state/1): skip segments verified clean before and unchanged "
                   "since (same size and mtime); report verified segments that changed");

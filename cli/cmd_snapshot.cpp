@@ -48,6 +48,7 @@ struct CheckOptions {
   std::string format_name = "text";
   std::string output;
   unsigned jobs = 0;
+  std::string metrics;
 };
 
 nlohmann::json FindingJson(const recovery::Finding& f) {
@@ -139,10 +140,12 @@ void PrintCheckText(const CheckResult& r) {
 
 int RunCheck(const CheckOptions& o) {
   if (auto rc = CheckDirExists(o.dir)) return *rc;
-  if (IsRepositoryDir(o.dir)) return RunRepoCheck({o.dir, o.name, o.restore, o.format_name, o.output, o.jobs});
-  if (!o.name.empty() || o.restore || o.format_name == "junit" || !o.output.empty()) {
-    PrintError(fmt::format("{}: NAME, --restore, --format junit and --output are for a repository (no {} here)", o.dir,
-                           "walcut-repository.json"));
+  if (IsRepositoryDir(o.dir))
+    return RunRepoCheck({o.dir, o.name, o.restore, o.format_name, o.output, o.jobs, o.metrics});
+  if (!o.name.empty() || o.restore || o.format_name == "junit" || !o.output.empty() || !o.metrics.empty()) {
+    PrintError(
+        fmt::format("{}: NAME, --restore, --format junit, --output and --metrics are for a repository (no {} here)",
+                    o.dir, "walcut-repository.json"));
     return kExitUsage;
   }
   auto src =
@@ -301,6 +304,10 @@ void RegisterSnapshot(CLI::App& root, Registry& reg) {
   check->add_flag("--restore", c->restore, "Repository: trial restore through each chain with the workload invariants");
   check->add_option("-o,--output", c->output,
                     "Repository: write the report to FILE (atomically); stdout gets the verdict");
+  check->add_option("--metrics", c->metrics,
+                    "Repository: also write the result as Prometheus metrics to FILE (atomically; for "
+                    "node_exporter's textfile collector, name it *.prom): artifacts by type, newest restorable cut "
+                    "and its age, longest chain, bytes held, findings by check");
   AddNumber(check, "-j,--jobs", c->jobs, kJobsRange, "Repository: threads (default: one per core)");
   check
       ->add_option("--check", c->check,

@@ -1,10 +1,13 @@
 // walcut snapshot check REPO [NAME] [--restore]: the repository form of
 // `snapshot check` (cli/cmd_snapshot.cpp dispatches here when its argument
 // holds the repository marker). Text / JSON / JUnit, exit codes as walcut check.
+#include <chrono>
+
 #include <fmt/format.h>
 
 #include "cli/check_report.h"
 #include "cli/command.h"
+#include "cli/metrics.h"
 #include "cli/output.h"
 #include "cli/repo_commands.h"
 #include "repo/repository.h"
@@ -167,6 +170,14 @@ int RunRepoCheck(const RepoCheckCliOptions& o) {
   ro.name = o.name;
   ro.restore = o.restore;
   ro.jobs = o.jobs;
+  for (const auto& [option, path] :
+       {std::pair<const char*, std::string>{"--output", o.output}, {"--metrics", o.metrics}}) {
+    if (const std::string p = OutputInsideInput(option, path, {o.repo}); !p.empty()) {
+      PrintError(p);
+      return kExitUsage;
+    }
+  }
+  const auto started = std::chrono::steady_clock::now();
   auto r = repo::CheckRepository(ro);
   if (!r.ok()) {
     PrintError(r.status().message());
@@ -191,7 +202,15 @@ int RunRepoCheck(const RepoCheckCliOptions& o) {
   } else {
     fmt::print("{}", doc);
   }
-  return rc;
+  if (o.metrics.empty()) return rc;
+  auto listing = repo::ListRepository(o.repo);
+  if (!listing.ok()) {
+    PrintError(listing.status().message());
+    return kExitIo;
+  }
+  const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  const int mrc = WriteMetrics(o.metrics, RepoMetrics(*r, *listing, rc, secs, NowUnixMicros()));
+  return mrc != 0 ? mrc : rc;
 }
 
 }  // namespace walcut::cli

@@ -22,6 +22,7 @@ struct RepoCheckCliOptions {
   std::string format = "text";  // text, json, junit
   std::string output;           // "" : stdout
   unsigned jobs = 0;
+  std::string metrics;  // "" : none; else Prometheus text (cli/metrics.h)
 };
 int RunRepoCheck(const RepoCheckCliOptions& o);
 

@@ -34,12 +34,12 @@ _walcut_options() {
     restore) echo "-h --help --repo --cut --latest --before --base -o --out --dry-run --force -j --jobs --check --clean-stale --verdict --summaries --node --cluster-json --format --progress --no-progress -q --quiet" ;;
     "restore assemble") echo "-h --help --check --clean-stale --format -q --quiet" ;;
     snapshot) echo "-h --help" ;;
-    "snapshot check") echo "-h --help --restore -o --output -j --jobs --check --cluster --max-findings --format -q --quiet" ;;
+    "snapshot check") echo "-h --help --restore -o --output --metrics -j --jobs --check --cluster --max-findings --format -q --quiet" ;;
     "snapshot show") echo "-h --help --node -k --keys --max-bytes --format -q --quiet" ;;
     "snapshot create") echo "-h --help --repo --full --incremental --from --cut --latest --parent --name --zstd-level -j --jobs --format -q --quiet" ;;
     "snapshot list") echo "-h --help --format -q --quiet" ;;
     "snapshot expire") echo "-h --help --keep-full --dry-run --format -q --quiet" ;;
-    check) echo "-h --help --cut --all --level --format -o --output --state --full --from-genesis -j --jobs --node --verdict --base --progress --no-progress -q --quiet" ;;
+    check) echo "-h --help --cut --all --level --format -o --output --metrics --state --full --from-genesis -j --jobs --node --verdict --base --progress --no-progress -q --quiet" ;;
     "check merge") echo "-h --help --format -o --output -q --quiet" ;;
     history) echo "-h --help" ;;
     "history check") echo "-h --help --clock-slack --format -q --quiet" ;;
@@ -61,7 +61,7 @@ _walcut_values() {  # COMMAND OPTION
     --wal-retention) echo "words:keep after-snapshot" ;;
     --sync) echo "words:always group off" ;;
     -t|--type) echo "words:$_walcut_record_types" ;;
-    -o|--out|--output|--svg|--state|--verdict-out|--verdict|--summaries|--cluster-json|--history) echo "files" ;;
+    -o|--out|--output|--metrics|--svg|--state|--verdict-out|--verdict|--summaries|--cluster-json|--history) echo "files" ;;
     --repo|--cluster) echo "dirs" ;;
     --base)
       case $1 in

@@ -69,6 +69,15 @@ struct CheckItem {
   std::vector<CheckFinding> findings;  // non-empty exactly when outcome == kFail
 };
 
+// What the files level read of one node's WAL.
+struct NodeFilesRead {
+  uint64_t segments_read = 0;
+  uint64_t bytes_read = 0;  // file bytes (compressed size for .wal.zst)
+  uint64_t records = 0;
+  uint64_t segments_skipped = 0;  // unchanged since the state file's run
+  uint64_t bytes_skipped = 0;
+};
+
 // What the files level read, and what the state file let it skip.
 struct FilesSummary {
   uint64_t nodes = 0;
@@ -81,6 +90,7 @@ struct FilesSummary {
   uint64_t torn_tails = 0;
   bool state_used = false;
   bool state_written = false;
+  std::map<uint32_t, NodeFilesRead> per_node;  // every node whose WAL the level listed
 };
 
 struct RestoreCheck {
@@ -102,6 +112,11 @@ struct CheckReport {
   uint64_t cuts_total = 0, cuts_consistent = 0, cuts_inconsistent = 0, cuts_incomplete = 0;
   uint64_t cuts_unavailable = 0;  // evidence in removed segments (a WAL that starts after genesis)
   cut::RestoreWindow window;
+  // The cluster times of the window's ends (each cut's latest CUT_FINISH,
+  // when it is restorable) and the wall-clock time of cluster time 0, when
+  // the WAL records it: together, when each end happened.
+  uint64_t window_earliest_time_us = 0, window_latest_time_us = 0;
+  std::optional<uint64_t> epoch_unix_us;
   std::vector<RestoreCheck> restores;
   // Failures of the tool itself (a file that cannot be read, no temporary
   // directory): exit 3, never mistaken for findings.

@@ -181,6 +181,11 @@ void ClusterWalItems(const cut::ClusterCuts& cc, CheckReport& rep) {
 void RunCuts(const CheckOptions& opt, const cut::ClusterCuts& cc, CheckReport& rep) {
   rep.has_cuts = true;
   rep.window = cc.window;
+  rep.epoch_unix_us = cc.epoch_unix_us;
+  if (cc.window.any) {
+    if (const auto* g = cc.Find(cc.window.earliest)) rep.window_earliest_time_us = g->finish_time_us;
+    if (const auto* g = cc.Find(cc.window.latest)) rep.window_latest_time_us = g->finish_time_us;
+  }
   for (const auto& g : cc.cuts) {
     ++rep.cuts_total;
     if (g.status == cut::CutStatus::kConsistent) ++rep.cuts_consistent;

@@ -238,6 +238,7 @@ class FilesLevel {
 
   void ReportNode(const NodeFiles& nf, const std::vector<walfmt::SegmentOutcome>& outcomes) {
     const std::string group = fmt::format("node-{}", nf.node);
+    rep_.files.per_node[nf.node];  // listed even when it has no segment
     if (!nf.problems.empty()) ReportSegmentList(nf, group);
     auto& prev_state = state_.nodes[nf.node];
     auto& next_state = next_.nodes[nf.node];
@@ -272,6 +273,9 @@ class FilesLevel {
   void ReportSkipped(const NodeFiles& nf, size_t s) {
     ++rep_.files.segments_skipped;
     rep_.files.bytes_skipped += nf.stats[s].size;
+    NodeFilesRead& n = rep_.files.per_node[nf.node];
+    ++n.segments_skipped;
+    n.bytes_skipped += nf.stats[s].size;
   }
 
   void ReportRead(const NodeFiles& nf, size_t s, const walfmt::SegmentOutcome& oc, const std::string& group,
@@ -281,6 +285,10 @@ class FilesLevel {
     ++rep_.files.segments_read;
     rep_.files.bytes_read += nf.stats[s].size;
     rep_.files.records += oc.scan.records;
+    NodeFilesRead& n = rep_.files.per_node[nf.node];
+    ++n.segments_read;
+    n.bytes_read += nf.stats[s].size;
+    n.records += oc.scan.records;
     if (oc.scan.header_ok) clusters_.insert(oc.scan.header.cluster_id);
     if (oc.scan.end == walfmt::SegmentEnd::kTornTail) ++rep_.files.torn_tails;
     bool clean = oc.scan.end == walfmt::SegmentEnd::kClean;
