@@ -20,6 +20,7 @@
 
 #include <fmt/ranges.h>
 
+#include "node/membership.h"
 #include "node/process_internal.h"
 #include "walfmt/segment.h"
 #include "walfmt/strings.h"
@@ -332,28 +333,14 @@ void Process::PeerDown(uint32_t j) {
 void Process::Deliver(Msg m) {
   if (stopping_) return;
   if (m.type == MsgType::kHelloResp && !node_.ready()) {
-    // The initiator's members, oldest first; this node joins as the youngest
-    // (NodeReady). A member this node has not seen connect yet would be
-    // left out of its list, and when that member's status came later it
-    // would be put last: this node's order, hence its initiator, would
-    // differ from the others' (two initiators, crash sweep seed 6051). So
-    // the answer is taken only once every member it names is connected;
-    // until then it is dropped, and the node asks again (its Hello
-    // retries). A member that stays unreachable is left out after a while.
-    constexpr uint32_t kMaxEarlyAnswers = 100;
-    std::vector<uint32_t> missing;
-    for (uint32_t n : m.participants) {
-      if (n < info_.nodes && n != popt_.node && !alive_[n]) missing.push_back(n);
-    }
-    if (!missing.empty() && ++early_answers_ <= kMaxEarlyAnswers) return;
-    if (!missing.empty()) {
+    // Taken only once every member it names is connected (node/membership.h).
+    JoinDecision d = DecideJoin(m.participants, popt_.node, alive_, early_answers_);
+    if (!d.take) return;
+    if (!d.left_out.empty()) {
       Log(fmt::format("joining without node(s) {} that the initiator counts as members: not connected",
-                      fmt::join(missing, ",")));
+                      fmt::join(d.left_out, ",")));
     }
-    members_.clear();
-    for (uint32_t n : m.participants) {
-      if (n < info_.nodes && n != popt_.node && alive_[n]) members_.push_back(n);
-    }
+    members_ = std::move(d.members);
   }
   node_.Deliver(m);
 }
