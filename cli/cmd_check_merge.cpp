@@ -1,10 +1,13 @@
 // walcut check merge REPORT...: the JSON reports of `walcut check NODE_DIR`
 // run on every node where its WAL lives (docs/scale-out.md), joined into one
 // report (text, JSON walcut.check/1 or JUnit XML).
+#include <chrono>
+
 #include <fmt/format.h>
 
 #include "cli/check_report.h"
 #include "cli/command.h"
+#include "cli/metrics.h"
 #include "cli/output.h"
 #include "recovery/check.h"
 #include "recovery/check_merge.h"
@@ -17,13 +20,18 @@ struct MergeOptions {
   std::vector<std::string> reports;
   std::string format = "text";
   std::string output;
+  std::string metrics;
 };
 
 int RunMerge(const MergeOptions& o) {
-  if (const std::string p = OutputInsideInput("--output", o.output, o.reports); !p.empty()) {
-    PrintError(p);
-    return kExitUsage;
+  for (const auto& [option, path] :
+       {std::pair<const char*, std::string>{"--output", o.output}, {"--metrics", o.metrics}}) {
+    if (const std::string p = OutputInsideInput(option, path, o.reports); !p.empty()) {
+      PrintError(p);
+      return kExitUsage;
+    }
   }
+  const auto started = std::chrono::steady_clock::now();
   std::vector<recovery::CheckReport> reports;
   for (const auto& path : o.reports) {
     auto r = recovery::ReadCheckReport(path);
@@ -42,14 +50,16 @@ int RunMerge(const MergeOptions& o) {
   const std::string text = CheckReportAs(o.format, *m, rc);
   if (o.output.empty()) {
     fmt::print("{}", text);
-    return rc;
-  }
-  if (auto st = walfmt::WriteFileAtomic(o.output, text); !st.ok()) {
+  } else if (auto st = walfmt::WriteFileAtomic(o.output, text); !st.ok()) {
     PrintError(st.message());
     return kExitIo;
+  } else {
+    fmt::print("merged {} reports: {}; {} report in {}\n", o.reports.size(), CheckVerdict(*m, rc), o.format, o.output);
   }
-  fmt::print("merged {} reports: {}; {} report in {}\n", o.reports.size(), CheckVerdict(*m, rc), o.format, o.output);
-  return rc;
+  if (o.metrics.empty()) return rc;
+  const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  const int mrc = WriteMetrics(o.metrics, CheckMetrics(*m, rc, secs, NowUnixMicros()));
+  return mrc != 0 ? mrc : rc;
 }
 
 void RegisterCheckMerge(CLI::App& root, Registry& reg) {
@@ -68,6 +78,9 @@ void RegisterCheckMerge(CLI::App& root, Registry& reg) {
       ->type_name("text|json|junit");
   cmd->add_option("-o,--output", o->output,
                   "Write the merged report to FILE (atomically); stdout gets a one-line summary");
+  cmd->add_option("--metrics", o->metrics,
+                  "Also write the merged result as Prometheus metrics to FILE (atomically; as walcut check "
+                  "--metrics: findings by check, WAL read per node)");
   reg.Add(cmd, [o] { return RunMerge(*o); });
 }
 

@@ -40,7 +40,7 @@ _walcut_options() {
     "snapshot list") echo "-h --help --format -q --quiet" ;;
     "snapshot expire") echo "-h --help --keep-full --dry-run --format -q --quiet" ;;
     check) echo "-h --help --cut --all --level --format -o --output --metrics --state --full --from-genesis -j --jobs --node --verdict --base --progress --no-progress -q --quiet" ;;
-    "check merge") echo "-h --help --format -o --output -q --quiet" ;;
+    "check merge") echo "-h --help --format -o --output --metrics -q --quiet" ;;
     history) echo "-h --help" ;;
     "history check") echo "-h --help --clock-slack --format -q --quiet" ;;
   esac

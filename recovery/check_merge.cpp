@@ -219,6 +219,8 @@ walfmt::Result<CheckReport> MergeCheckReports(std::vector<CheckReport> reports,
     m.files.torn_tails += r.files.torn_tails;
     m.files.state_used = m.files.state_used || r.files.state_used;
     m.files.state_written = m.files.state_written || r.files.state_written;
+    m.files.per_node[node] = NodeFilesRead{r.files.segments_read, r.files.bytes_read, r.files.records,
+                                           r.files.segments_skipped, r.files.bytes_skipped};
     for (const auto& e : r.errors) m.errors.push_back(e);
   }
   m.dir = dirs;

@@ -301,3 +301,39 @@ TEST_CASE("cli metrics: the alert rules of docs/ci.md", "[cli][metrics]") {
 }
 
 }  // namespace walcut::test
+
+namespace walcut::test {
+
+TEST_CASE("cli metrics: check merge of per-node reports reads per node what the cluster check reads",
+          "[cli][metrics]") {
+  TempDir t;
+  const std::string dir = kSamples + "healthy";
+  std::string reports;
+  for (int i = 0; i < 3; ++i) {
+    const std::string rep = fmt::format("{}/r{}.json", t.path, i);
+    REQUIRE(Walcut(fmt::format("check '{}/node-{}' --format json -o '{}'", dir, i, rep)).code == 0);
+    reports += " '" + rep + "'";
+  }
+  REQUIRE(Walcut(fmt::format("check merge {} --metrics '{}/merged.prom'", reports, t.path)).code == 0);
+  REQUIRE(Walcut(fmt::format("check '{}' --level files --metrics '{}/whole.prom'", dir, t.path)).code == 0);
+  const auto merged = Parse(Slurp(t.path + "/merged.prom"));
+  const auto whole = Parse(Slurp(t.path + "/whole.prom"));
+  size_t compared = 0;
+  for (const auto& [series, v] : merged) {
+    if (series.rfind("walcut_check_read_", 0) != 0) continue;
+    const std::string name = series.substr(0, series.find('{'));
+    const std::string node = series.substr(series.find(",node="));
+    const std::string other = fmt::format("{}{{dir=\"{}\"{}", name, dir, node);
+    CHECK(v == At(whole, other));
+    ++compared;
+  }
+  CHECK(compared == 9);
+  CHECK(merged.count(fmt::format(
+            "walcut_check_items{{dir=\"{0}/node-0/wal, {0}/node-1/wal, {0}/node-2/wal\",outcome=\"fail\"}}", dir)) ==
+        1);
+  // Inside an input: refused.
+  auto r = Walcut(fmt::format("check merge {} --metrics '{}/r0.json'", reports, t.path));
+  CHECK(r.code == 2);
+}
+
+}  // namespace walcut::test
