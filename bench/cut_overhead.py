@@ -11,7 +11,10 @@ Modes (each prints a Markdown table for bench/RESULTS.md):
             each time); the ratio of a
             round is against that round's no-cut run; the table gives the
             median ratio (min-max). Also each cut's duration under load:
-            from the initiator's CUT_START to the last CUT_FINISH.
+            from the initiator's CUT_START to the last CUT_FINISH; and the
+            node processes' CPU time per committed transaction (user + sys
+            from /proc, read before the cluster stops), which what else
+            runs on the machine sways less than the throughput.
   speed     committed transactions per second on 3 nodes, --sync off
             against --sync group, alternating.
   snapshot  `walcut load` throughput and p99 latency with a full snapshot
@@ -81,6 +84,23 @@ def cut_durations_ms(walcut, d):
     return out
 
 
+def node_cpu_seconds(d):
+    """user + sys CPU seconds of the cluster's node processes so far (from
+    /proc; runtime.json names their pids). Read before `cluster down`."""
+    with open(os.path.join(d, "runtime.json")) as f:
+        pids = json.load(f)["pids"]
+    tick = os.sysconf("SC_CLK_TCK")
+    total = 0.0
+    for pid in pids:
+        try:
+            with open(f"/proc/{pid}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+            total += (int(fields[11]) + int(fields[12])) / tick  # utime, stime
+        except (OSError, IndexError, ValueError):
+            pass
+    return total
+
+
 def med(xs):
     return statistics.median(xs) if xs else float("nan")
 
@@ -92,7 +112,7 @@ def alternate(a, work, label, nodes, configs, extra_of, measure_of):
     per configuration: throughputs, p99s, their ratios, and what
     `measure_of(dir)` collected (cut durations, snapshot pauses)."""
     names = [c for c, _ in configs]
-    out = {c: {"t": [], "p": [], "rt": [], "rp": [], "m": []} for c in names}
+    out = {c: {"t": [], "p": [], "rt": [], "rp": [], "m": [], "c": [], "rc": []} for c in names}
     for rnd in range(a.rounds):
         order = configs[rnd % len(configs):] + configs[:rnd % len(configs)]
         got = {}
@@ -100,19 +120,25 @@ def alternate(a, work, label, nodes, configs, extra_of, measure_of):
             d = os.path.join(work, f"{label}-n{nodes}-r{rnd}-{name.replace(' ', '')}")
             up(a.walcut, d, nodes, "group", extra=extra_of(value))
             res = load(a.walcut, d, a.clients, a.duration)
+            # Node CPU per committed transaction: less swayed than the
+            # throughput by what else the machine runs.
+            cpu_ms = 1000.0 * node_cpu_seconds(d) / max(1, res["committed"])
             down(a.walcut, d)
             out[name]["m"] += measure_of(d)
             shutil.rmtree(d, ignore_errors=True)
-            got[name] = (res["committed_per_second"], res["latency_us"]["p99"])
-            print(f"  round {rnd} {nodes} nodes {name}: {got[name][0]:.0f}/s p99 {got[name][1]} us", file=sys.stderr)
+            got[name] = (res["committed_per_second"], res["latency_us"]["p99"], cpu_ms)
+            print(f"  round {rnd} {nodes} nodes {name}: {got[name][0]:.0f}/s p99 {got[name][1]} us, "
+                  f"{cpu_ms:.3f} CPU ms/tx", file=sys.stderr)
         base = got[names[0]]
         for name in names:
-            t, p = got[name]
+            t, p, c = got[name]
             o = out[name]
             o["t"].append(t)
             o["p"].append(p)
+            o["c"].append(c)
             o["rt"].append(t / base[0])
             o["rp"].append(p / base[1])
+            o["rc"].append(c / base[2])
     return out
 
 
@@ -130,11 +156,20 @@ def overhead(a, work):
     print("| nodes | cuts | committed/s (median) | throughput vs no cuts | p99 us (median) | p99 vs no cuts | "
           "cuts taken | cut duration ms p50 / p99 / max |")
     print("|---|---|---|---|---|---|---|---|")
+    cpu = {}
     for nodes in a.nodes:
         out = alternate(a, work, "cuts", nodes, configs, lambda v: ["--cut-every", v] if v else [],
                         lambda d: cut_durations_ms(a.walcut, d))
         for name, _ in configs:
             print(f"| {nodes} | {name} | {row(out[name])} |")
+        cpu[nodes] = out
+    print()
+    print("| nodes | cuts | node CPU ms per committed transaction (median) | vs no cuts (median, min-max) |")
+    print("|---|---|---|---|")
+    for nodes, out in cpu.items():
+        for name, _ in configs:
+            rc = out[name]["rc"]
+            print(f"| {nodes} | {name} | {med(out[name]['c']):.3f} | {med(rc):.3f} ({min(rc):.3f}-{max(rc):.3f}) |")
 
 
 def speed(a, work):
