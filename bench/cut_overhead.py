@@ -15,6 +15,9 @@ Modes (each prints a Markdown table for bench/RESULTS.md):
             node processes' CPU time per committed transaction (user + sys
             from /proc, read before the cluster stops), which what else
             runs on the machine sways less than the throughput.
+  paired    the same question with less noise: one cluster and one load,
+            windows with cuts every 1 s alternating with windows without
+            (see paired()).
   speed     committed transactions per second on 3 nodes, --sync off
             against --sync group, alternating.
   snapshot  `walcut load` throughput and p99 latency with a full snapshot
@@ -241,19 +244,87 @@ def recovery(a, work):
         print(f"| {what} | {med(sizes) / 2**20:.1f} MiB | {med(times):.2f} |")
 
 
+def window_stats(history, ws, we):
+    """Committed transactions acknowledged in [ws, we) (wall seconds) per
+    second, and their p99 latency in us."""
+    lat = sorted(r["ack_us"] - r["start_us"] for r in history
+                 if r.get("outcome") == "committed" and ws * 1e6 <= r["ack_us"] < we * 1e6)
+    if not lat:
+        return 0.0, float("nan")
+    return len(lat) / (we - ws), lat[min(len(lat) - 1, int(len(lat) * 0.99))]
+
+
+def paired(a, work):
+    """One cluster and one long load per node count; the load's time is cut
+    into windows of --window seconds, with cuts every 1 s (`walcut cut
+    start`) in every other window and none in the others, in ABBA order
+    (on-off, off-on, ...) so that a slow drift of the machine's speed
+    cancels. Each pair of adjacent windows gives a ratio; the table gives
+    their median (min-max). Adjacent windows see the same machine, which a
+    fresh cluster per run (mode overhead) does not. The `cut start`
+    processes themselves run in the windows with cuts (a few ms of CPU each),
+    which counts against the cuts."""
+    print("| nodes | window pairs | committed/s, no cuts / cuts every 1 s (median) | throughput with cuts vs without | "
+          "p99 us, no cuts / cuts (median) | p99 with cuts vs without | cuts taken | cut duration ms p50 / max |")
+    print("|---|---|---|---|---|---|---|---|")
+    for nodes in a.nodes:
+        d = os.path.join(work, f"paired-n{nodes}")
+        hist = os.path.join(work, f"paired-n{nodes}.history")
+        up(a.walcut, d, nodes, "group")
+        total = 2 * a.pairs * a.window
+        loader = subprocess.Popen([a.walcut, "load", d, "--clients", str(a.clients), "--duration", f"{total + 3}s",
+                                   "--history", hist, "--format", "json", "-q"], stdout=subprocess.DEVNULL)
+        try:
+            time.sleep(1.5)  # the clients connect and reach a steady state
+            windows = []
+            for i in range(2 * a.pairs):
+                on = (i % 2 == 0) == ((i // 2) % 2 == 0)  # ABBA: on, off, off, on, on, off, ...
+                ws = time.time()
+                while time.time() < ws + a.window:
+                    tick = time.time()
+                    if on:
+                        sh(a.walcut, "cut", "start", d, "-q", check=False)
+                    time.sleep(max(0.0, min(tick + 1.0, ws + a.window) - time.time()))
+                windows.append((on, ws, time.time()))
+        finally:
+            loader.wait(timeout=total + 120)
+        durations = cut_durations_ms(a.walcut, d)
+        down(a.walcut, d)
+        with open(hist) as f:
+            history = [json.loads(line) for line in f if line.strip()]
+        t_on, t_off, p_on, p_off, rt, rp = [], [], [], [], [], []
+        for i in range(0, len(windows), 2):
+            st = {w[0]: window_stats(history, w[1], w[2]) for w in windows[i:i + 2]}
+            t_on.append(st[True][0])
+            t_off.append(st[False][0])
+            p_on.append(st[True][1])
+            p_off.append(st[False][1])
+            rt.append(st[True][0] / st[False][0] if st[False][0] else float("nan"))
+            rp.append(st[True][1] / st[False][1])
+            print(f"  {nodes} nodes pair {i // 2}: {st[False][0]:.0f}/s -> {st[True][0]:.0f}/s, "
+                  f"p99 {st[False][1]} -> {st[True][1]} us", file=sys.stderr)
+        ds = sorted(durations)
+        dtext = "-" if not ds else f"{med(ds):.1f} / {ds[-1]:.1f}"
+        print(f"| {nodes} | {len(rt)} of {a.window} s | {med(t_off):.0f} / {med(t_on):.0f} | {med(rt):.3f} "
+              f"({min(rt):.3f}-{max(rt):.3f}) | {med(p_off):.0f} / {med(p_on):.0f} | {med(rp):.3f} "
+              f"({min(rp):.3f}-{max(rp):.3f}) | {len(ds)} | {dtext} |")
+
+
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("walcut")
-    p.add_argument("mode", choices=["overhead", "speed", "snapshot", "recovery"])
+    p.add_argument("mode", choices=["overhead", "paired", "speed", "snapshot", "recovery"])
     p.add_argument("--rounds", type=int, default=3)
     p.add_argument("--duration", type=int, default=10)
     p.add_argument("--clients", type=int, default=16)
     p.add_argument("--nodes", default="3,5")
+    p.add_argument("--pairs", type=int, default=12, help="paired: window pairs")
+    p.add_argument("--window", type=int, default=5, help="paired: seconds per window")
     a = p.parse_args()
     a.nodes = [int(x) for x in a.nodes.split(",")]
     work = tempfile.mkdtemp(prefix="walcut-overhead-")
     try:
-        {"overhead": overhead, "speed": speed, "snapshot": snapshot, "recovery": recovery}[a.mode](a, work)
+        {"overhead": overhead, "paired": paired, "speed": speed, "snapshot": snapshot, "recovery": recovery}[a.mode](a, work)
     finally:
         for d in list(RUNNING):
             down(a.walcut, d)
