@@ -39,8 +39,11 @@ inline uint32_t HeaderCrc(const uint8_t* p) {
 // which the call to crc32c::Value costs about as much as the bytes, and one
 // chain without length-dependent branches (Crc32cRegister) lets the CPU run
 // ahead into the next record's. Longer payloads go to crc32c::Value, whose
-// three chains then win.
-inline constexpr size_t kInlinePayloadCrcMax = 256;  // crc32c.cpp's kThreeMin
+// three chains then win. The bound is above crc32c::Value's own (256): on
+// walgen's records (a seventh of the payloads 256..760 bytes) one inline
+// chain up to 512 bytes checked a segment in 13.6 ns a record, against
+// 15.0 with the bound at 256 and 17.7 before any of this.
+inline constexpr size_t kInlinePayloadCrcMax = 512;
 template <bool kHw>
 inline uint32_t PayloadCrc(const uint8_t* p, size_t n) {
 #if defined(__x86_64__)
