@@ -4,7 +4,7 @@
 // walfmt's CRC32C), nothing else: no recovery logic, no visitor, no
 // accounting. Prints records, bytes, seconds and the rates.
 //
-//   crcfloor [--populate | --read] [--inline-header-crc] FILE...
+//   crcfloor [--populate | --read] [--inline-header-crc | --reader-crc] FILE...
 //            (plain .wal segments; others are skipped)
 //
 // How the bytes come in: by default a plain mmap with MADV_SEQUENTIAL (page
@@ -17,6 +17,11 @@
 // ComputePayloadCrc do. --inline-header-crc computes the 12-byte header
 // checksum with two inline crc32 instructions instead, as walfmt's reader
 // does on CPUs that have them (about 20 instructions less per record).
+// The payload checksum is crc32c::Value, the function walfmt computes every
+// checksum with (three interleaved chains from 256 bytes on, one below).
+// The reader runs the same one-chain code inline below 256 bytes
+// (detail::PayloadCrc), without the call; --reader-crc computes both
+// checksums exactly as the reader does (HeaderCrc and PayloadCrc).
 //
 // Exit 1 when a checksum does not match or a length runs past the file.
 #include <fcntl.h>
@@ -44,12 +49,14 @@ namespace {
 
 // The reader's inline header checksum (walfmt/record_crc.h).
 uint32_t InlineHeaderCrc(const uint8_t* p) { return detail::HeaderCrc<true>(p); }
+// The reader's inline payload checksum (walfmt/record_crc.h).
+uint32_t InlinePayloadCrc(const uint8_t* p, size_t n) { return detail::PayloadCrc<true>(p, n); }
 
 }  // namespace
 
 int main(int argc, char** argv) {
   enum class Mode { kMmap, kPopulate, kRead } mode = Mode::kMmap;
-  bool inline_header = false;
+  bool inline_header = false, inline_payload = false;
   int first = 1;
   for (; first < argc && std::strncmp(argv[first], "--", 2) == 0; ++first) {
     if (std::strcmp(argv[first], "--populate") == 0) {
@@ -58,19 +65,21 @@ int main(int argc, char** argv) {
       mode = Mode::kRead;
     } else if (std::strcmp(argv[first], "--inline-header-crc") == 0) {
       inline_header = crc32c::HardwareAccelerated();
+    } else if (std::strcmp(argv[first], "--reader-crc") == 0) {
+      inline_header = inline_payload = crc32c::HardwareAccelerated();
     } else {
       std::fprintf(stderr, "crcfloor: unknown option %s\n", argv[first]);
       return 2;
     }
   }
   if (first >= argc) {
-    std::fprintf(stderr, "usage: crcfloor [--populate | --read] [--inline-header-crc] FILE...\n");
+    std::fprintf(stderr, "usage: crcfloor [--populate | --read] [--inline-header-crc | --reader-crc] FILE...\n");
     return 2;
   }
   uint64_t records = 0, bytes = 0, bad = 0;
   std::vector<uint8_t> buf;
   // Checks the records of [p, p + n); returns how many bytes they cover.
-  auto scan_with = [&](auto inline_crc, const uint8_t* p, size_t n, size_t off) {
+  auto scan_with = [&](auto inline_crc, auto inline_payload, const uint8_t* p, size_t n, size_t off) {
     while (off + kRecordHeaderSize <= n) {
       const uint8_t* h = p + off;
       const uint32_t len = LoadU32(h + 4);
@@ -80,14 +89,20 @@ int main(int argc, char** argv) {
       } else {
         bad += MaskCrc(crc32c::Value(h + 4, kRecordHeaderSize - 4)) != LoadU32(h);
       }
-      bad += MaskCrc(crc32c::Value(h + kRecordHeaderSize, len)) != LoadU32(h + 12);
+      if constexpr (decltype(inline_payload)::value) {
+        bad += MaskCrc(InlinePayloadCrc(h + kRecordHeaderSize, len)) != LoadU32(h + 12);
+      } else {
+        bad += MaskCrc(crc32c::Value(h + kRecordHeaderSize, len)) != LoadU32(h + 12);
+      }
       ++records;
       off += kRecordHeaderSize + len;
     }
     return off;
   };
   auto scan = [&](const uint8_t* p, size_t n, size_t off) {
-    return inline_header ? scan_with(std::true_type{}, p, n, off) : scan_with(std::false_type{}, p, n, off);
+    if (inline_payload) return scan_with(std::true_type{}, std::true_type{}, p, n, off);
+    return inline_header ? scan_with(std::true_type{}, std::false_type{}, p, n, off)
+                         : scan_with(std::false_type{}, std::false_type{}, p, n, off);
   };
   const auto t0 = std::chrono::steady_clock::now();
   for (int i = first; i < argc; ++i) {
