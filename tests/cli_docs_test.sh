@@ -174,7 +174,7 @@ done
   expect_completion "assemble " walcut restore a
   expect_completion "merge " walcut check m
   expect_completion "--check --clean-stale --format --help --quiet -h -q " walcut restore assemble -
-  expect_completion "--format --help --output --quiet -h -o -q " walcut check merge -
+  expect_completion "--format --help --metrics --output --quiet -h -o -q " walcut check merge -
   expect_completion "json junit text " walcut check merge --format ""
   [ $fail = 0 ]
 ) || fail=1
