@@ -99,7 +99,7 @@ TEST_CASE("restore --keys/--partition writes the subset, and show, check and dif
         "note: A and B hold different sets of keys; keys that only one of them holds count as differences");
 }
 
-TEST_CASE("restore: a partial output is a base only for the same subset; a whole one for any",
+TEST_CASE("restore: a partial output is a base only for the same subset, a whole one for any",
           "[cli][restore][partial]") {
   TempDir t;
   const std::string whole = t.path + "/whole", part = t.path + "/part";

@@ -195,7 +195,7 @@ TEST_CASE("a partial restore equals the whole restore filtered to its keys, on t
   }
 }
 
-TEST_CASE("a partial restore's manifest records its subset under schema /3; a whole one stays /2",
+TEST_CASE("a partial restore's manifest records its subset under schema /3, a whole one's stays /2",
           "[recovery][restore][partial]") {
   const Cluster c = Load(Sample("healthy"));
   walcut::test::ScratchDir d("partial-manifest");
