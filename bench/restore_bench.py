@@ -3,6 +3,7 @@
 round (every command once per round, in a fixed order).
 
     bench/restore_bench.py [--rounds N] [--data DIR] [--walcut BIN] [--first K] [--last K]
+    bench/restore_bench.py --partial [--keys PREFIX] [--partition P] [--rounds N] [--data DIR] [--walcut BIN] [--last K]
 
 DIR is the bench cluster bench/run_cuts.sh makes (default bench/data-cuts).
 Once, untimed: the restore of cut LAST-1 (the base). Each round, output to a
@@ -16,6 +17,14 @@ Prints the median wall, CPU and peak RSS of each, the ratios first/last and
 from-base/from-genesis (median of the per-round ratios), the apply pass per
 round and per node, and checks that the restore from the base wrote the
 same node files as the one from genesis.
+
+--partial (issue 32, partial restore): each round, whole restore of cut
+LAST, then the same with --keys PREFIX (default acct/01: 10,000 of the
+200,000 accounts), then with --partition P (default 0: one of the cluster's
+partitions), all from genesis on both cores. Prints the medians and the
+ratios partial / whole (wall and CPU, median of the per-round ratios), and
+checks with `walcut diff` that each partial output is the whole one without
+the other keys (nothing only in the partial one, nothing changed).
 """
 import argparse
 import filecmp
@@ -37,9 +46,15 @@ def main():
     ap.add_argument("--walcut", default="build/cli/walcut")
     ap.add_argument("--first", type=int, default=1)
     ap.add_argument("--last", type=int, default=19)
+    ap.add_argument("--partial", action="store_true")
+    ap.add_argument("--keys", default="acct/01")
+    ap.add_argument("--partition", type=int, default=0)
     a = ap.parse_args()
     if not os.path.isfile(os.path.join(a.data, "cluster.json")):
         sys.exit(f"restore_bench: {a.data} holds no cluster; bench/run_cuts.sh makes it")
+    if a.partial:
+        partial(a)
+        return
     scratch = tempfile.mkdtemp(prefix="walcut-restore-", dir="/dev/shm" if os.access("/dev/shm", os.W_OK) else None)
     base = os.path.join(scratch, "base")
     out = os.path.join(scratch, "out")
@@ -84,6 +99,46 @@ def main():
     print(f"node files of cut {a.last} from the base equal those from genesis: {'yes' if same else 'NO'}")
     if not same:
         sys.exit(1)
+
+
+def partial(a):
+    scratch = tempfile.mkdtemp(prefix="walcut-partial-", dir="/dev/shm" if os.access("/dev/shm", os.W_OK) else None)
+    out = os.path.join(scratch, "out")
+    w = a.walcut
+    base = [w, "restore", a.data, "--cut", str(a.last), "--base", "genesis", "--out", out, "-q"]
+    cmds = {
+        f"restore --cut {a.last}": base,
+        f"restore --cut {a.last} --keys {a.keys}": base + ["--keys", a.keys],
+        f"restore --cut {a.last} --partition {a.partition}": base + ["--partition", str(a.partition)],
+    }
+    keep = {name: os.path.join(scratch, f"keep-{i}") for i, name in enumerate(cmds)}
+    try:
+        def between(name):
+            if not os.path.exists(keep[name]):
+                shutil.copytree(out, keep[name])
+            shutil.rmtree(out, ignore_errors=True)
+
+        rows, load = rounds(cmds, a.rounds, between=between)
+        whole = keep[f"restore --cut {a.last}"]
+        facts = {}
+        for name in list(cmds)[1:]:
+            r = subprocess.run([w, "diff", whole, keep[name], "--format", "json", "-n", "1"], capture_output=True,
+                               text=True)
+            d = json.loads(r.stdout)["summary"]
+            ok = d["only_b"] == 0 and d["changed"] == 0
+            entries = sum(n["entries"] for n in json.load(open(os.path.join(keep[name], "manifest.json")))["nodes"])
+            all_entries = sum(n["entries"] for n in json.load(open(os.path.join(whole, "manifest.json")))["nodes"])
+            facts[name] = (ok, entries, all_entries)
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+    print_table(rows, a.rounds, load)
+    whole_name = f"restore --cut {a.last}"
+    print_ratios(rows, [(name, whole_name) for name in list(cmds)[1:]])
+    for name, (ok, entries, all_entries) in facts.items():
+        print(f"{name}: {entries} of {all_entries} entries ({100.0 * entries / all_entries:.1f}%); "
+              f"the whole restore filtered: {'yes' if ok else 'NO'}")
+        if not ok:
+            sys.exit(1)
 
 
 if __name__ == "__main__":

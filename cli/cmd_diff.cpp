@@ -8,7 +8,9 @@
 #include "cli/command.h"
 #include "cli/numbers.h"
 #include "cli/output.h"
+#include "cli/restore_check.h"
 #include "recovery/diff.h"
+#include "recovery/key_subset.h"
 #include "recovery/state_set.h"
 #include "walfmt/record.h"
 #include "walfmt/record_text.h"
@@ -22,18 +24,25 @@ inline constexpr const char* kDiffSchema = "walcut.diff/1";
 
 struct DiffCommandOptions {
   std::string a, b;
+  recovery::KeySubset subset_a, subset_b;  // what each side's manifest says it holds
   Format format = Format::kText;
   size_t limit = 20;
   size_t max_bytes = 32;
 };
 
-nlohmann::json SideJson(const recovery::StateSet& s) {
+nlohmann::json SideJson(const recovery::StateSet& s, const recovery::KeySubset& subset) {
   nlohmann::json names = nlohmann::json::array();
   for (const auto& n : s.nodes) names.push_back(walfmt::Printable(n.name, 0));
   return {{"dir", s.dir},
           {"nodes", s.nodes.size()},
           {"cluster_id", walfmt::Hex16(s.nodes.empty() ? 0 : s.nodes[0].cluster_id)},
-          {"names", names}};
+          {"names", names},
+          {"subset", SubsetJson(subset)}};
+}
+
+// What a side holds: every key, or a partial restore's subset.
+std::string SubsetNote(const recovery::KeySubset& s) {
+  return s.whole() ? "" : fmt::format("; partial restore: {}", s.Describe());
 }
 
 // The snapshot name of a side for the header line: one name when all nodes agree.
@@ -89,8 +98,8 @@ void PrintDiffJson(const DiffCommandOptions& o, const recovery::StateSet& a, con
   for (const auto& n : d.nodes) nodes.push_back(NodeDiffJson(n));
   const DiffTotals t = Totals(d);
   nlohmann::json doc{{"schema", kDiffSchema},
-                     {"a", SideJson(a)},
-                     {"b", SideJson(b)},
+                     {"a", SideJson(a, o.subset_a)},
+                     {"b", SideJson(b, o.subset_b)},
                      {"equal", d.equal()},
                      {"limit", o.limit},
                      {"nodes", nodes},
@@ -132,8 +141,13 @@ void PrintListedKeys(const recovery::NodeDiff& n, size_t mb) {
 
 void PrintDiffText(const DiffCommandOptions& o, const recovery::StateSet& a, const recovery::StateSet& b,
                    const recovery::StateDiff& d, int rc) {
-  fmt::print("A: {} ({} node{}, {})\n", a.dir, a.nodes.size(), a.nodes.size() == 1 ? "" : "s", NameOf(a));
-  fmt::print("B: {} ({} node{}, {})\n", b.dir, b.nodes.size(), b.nodes.size() == 1 ? "" : "s", NameOf(b));
+  fmt::print("A: {} ({} node{}, {}{})\n", a.dir, a.nodes.size(), a.nodes.size() == 1 ? "" : "s", NameOf(a),
+             SubsetNote(o.subset_a));
+  fmt::print("B: {} ({} node{}, {}{})\n", b.dir, b.nodes.size(), b.nodes.size() == 1 ? "" : "s", NameOf(b),
+             SubsetNote(o.subset_b));
+  if (!(o.subset_a == o.subset_b)) {
+    fmt::print("note: A and B hold different sets of keys; keys that only one of them holds count as differences\n");
+  }
   for (const auto& n : d.nodes) {
     if (n.equal()) {
       fmt::print("node {}: equal, {} keys, fingerprint {}\n", n.node, n.entries_a, walfmt::Hex16(n.fingerprint_a));
@@ -157,7 +171,15 @@ void PrintDiffText(const DiffCommandOptions& o, const recovery::StateSet& a, con
   }
 }
 
-int RunDiff(const DiffCommandOptions& o) {
+int RunDiff(DiffCommandOptions& o) {
+  for (auto [dir, subset] : {std::pair{&o.a, &o.subset_a}, std::pair{&o.b, &o.subset_b}}) {
+    auto s = recovery::ReadOutputSubset(*dir);
+    if (!s.ok()) {
+      PrintError(s.status().message());
+      return ExitForStatus(s.status());
+    }
+    *subset = std::move(s.value());
+  }
   auto a = recovery::LoadStateSet(o.a);
   if (!a.ok()) {
     PrintError(a.status().message());

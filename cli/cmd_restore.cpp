@@ -15,6 +15,7 @@
 #include "cli/signals.h"
 #include "cut/load.h"
 #include "recovery/invariants.h"
+#include "recovery/key_subset.h"
 #include "recovery/part.h"
 #include "recovery/part_node_dir.h"
 #include "recovery/restore.h"
@@ -50,6 +51,11 @@ struct RestoreOptions {
   std::vector<std::string> summaries;
   std::string cluster_json;
   bool clean_stale = false;
+  // Partial restore: --keys PREFIX and --partition P, each repeatable.
+  std::vector<std::string> keys;
+  std::vector<uint32_t> partitions;
+  bool partial() const { return !keys.empty() || !partitions.empty(); }
+  recovery::KeySubset Subset() const { return {keys, partitions, 0}; }
 };
 
 }  // namespace
@@ -59,6 +65,11 @@ struct RestoreOptions {
 walfmt::Result<json> CheckRestored(const recovery::RestoreResult& r, const std::string& dir, const std::string& what,
                                    std::vector<std::string>& lines) {
   return CheckRestoredWith(r, walfmt::LoadClusterInfo(dir), dir, what, lines);
+}
+
+json SubsetJson(const recovery::KeySubset& s) {
+  if (s.whole()) return nullptr;
+  return {{"key_prefixes", s.prefixes}, {"partitions", s.partitions}, {"partition_count", s.partition_count}};
 }
 
 walfmt::Result<json> CheckRestoredWith(const recovery::RestoreResult& r,
@@ -136,7 +147,11 @@ json NodeJson(const recovery::NodeRestore& n, bool dry_run) {
 // they pass, else kExitUsage (printed).
 int CheckNodeArgs(const RestoreOptions& o) {
   std::string bad;
-  if (!o.verdict.empty() && !o.summaries.empty()) {
+  if (o.partial()) {
+    bad =
+        "--keys and --partition are not for a per-node restore: restore the subset from the cluster directory "
+        "(walcut restore DIR --cut K --keys ...) or from a repository (--repo)";
+  } else if (!o.verdict.empty() && !o.summaries.empty()) {
     bad = "give --verdict FILE or --summaries FILE..., not both";
   } else if (!o.repo.empty() || !o.before.empty() || !o.check.empty()) {
     bad =
@@ -255,6 +270,7 @@ void PrintRestore(const RestoreOptions& o, const recovery::CutVerdict& v, const 
     j["forced"] = forced;
     j["dry_run"] = o.dry_run;
     j["base"] = {{"kind", recovery::BaseKindName(r.base.kind)}, {"name", r.base.name}, {"why", base_why}};
+    j["subset"] = SubsetJson(r.subset);
     j["out"] = o.dry_run ? json(nullptr) : json(o.out);
     json nodes = json::array();
     for (const auto& n : r.nodes) nodes.push_back(NodeJson(n, o.dry_run));
@@ -268,6 +284,8 @@ void PrintRestore(const RestoreOptions& o, const recovery::CutVerdict& v, const 
                cut::CutStatusName(r.status), forced ? ", forced: " + r.reason : "", r.base.name,
                recovery::BaseKindName(r.base.kind));
     fmt::print("  base: {} ({})\n", r.base.name, base_why);
+    if (!r.subset.whole())
+      fmt::print("  subset: {} (a partial restore: the node files hold these keys only)\n", r.subset.Describe());
     fmt::print("  verdict: cut {} decided from {} of WAL, {}\n", r.cut, HumanBytes(v.bytes_scanned),
                v.scan == recovery::VerdictScan::kWhole   ? "every node's whole WAL"
                : v.scan == recovery::VerdictScan::kToCut ? "every node's WAL up to where the cut is decided"
@@ -290,6 +308,32 @@ void PrintRestore(const RestoreOptions& o, const recovery::CutVerdict& v, const 
     for (const auto& l : check_lines) fmt::print("check: {}\n", l);
     if (!o.dry_run) fmt::print("wrote {}/node-*.snap and {}/manifest.json\n", o.out, o.out);
   }
+}
+
+// A partial restore's usage checks before any WAL is read (Restore makes
+// them again): the subset against the cluster's partitions, and the base
+// rule for a restore output given as --base (a partial one serves only the
+// same subset, whole restores included). kExitOk or kExitUsage (printed).
+int CheckSubset(const RestoreOptions& o, const cut::ClusterLayout& layout) {
+  if (!o.partial() && o.base.empty()) return kExitOk;
+  recovery::KeySubset subset = o.Subset();
+  uint32_t partitions = 0;
+  if (layout.has_cluster_json) {
+    auto info = walfmt::LoadClusterInfo(o.dir);
+    if (!info.ok()) {
+      PrintError(info.status().message());
+      return ExitForStatus(info.status());
+    }
+    partitions = info->partitions;
+  }
+  walfmt::Status st = recovery::ResolveSubset(subset, partitions, o.dir);
+  if (st.ok() && !o.base.empty()) {
+    auto held = recovery::ReadOutputSubset(o.base);
+    st = held.ok() ? recovery::BaseServesSubset(o.base, *held, subset) : held.status();
+  }
+  if (st.ok()) return kExitOk;
+  PrintError(st.message());
+  return st.code() == walfmt::ErrorCode::kInvalidArgument ? kExitUsage : ExitForStatus(st);
 }
 
 // RestoreWith's answer when a restore from a verdict not read from the
@@ -344,6 +388,7 @@ int RestoreWith(const RestoreOptions& o, const std::optional<walfmt::TimeArg>& b
   req.dry_run = o.dry_run;
   req.out = o.out;
   req.jobs = o.jobs;
+  req.subset = o.Subset();
   req.progress = [&progress](uint64_t b) { progress.Update(b); };
   auto r = recovery::Restore(*cc, layout, req);
   progress.Finish();
@@ -407,7 +452,7 @@ int RunRestore(const RestoreOptions& o) {
       return kExitUsage;
     }
     return RunRestoreRepo({o.repo, o.dir, o.cut ? std::optional<uint64_t>(o.cut) : std::nullopt, o.latest, before,
-                           o.out, o.dry_run, o.format == Format::kJson, o.jobs});
+                           o.out, o.dry_run, o.format == Format::kJson, o.jobs, o.Subset()});
   }
   if (o.dir.empty()) {
     PrintError("DIR is required (or --repo REPO)");
@@ -426,8 +471,10 @@ int RunRestore(const RestoreOptions& o) {
     PrintError("--out OUT is required (or --dry-run)");
     return kExitUsage;
   }
-  if (!o.check.empty() && o.dry_run) {
-    PrintError("--check needs the restored state: it cannot run with --dry-run");
+  if (!o.check.empty() && (o.dry_run || o.partial())) {
+    PrintError(o.dry_run
+                   ? "--check needs the restored state: it cannot run with --dry-run"
+                   : "--check runs the workload invariants, which need every key: not with --keys or --partition");
     return kExitUsage;
   }
   std::optional<walfmt::TimeArg> before;
@@ -444,6 +491,7 @@ int RunRestore(const RestoreOptions& o) {
     PrintError(layout.status().message());
     return ExitForStatus(layout.status());
   }
+  if (const int rc = CheckSubset(o, *layout); rc != kExitOk) return rc;
   // --cut K: the verdict comes from each WAL up to where cut K is decided
   // (from a restored base's positions when it has them): recovery::ScanToCut.
   // --latest and --before need every cut's verdict, and a cut that scan does
@@ -534,6 +582,14 @@ void RegisterRestore(CLI::App& root, Registry& reg) {
   AddNumber(cmd, "--node", o->node, kNodeIdRange,
             "With --verdict/--summaries: the node id (default: from NODE_DIR's name node-<i>)");
   cmd->add_option("--cluster-json", o->cluster_json, "With --summaries: the cluster's cluster.json");
+  cmd->add_option("--keys", o->keys,
+                  "Partial restore: only the keys that start with PREFIX (repeatable); with --partition, the keys "
+                  "either one names (their union). The manifest records the subset; such an output serves as "
+                  "--base only for a restore of the same subset")
+      ->type_name("PREFIX");
+  AddNumberList(cmd, "--partition", o->partitions, {0, 65535},
+                "Partial restore: only the keys of partition P (fnv1a64(key) % the partitions of cluster.json; "
+                "repeatable)");
   cmd->add_flag("--clean-stale", o->clean_stale,
                 "Remove the staging directories and lock files that killed walcut processes left beside OUT "
                 "(without it they are only named on stderr)");

@@ -6,6 +6,7 @@
 #include "cli/command.h"
 #include "cli/output.h"
 #include "cli/repo_commands.h"
+#include "cli/restore_check.h"
 #include "repo/repository.h"
 #include "walfmt/text_escape.h"
 
@@ -21,6 +22,7 @@ int RunRestoreRepo(const RepoRestoreCliOptions& o) {
   rq.out = o.out;
   rq.dry_run = o.dry_run;
   rq.jobs = o.jobs;
+  rq.subset = o.subset;
   if (!o.dry_run && o.out.empty()) {
     PrintError("--out OUT is required (or --dry-run)");
     return kExitUsage;
@@ -64,6 +66,7 @@ int RunRestoreRepo(const RepoRestoreCliOptions& o) {
                         {"target", r->target},
                         {"dry_run", o.dry_run},
                         {"out", o.dry_run ? nlohmann::json(nullptr) : nlohmann::json(o.out)},
+                        {"subset", SubsetJson(o.subset)},
                         {"steps", steps},
                         {"fingerprints", fps}};
     fmt::print("{}\n", walfmt::DumpJson(j, 2));
@@ -71,6 +74,7 @@ int RunRestoreRepo(const RepoRestoreCliOptions& o) {
   }
   fmt::print("{} {} from repository {}: {} step{}\n", o.dry_run ? "plan: restore" : "restored", r->target, o.repo,
              r->steps.size(), r->steps.size() == 1 ? "" : "s");
+  if (!o.subset.whole()) fmt::print("  subset: {} (a partial restore)\n", o.subset.Describe());
   for (size_t i = 0; i < r->steps.size(); ++i) {
     const auto& s = r->steps[i];
     if (i == 0) {

@@ -11,7 +11,9 @@
 #include "cli/numbers.h"
 #include "cli/output.h"
 #include "cli/repo_commands.h"
+#include "cli/restore_check.h"
 #include "recovery/invariants.h"
+#include "recovery/key_subset.h"
 #include "recovery/state_set.h"
 #include "walfmt/record.h"
 #include "walfmt/record_text.h"
@@ -73,6 +75,7 @@ struct CheckResult {
   const recovery::InvariantReport& report;
   const std::vector<recovery::Finding>& recorded;  // against the snapshot recorded in cluster.json
   const std::vector<std::string>& checks;
+  const recovery::KeySubset& subset;  // a partial restore's keys; whole otherwise
   uint64_t total;
   int rc;
 };
@@ -99,6 +102,7 @@ void PrintCheckJson(const CheckResult& r) {
         {"partitions", r.src.info.partitions}}},
       {"snapshot", r.src.full_snapshot ? nlohmann::json(r.src.full_snapshot->name) : nlohmann::json(nullptr)},
       {"checks", r.checks},
+      {"subset", SubsetJson(r.subset)},
       {"nodes", nodes},
       {"keys_checked", r.report.keys_checked},
       {"findings", findings},
@@ -119,6 +123,10 @@ void PrintCheckText(const CheckResult& r) {
              r.set.nodes.size() == 1 ? "" : "s", walfmt::Hex16(r.src.info.cluster_id),
              walfmt::WorkloadName(r.src.info.workload), r.src.path);
   fmt::print("checks: {}\n", fmt::join(r.checks, ", "));
+  if (!r.subset.whole()) {
+    fmt::print("subset: {} (a partial restore: the bank and cycle invariants need every key and are not run)\n",
+               r.subset.Describe());
+  }
   for (const auto& f : r.recorded) fmt::print("FINDING {}: {}\n", f.check, f.message);
   for (const auto& f : r.report.findings) fmt::print("FINDING {}: {}\n", f.check, f.message);
   if (r.report.total_findings > r.report.findings.size()) {
@@ -156,7 +164,20 @@ int RunCheck(const CheckOptions& o) {
   }
   const walfmt::ClusterInfo& info = src->info;
 
+  // A partial restore holds only its subset: the placement checks apply,
+  // the bank total and the ring walk need every key.
+  auto subset = recovery::ReadOutputSubset(o.dir);
+  if (!subset.ok()) {
+    PrintError(subset.status().message());
+    return ExitForStatus(subset.status());
+  }
+  if (!subset->whole() && o.check != "auto") {
+    PrintError(fmt::format("--check {}: {} is a partial restore ({}); the {} invariants need every key", o.check, o.dir,
+                           subset->Describe(), o.check));
+    return kExitUsage;
+  }
   recovery::InvariantOptions iopt = recovery::OptionsFor(info.workload);
+  if (!subset->whole()) iopt.bank = iopt.cycle = false;
   if (o.check == "bank" || o.check == "cycle") {
     const bool bank = o.check == "bank";
     if (bank ? info.accounts == 0 : info.ring_keys == 0) {
@@ -193,7 +214,7 @@ int RunCheck(const CheckOptions& o) {
   if (iopt.cycle) checks.push_back("cycle");
   if (src->full_snapshot) checks.push_back("recorded");
 
-  const CheckResult r{o, *src, *set, iopt, report, recorded, checks, total, rc};
+  const CheckResult r{o, *src, *set, iopt, report, recorded, checks, *subset, total, rc};
   if (o.format == Format::kJson) {
     PrintCheckJson(r);
   } else {
@@ -222,6 +243,12 @@ int RunShow(const ShowOptions& o) {
   if (o.node && *o.node >= set->nodes.size()) {
     PrintError(fmt::format("--node {}: {} holds nodes 0..{}", *o.node, o.dir, set->nodes.size() - 1));
     return kExitUsage;
+  }
+  // A partial restore's subset (its manifest says): the node files hold those keys only.
+  auto subset = recovery::ReadOutputSubset(o.dir);
+  if (!subset.ok()) {
+    PrintError(subset.status().message());
+    return ExitForStatus(subset.status());
   }
   auto shown = [&](uint32_t i) { return !o.node || *o.node == i; };
   // Header times are cluster time; the cluster's epoch (its cluster.json, or
@@ -253,6 +280,7 @@ int RunShow(const ShowOptions& o) {
                        {"dir", o.dir},
                        {"cluster_id", walfmt::Hex16(set->nodes[0].cluster_id)},
                        {"node_count", set->nodes.size()},
+                       {"subset", SubsetJson(*subset)},
                        {"nodes", nodes}};
     fmt::print("{}\n", walfmt::DumpJson(doc, 2));
     return kExitOk;
@@ -260,6 +288,10 @@ int RunShow(const ShowOptions& o) {
 
   fmt::print("snapshot {}: {} node{}, cluster {}\n", o.dir, set->nodes.size(), set->nodes.size() == 1 ? "" : "s",
              walfmt::Hex16(set->nodes[0].cluster_id));
+  if (!subset->whole()) {
+    fmt::print("subset: {} (a partial restore: each node file, and its fingerprint, covers these keys only)\n",
+               subset->Describe());
+  }
   for (uint32_t i = 0; i < set->nodes.size(); ++i) {
     if (!shown(i)) continue;
     const auto& n = set->nodes[i];

@@ -7,6 +7,7 @@
 #include <optional>
 #include <string>
 
+#include "recovery/key_subset.h"
 #include "walfmt/duration.h"
 
 namespace walcut::cli {
@@ -36,6 +37,7 @@ struct RepoRestoreCliOptions {
   bool dry_run = false;
   bool json = false;
   unsigned jobs = 0;
+  recovery::KeySubset subset;  // --keys / --partition: a partial restore
 };
 // `walcut restore --repo REPO (NAME | --cut K | --latest | --before TIME) --out OUT`.
 int RunRestoreRepo(const RepoRestoreCliOptions& o);

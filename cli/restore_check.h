@@ -17,6 +17,10 @@
 
 namespace walcut::cli {
 
+// A partial restore's subset in a JSON report ("subset"): null for every
+// key, else its key_prefixes, partitions and partition_count.
+nlohmann::json SubsetJson(const recovery::KeySubset& s);
+
 // `what`: bank, cycle or auto (the cluster's workload). The cluster
 // description comes from DIR/cluster.json.
 walfmt::Result<nlohmann::json> CheckRestored(const recovery::RestoreResult& r, const std::string& dir,

@@ -31,7 +31,7 @@ _walcut_options() {
     "cut show") echo "-h --help --format -j --jobs --svg --progress --no-progress -q --quiet" ;;
     "cut start") echo "-h --help --format -q --quiet" ;;
     diff) echo "-h --help --format -n --limit --max-bytes -q --quiet" ;;
-    restore) echo "-h --help --repo --cut --latest --before --base -o --out --dry-run --force -j --jobs --check --clean-stale --verdict --summaries --node --cluster-json --format --progress --no-progress -q --quiet" ;;
+    restore) echo "-h --help --repo --cut --latest --before --base -o --out --dry-run --force -j --jobs --check --clean-stale --keys --partition --verdict --summaries --node --cluster-json --format --progress --no-progress -q --quiet" ;;
     "restore assemble") echo "-h --help --check --clean-stale --format -q --quiet" ;;
     snapshot) echo "-h --help" ;;
     "snapshot check") echo "-h --help --restore -o --output --metrics -j --jobs --check --cluster --max-findings --format -q --quiet" ;;
@@ -68,10 +68,14 @@ _walcut_values() {  # COMMAND OPTION
         restore|check) echo "dirs" ;;
         *) echo "none" ;;
       esac ;;
+    --keys)  # restore --keys PREFIX; snapshot show --keys is a flag
+      case $1 in
+        restore) echo "none" ;;
+      esac ;;
     -j|--jobs|-x|--tx|-k|--key|-s|--from|-e|--to|--node|-n|--limit|--max-bytes|--nodes|--backups|\
     --partitions|--txs|--concurrency|--cuts|--cut-every|--seed|--segment-size|--accounts|--ring-keys|\
     --crash|--epoch|--full-snapshot-at|--full-snapshot-every|--crashes|--cut|--before|--max-findings|--parent|\
-    --name|--zstd-level|--keep-full|--clients|--duration|--rate|--base-port|--clock-slack) echo "none" ;;
+    --name|--zstd-level|--keep-full|--clients|--duration|--rate|--base-port|--clock-slack|--partition) echo "none" ;;
   esac
 }
 

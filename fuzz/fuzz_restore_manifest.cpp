@@ -11,8 +11,10 @@
 //   - no crash, uncaught exception, leak or undefined behaviour;
 //   - RestoredBaseCut returns the cut exactly when the manifest is a JSON
 //     object with "schema": "walcut.restore-manifest/2" (or an older
-//     walcut's "format": "walcut-restore"; either under "restore" for a
-//     repository's synthetic full), an unsigned "cut", and no "forced": true;
+//     walcut's "format": "walcut-restore", or a partial restore's
+//     "walcut.restore-manifest/3" with a well-formed, non-empty "subset";
+//     any of them under "restore" for a repository's synthetic full), an
+//     unsigned "cut", and no "forced": true;
 //     nothing without that schema or when "cut" is not an unsigned integer;
 //   - FindClusterInfoFor fails with one line naming the manifest, or returns
 //     what ParseClusterInfo makes of the "cluster" object.
@@ -34,6 +36,7 @@
 #include "recovery/restore.h"
 #include "recovery/state_set.h"
 #include "walfmt/cluster_layout.h"
+#include "walfmt/text_escape.h"
 
 namespace {
 
@@ -75,11 +78,42 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const bool object = !m.is_discarded() && m.is_object();
   // A restore's schema (or an older walcut's format), at the top level or,
   // for a repository's synthetic full, under "restore".
-  auto schema_of = [](const json& d) {
+  // A partial restore's "subset": key_prefixes (strings, sorted, distinct,
+  // none empty), partitions (sorted, distinct, each below partition_count),
+  // partition_count (0 exactly when there are no partitions), not both empty;
+  // the strings as walcut reads them back (walfmt::UnescapeJsonStrings).
+  auto subset_ok = [](const json& raw) {
+    const json d = walfmt::UnescapeJsonStrings(raw);
+    const auto it = d.find("subset");
+    if (it == d.end() || !it->is_object()) return false;
+    const auto p = it->find("key_prefixes"), q = it->find("partitions"), c = it->find("partition_count");
+    if (p == it->end() || !p->is_array() || q == it->end() || !q->is_array() || c == it->end() ||
+        !c->is_number_unsigned() || c->get<uint64_t>() > UINT32_MAX) {
+      return false;
+    }
+    std::string last_prefix;
+    for (size_t i = 0; i < p->size(); ++i) {
+      const json& e = (*p)[i];
+      if (!e.is_string() || e.get<std::string>().empty() || (i > 0 && !(last_prefix < e.get<std::string>())))
+        return false;
+      last_prefix = e.get<std::string>();
+    }
+    uint64_t last_partition = 0;
+    for (size_t i = 0; i < q->size(); ++i) {
+      const json& e = (*q)[i];
+      if (!e.is_number_unsigned() || e.get<uint64_t>() >= c->get<uint64_t>() ||
+          (i > 0 && e.get<uint64_t>() <= last_partition))
+        return false;
+      last_partition = e.get<uint64_t>();
+    }
+    return (q->empty() == (c->get<uint64_t>() == 0)) && !(p->empty() && q->empty());
+  };
+  auto schema_of = [&subset_ok](const json& d) {
     if (!d.is_object()) return false;
     const auto s = d.find("schema");
     const auto f = d.find("format");
     return (s != d.end() && s->is_string() && *s == "walcut.restore-manifest/2") ||
+           (s != d.end() && s->is_string() && *s == "walcut.restore-manifest/3" && subset_ok(d)) ||
            (f != d.end() && f->is_string() && *f == "walcut-restore");
   };
   const auto cut_it = object ? m.find("cut") : m.end();

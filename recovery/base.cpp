@@ -29,9 +29,18 @@ walfmt::Result<std::string> ReadText(const std::string& path) {
   return walfmt::ReadWholeFile(path, walfmt::kMaxJsonFileBytes);
 }
 
+// The base rule of a partial restore: a restore output of a subset serves
+// only a restore of the same subset (it lacks every other key); a whole
+// one serves any, filtered as it is read.
+Status CheckBaseSubset(const json& m, const std::string& origin, const std::string& base, const KeySubset& subset) {
+  auto held = SubsetFromJson(m.contains("subset") || !m.contains("restore") ? m : m.at("restore"), origin);
+  if (!held.ok()) return held.status();
+  return BaseServesSubset(base, *held, subset);
+}
+
 // A restore output directory as the base: its manifest, its cut J (before
 // the requested cut, consistent in this WAL) and where each node reads from.
-Status ResolveRestored(const cut::ClusterCuts& cc, const RestoreRequest& req, BaseInfo& b,
+Status ResolveRestored(const cut::ClusterCuts& cc, const RestoreRequest& req, const KeySubset& subset, BaseInfo& b,
                        std::vector<std::optional<CutRule>>& base_rules) {
   auto text = ReadText((fs::path(req.base) / "manifest.json").string());
   if (!text.ok()) return text.status();
@@ -44,6 +53,7 @@ Status ResolveRestored(const cut::ClusterCuts& cc, const RestoreRequest& req, Ba
     return Status::InvalidArgument(
         fmt::format("{}: a forced restore of a cut that was not consistent cannot serve as a base", req.base));
   }
+  if (Status st = CheckBaseSubset(m, origin, req.base, subset); !st.ok()) return st;
   b.kind = BaseKind::kRestored;
   b.cut = m["cut"].get<uint64_t>();
   b.name = fmt::format("cut-{}", b.cut);
@@ -109,7 +119,7 @@ Status CheckBaseFiles(const cut::ClusterCuts& cc, BaseInfo& b, std::vector<BaseF
 }  // namespace
 
 walfmt::Result<BaseInfo> ResolveBase(const cut::ClusterCuts& cc, const cut::ClusterLayout& layout,
-                                     const RestoreRequest& req, std::vector<BaseFile>& files,
+                                     const RestoreRequest& req, const KeySubset& subset, std::vector<BaseFile>& files,
                                      std::vector<std::optional<CutRule>>& base_rules) {
   const size_t n = cc.nodes.size();
   BaseInfo b;
@@ -132,7 +142,7 @@ walfmt::Result<BaseInfo> ResolveBase(const cut::ClusterCuts& cc, const cut::Clus
   std::error_code ec;
   const fs::path named = fs::path(layout.dir) / "snapshots" / req.base;
   if (fs::exists(fs::path(req.base) / "manifest.json", ec)) {
-    if (Status st = ResolveRestored(cc, req, b, base_rules); !st.ok()) return st;
+    if (Status st = ResolveRestored(cc, req, subset, b, base_rules); !st.ok()) return st;
   } else if (req.base.find('/') == std::string::npos && fs::is_directory(named, ec)) {
     b.kind = BaseKind::kFull;
     b.name = req.base;

@@ -51,14 +51,18 @@ bool PeekTx(std::span<const uint8_t> p, TxId& t) {
 class PendingWrites {
  public:
   // Decodes one TX_DATA payload and appends its writes; without a state
-  // (a dry run) only counts them.
-  void Add(std::span<const uint8_t> payload, const StateTable* state) {
+  // (a dry run) only counts them. With an active filter (a partial
+  // restore) a write of another key is dropped here, before its key is
+  // hashed or its value copied, and not counted.
+  void Add(std::span<const uint8_t> payload, const StateTable* state, const KeyFilter& filter) {
     if (bad_) return;
     TxId tx;
+    const bool filtered = filter.active();
     if (state == nullptr) {
       uint32_t count = 0;
       bad_ = !walfmt::VisitTxData(
-          payload, tx, [&](uint32_t n) { count = n; }, [](const walfmt::WriteView&) {});
+          payload, tx, [&](uint32_t n) { count = filtered ? 0 : n; },
+          [&](const walfmt::WriteView& w) { count += filtered && filter.Keeps(w.key) ? 1 : 0; });
       if (!bad_) writes_ += count;
       return;
     }
@@ -67,11 +71,15 @@ class PendingWrites {
     const bool ok = walfmt::VisitTxData(
         payload, tx,
         [&](uint32_t n) {
-          count = n;
+          count = filtered ? 0 : n;
           // Each write's 7 bytes of op and lengths become a 16-byte head.
           Reserve(size_ + payload.size() + size_t{9} * n);
         },
         [&](const walfmt::WriteView& w) {
+          if (filtered) {
+            if (!filter.Keeps(w.key)) return;
+            ++count;
+          }
           WriteHead h;
           h.hash = StateTable::Hash(w.key);
           h.value_len = static_cast<uint32_t>(w.value.size());
@@ -290,8 +298,9 @@ class NodeRestorer {
     // Streamed into the state: no map of the base is built. On an error the
     // state is dropped with the job.
     uint64_t read = 0;
+    // A partial restore keeps the base's entries of its subset only.
     auto snap = walfmt::ReadSnapshotFile(job_.base_file, [&](std::string_view key, std::string_view value) {
-      state_.Put(key, value);
+      if (!job_.filter.active() || job_.filter.Keeps(key)) state_.Put(key, value);
       ++read;
     });
     if (!snap.ok()) return Status::Corruption(snap.status().message());
@@ -396,7 +405,7 @@ class NodeRestorer {
         free_buffers_.pop_back();
       }
     }
-    buffers_[b].Add(v.payload, dry_run_ ? nullptr : &state_);
+    buffers_[b].Add(v.payload, dry_run_ ? nullptr : &state_, job_.filter);
   }
 
   // false (with failure_ set) when the transaction belongs to the restore but

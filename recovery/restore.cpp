@@ -12,6 +12,7 @@
 
 #include "recovery/restore_node.h"
 #include "recovery/state_table.h"
+#include "walfmt/cluster_layout.h"
 #include "walfmt/file_io.h"
 #include "walfmt/staging.h"
 #include "walfmt/workers.h"
@@ -133,6 +134,7 @@ Status StageOutput(const RestoreRequest& req, RestoreResult& r) {
 void SetOutputs(std::vector<NodeJob>& jobs, const RestoreRequest& req, const RestoreResult& r, uint64_t cluster_id) {
   for (auto& job : jobs) {
     job.keep_state = req.keep_states || (req.out.empty() && !req.dry_run);
+    job.filter = KeyFilter(r.subset);
     if (r.stage_dir.empty()) continue;
     job.stage_file = (fs::path(r.stage_dir) / fmt::format("node-{}.snap", job.node)).string();
     job.header.node_id = job.node;
@@ -141,6 +143,19 @@ void SetOutputs(std::vector<NodeJob>& jobs, const RestoreRequest& req, const Res
     job.header.time_us = job.out.cut_start_time_us;
     job.header.name = fmt::format("cut-{}", req.cut);
   }
+}
+
+// A partial restore's subset checked against the cluster: its partitions
+// come from cluster.json (none without one).
+Status ResolveRequestSubset(const cut::ClusterLayout& layout, RestoreResult& r) {
+  if (r.subset.whole()) return Status::Ok();
+  uint32_t partitions = 0;
+  if (!r.cluster_json.empty()) {
+    auto ci = walfmt::ParseClusterInfo(r.cluster_json, (fs::path(layout.dir) / "cluster.json").string());
+    if (!ci.ok()) return ci.status();
+    partitions = ci->partitions;
+  }
+  return ResolveSubset(r.subset, partitions, layout.dir);
 }
 
 // Runs the jobs on req.jobs workers (one per core by default), each reusing
@@ -191,16 +206,18 @@ walfmt::Result<RestoreResult> Restore(const cut::ClusterCuts& cc, const cut::Clu
   r.cut = req.cut;
   r.status = g->status;
   r.reason = g->reason;
-  std::vector<BaseFile> base_files;
-  std::vector<std::optional<CutRule>> base_rules;
-  auto base = detail::ResolveBase(cc, layout, req, base_files, base_rules);
-  if (!base.ok()) return base.status();
-  r.base = std::move(base.value());
+  r.subset = req.subset;
   if (layout.has_cluster_json) {
     auto cj = ReadText((fs::path(layout.dir) / "cluster.json").string());
     if (!cj.ok()) return cj.status();
     r.cluster_json = std::move(cj.value());
   }
+  if (Status st = ResolveRequestSubset(layout, r); !st.ok()) return st;
+  std::vector<BaseFile> base_files;
+  std::vector<std::optional<CutRule>> base_rules;
+  auto base = detail::ResolveBase(cc, layout, req, r.subset, base_files, base_rules);
+  if (!base.ok()) return base.status();
+  r.base = std::move(base.value());
   auto jobs = PlanJobs(cc, layout, *g, req, r, base_files, base_rules);
   if (!jobs.ok()) return jobs.status();
   if (Status st = StageOutput(req, r); !st.ok()) return st;

@@ -25,6 +25,7 @@
 
 #include "cut/cuts.h"
 #include "cut/load.h"
+#include "recovery/key_subset.h"
 #include "walfmt/lsn.h"
 #include "walfmt/staging.h"
 #include "walfmt/status.h"
@@ -57,6 +58,11 @@ struct RestoreRequest {
                              // staged next to it as nodes finish; WriteRestore completes them
   bool keep_states = false;  // also keep every node's state in NodeRestore::state (tests); implied without out
   unsigned jobs = 0;         // nodes restored at once; 0: one per core
+  // Partial restore: only these keys (recovery/key_subset.h); whole when
+  // empty. Restore checks it against the cluster's cluster.json
+  // (ResolveSubset). Writes outside it are skipped as their TX_DATA is
+  // decoded, base entries outside it as the base is read.
+  KeySubset subset;
   // Called about once per MiB and when a node is done with the WAL bytes read
   // so far over all nodes: after a successful restore the last call says
   // RestoreResult::bytes_read. Called from the worker threads, one at a time.
@@ -76,7 +82,7 @@ struct NodeRestore {
   uint64_t txs_applied = 0;
   uint64_t txs_skipped = 0;  // committed in the range but not in the increment
   uint64_t txs_rolled_back = 0;
-  uint64_t writes_applied = 0;
+  uint64_t writes_applied = 0;   // with a subset: its writes only
   double apply_cpu_seconds = 0;  // CPU time of the WAL pass (reading, decoding, applying)
   uint64_t entries = 0;          // keys of the restored state
   uint64_t fingerprint = 0;
@@ -88,6 +94,7 @@ struct RestoreResult {
   cut::CutStatus status = cut::CutStatus::kConsistent;
   std::string reason;  // why the cut is not consistent (with force)
   BaseInfo base;
+  KeySubset subset;  // as checked (partition_count filled in); whole when the restore is
   std::vector<NodeRestore> nodes;
   uint64_t bytes_read = 0;
   std::string cluster_json;  // cluster.json, copied into the manifest

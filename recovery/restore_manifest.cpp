@@ -22,10 +22,16 @@ using walfmt::Status;
 
 namespace {
 
-// "schema" kRestoreManifestSchema, or "format": "walcut-restore" (older walcut).
+// "schema" kRestoreManifestSchema, or "format": "walcut-restore" (older
+// walcut), or kPartialRestoreManifestSchema with a well-formed "subset"
+// (a partial restore's manifest says which keys it holds).
 bool HasRestoreSchema(const nlohmann::json& m) {
   const auto schema = m.find("schema");
   const auto format = m.find("format");
+  if (schema != m.end() && schema->is_string() && *schema == kPartialRestoreManifestSchema) {
+    auto subset = detail::SubsetFromJson(m, "manifest.json");
+    return subset.ok() && !subset->whole();
+  }
   return (schema != m.end() && schema->is_string() && *schema == kRestoreManifestSchema) ||
          (format != m.end() && format->is_string() && *format == kRestoreManifestFormatV1);
 }
@@ -162,7 +168,9 @@ walfmt::Status WriteRestore(RestoreResult& r, const std::string& out, const std:
     cluster_id = ci->cluster_id;
   }
   json m;
-  m["schema"] = kRestoreManifestSchema;
+  // A partial restore's manifest has a schema of its own: walcut before
+  // partial restores refuses it as a base instead of taking it for the whole state.
+  m["schema"] = r.subset.whole() ? kRestoreManifestSchema : kPartialRestoreManifestSchema;
   m["cut"] = r.cut;
   m["status"] = cut::CutStatusName(r.status);
   m["forced"] = r.status != cut::CutStatus::kConsistent;
@@ -170,6 +178,7 @@ walfmt::Status WriteRestore(RestoreResult& r, const std::string& out, const std:
   m["base"] = {{"kind", BaseKindName(r.base.kind)}, {"name", r.base.name}};
   if (r.base.kind == BaseKind::kRestored) m["base"]["cut"] = r.base.cut;
   if (!r.base.dir.empty()) m["base"]["dir"] = r.base.dir;
+  if (!r.subset.whole()) m["subset"] = detail::SubsetJson(r.subset);
   json nodes = json::array();
   for (auto& nr : r.nodes) {
     const std::string file = fmt::format("node-{}.snap", nr.node);

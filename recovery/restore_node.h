@@ -75,6 +75,7 @@ struct NodeJob {
   std::string stage_file;       // write the restored state here ("" : do not)
   walfmt::SnapshotFile header;  // its header fields
   bool keep_state = false;
+  KeyFilter filter;  // partial restore: the keys kept (inactive: every key)
   // Per-node restore: the records the summaries place in the range, sorted
   // by position; a record that is not there (or not at a record boundary)
   // fails the pass with kInvalidArgument naming it. `origin` names where the
@@ -109,12 +110,20 @@ struct BaseFile {
 
 // The base `req.base` names, checked against the WAL (recovery/base.cpp):
 // every node's base file and, for a restored base, cut J's rule by node.
+// A restored base of a subset serves only a restore of that same `subset`
+// (kInvalidArgument otherwise).
 walfmt::Result<BaseInfo> ResolveBase(const cut::ClusterCuts& cc, const cut::ClusterLayout& layout,
-                                     const RestoreRequest& req, std::vector<BaseFile>& files,
+                                     const RestoreRequest& req, const KeySubset& subset, std::vector<BaseFile>& files,
                                      std::vector<std::optional<CutRule>>& base_rules);
 
 // The fields a restore manifest is known by, each of the right type
 // (recovery/restore_manifest.cpp).
 bool IsRestoreManifest(const nlohmann::json& m);
+
+// A restore manifest's "subset" (recovery/key_subset.cpp): its JSON, and
+// the subset read back from manifest `m` (whole without "subset";
+// kCorruption, naming `origin`, when it is malformed).
+nlohmann::json SubsetJson(const KeySubset& s);
+walfmt::Result<KeySubset> SubsetFromJson(const nlohmann::json& m, const std::string& origin);
 
 }  // namespace walcut::recovery::detail

@@ -7,10 +7,12 @@
 #include <fmt/format.h>
 
 #include "cut/load.h"
+#include "recovery/key_subset.h"
 #include "recovery/restore.h"
 #include "repo/artifact_io.h"
 #include "repo/manifest.h"
 #include "repo/repository.h"
+#include "walfmt/cluster_layout.h"
 #include "walfmt/duration.h"
 #include "walfmt/file_io.h"
 #include "walfmt/staging.h"
@@ -138,6 +140,7 @@ Status RestoreStep(const std::vector<const Artifact*>& chain, size_t j, const Re
   rq.base = base;
   rq.out = out;
   rq.jobs = req.jobs;
+  rq.subset = req.subset;
   auto r = recovery::Restore(**cc, layout, rq);
   if (!r.ok()) {
     // Inside a repository a refused step is a finding about the artifact, not usage.
@@ -158,6 +161,22 @@ Status RestoreStep(const std::vector<const Artifact*>& chain, size_t j, const Re
   }
   base = fs::absolute(out).string();
   return Status::Ok();
+}
+
+// A partial restore: the target is an increment (its steps restore the
+// subset; a full alone is a copy of its files), and the subset fits the
+// cluster its cluster.json describes.
+Status CheckSubset(const Artifact& target, size_t chain_length, recovery::KeySubset subset) {
+  if (subset.whole()) return Status::Ok();
+  if (chain_length == 1) {
+    return Status::InvalidArgument(
+        fmt::format("--keys/--partition: {} is a full artifact, restored by copying its files; a partial restore "
+                    "from a repository needs an increment as the target",
+                    target.name));
+  }
+  auto info = walfmt::LoadClusterInfo(target.dir);
+  if (!info.ok()) return info.status();
+  return recovery::ResolveSubset(subset, info->partitions, target.dir);
 }
 
 // A full and its increments, each step restored into a work directory beside
@@ -243,6 +262,7 @@ Result<RepoRestoreResult> RestoreFromRepository(const RepoRestoreRequest& req) {
   if (!target.ok()) return target.status();
   auto chain = ChainOf(*l, (*target)->name);
   if (!chain.ok()) return chain.status();
+  if (Status st = CheckSubset(**target, chain->size(), req.subset); !st.ok()) return st;
   RepoRestoreResult res;
   res.target = (*target)->name;
   for (const auto* a : *chain) res.steps.push_back({a->name, a->m.cut, a->m.nodes});

@@ -23,6 +23,7 @@
 
 #include "cut/cuts.h"
 #include "cut/load.h"
+#include "recovery/key_subset.h"
 #include "walfmt/duration.h"
 #include "walfmt/lsn.h"
 #include "walfmt/outcome.h"
@@ -187,6 +188,12 @@ struct RepoRestoreRequest {
   std::string out;
   bool dry_run = false;
   unsigned jobs = 0;
+  // A partial restore (recovery/key_subset.h): every step restores only
+  // these keys, the full's files filtered as they are read. Needs an
+  // increment as the target (a full alone is copied, not restored):
+  // kInvalidArgument for a full, or a subset the cluster.json of the
+  // target does not allow.
+  recovery::KeySubset subset;
   // Called after each step with the step's output directory (restore output of
   // that artifact's cut); a non-Ok status stops the restore.
   std::function<walfmt::Status(const ChainStep&, const std::string& dir)> after_step;
