@@ -303,6 +303,11 @@ TEST_CASE("s3: put, get, a byte range, head, delete", "[s3]") {
   auto nobucket = s3->PutObject("nosuchbucket", "k", "x");
   REQUIRE_FALSE(nobucket.ok());
   CHECK_THAT(nobucket.status().message(), Catch::StartsWith("s3://nosuchbucket/k: PUT: HTTP 404 NoSuchBucket"));
+  // Larger than curl's 1 MiB threshold for Expect: 100-continue.
+  const std::string big = Bytes(3 << 20, 9);
+  REQUIRE(s3->PutObject("test", "big", big, S3PutMode::kCreateOnly).value() == S3PutOutcome::kCreated);
+  CHECK(s3->GetObject("test", "big").value() == big);
+  CHECK(s3->GetObjectRange("test", "big", 1 << 20, 1 << 20).value() == big.substr(1 << 20, 1 << 20));
   CHECK(s3->stats().retries == 0);
 }
 
