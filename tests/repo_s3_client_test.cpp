@@ -469,7 +469,7 @@ TEST_CASE("s3: retries get through injected 503, 500, resets and stalls", "[s3]"
   }
 }
 
-TEST_CASE("s3: retries stop at the bound with a clear error; 4xx are never retried", "[s3]") {
+TEST_CASE("s3: retries stop at the bound with a clear error, and 4xx are never retried", "[s3]") {
   REQUIRE_PYTHON3();
   {
     S3TestServer server({"--fail-every", "1"});
