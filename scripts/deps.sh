@@ -6,8 +6,11 @@
 set -euo pipefail
 # Configuring (CMakeLists.txt: fmt, zstd, CLI11, nlohmann_json, Catch2 for
 # the tests' targets, libxxhash for repo/, standalone Asio for node/'s real
-# cluster) and compiling walcut.
-pkgs=(cmake ninja-build g++ libcli11-dev libzstd-dev libfmt-dev nlohmann-json3-dev catch2 libxxhash-dev libasio-dev ccache)
+# cluster, libcurl for repo/'s S3 client: HTTP(S) with AWS SigV4 signing, and
+# OpenSSL's libcrypto for the SHA-256 of what it uploads) and
+# compiling walcut.
+pkgs=(cmake ninja-build g++ libcli11-dev libzstd-dev libfmt-dev nlohmann-json3-dev catch2 libxxhash-dev libasio-dev
+  libcurl4-openssl-dev libssl-dev ccache)
 if [ "${1:-}" != demo ]; then
   # The tests: clang and its libFuzzer runtime (scripts/fuzz.sh), the zstd and
   # rsvg-convert tools, the packaging and install checks (dpkg-dev, pkgconf,
