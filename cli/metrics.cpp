@@ -48,6 +48,11 @@ void WindowEnd(PromText& p, const std::string& end, uint64_t cut, uint64_t time_
   p.Add({}, MicrosToSeconds(*epoch + time_us));
 }
 
+// Seconds from `at_us` to `now_us` (negative when `at_us` is later: a clock ahead).
+double AgeSeconds(uint64_t now_us, uint64_t at_us) {
+  return now_us >= at_us ? MicrosToSeconds(now_us - at_us) : -MicrosToSeconds(at_us - now_us);
+}
+
 }  // namespace
 
 uint64_t NowUnixMicros() {
@@ -97,7 +102,7 @@ std::string CheckMetrics(const recovery::CheckReport& r, int rc, double seconds,
       const uint64_t at = *r.epoch_unix_us + r.window_latest_time_us;
       p.Family("walcut_restore_window_latest_cut_age_seconds", "gauge",
                "Seconds from the latest restorable cut's finish to the check (negative: a clock ahead).");
-      p.Add({}, now_us >= at ? MicrosToSeconds(now_us - at) : -MicrosToSeconds(at - now_us));
+      p.Add({}, AgeSeconds(now_us, at));
     }
   }
   if (!r.restores.empty()) {
@@ -179,8 +184,7 @@ std::string RepoMetrics(const repo::RepoCheckReport& check, const repo::RepoList
   for (const auto& [id, n] : by_cluster) {
     if (!n.any_cut || !n.epoch) continue;
     const uint64_t at = *n.epoch + n.time_us;
-    p.Add({{"cluster", fmt::format("{:016x}", id)}},
-          now_us >= at ? MicrosToSeconds(now_us - at) : -MicrosToSeconds(at - now_us));
+    p.Add({{"cluster", fmt::format("{:016x}", id)}}, AgeSeconds(now_us, at));
   }
   return p.Text();
 }

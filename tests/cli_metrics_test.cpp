@@ -274,10 +274,22 @@ TEST_CASE("cli metrics: snapshot check of a repository", "[cli][metrics][repo]")
   CHECK(At(m, "walcut_repo_newest_restorable_cut{" + d + cl + "}") == 4);
   CHECK(At(m, "walcut_repo_longest_chain{" + d + cl + "}") == 2);
 
-  // Inside the repository: refused.
+  // Inside the repository: refused, --output too; nothing written.
   r = Walcut(fmt::format("snapshot check '{}' --metrics '{}/m.prom'", repo, repo));
   CHECK(r.code == 2);
+  CHECK(Lines(r.err).size() == 1);
+  CHECK(r.err.find("--metrics") != std::string::npos);
   CHECK(!fs::exists(repo + "/m.prom"));
+  r = Walcut(fmt::format("snapshot check '{}' -o '{}/report.txt'", repo, repo));
+  CHECK(r.code == 2);
+  CHECK(Lines(r.err).size() == 1);
+  CHECK(r.err.find("--output") != std::string::npos);
+  CHECK(!fs::exists(repo + "/report.txt"));
+  // A directory that does not exist: exit 3, one line naming it.
+  r = Walcut(fmt::format("snapshot check '{}' --metrics '{}/no/m.prom'", repo, t.path));
+  CHECK(r.code == 3);
+  CHECK(Lines(r.err).size() == 1);
+  CHECK(r.err.find(t.path + "/no") != std::string::npos);
 }
 
 }  // namespace walcut::test
@@ -331,9 +343,17 @@ TEST_CASE("cli metrics: check merge of per-node reports reads per node what the 
   CHECK(merged.count(fmt::format(
             "walcut_check_items{{dir=\"{0}/node-0/wal, {0}/node-1/wal, {0}/node-2/wal\",outcome=\"fail\"}}", dir)) ==
         1);
-  // Inside an input: refused.
+  // Inside an input: refused, the input unchanged.
+  const std::string before = Slurp(t.path + "/r0.json");
   auto r = Walcut(fmt::format("check merge {} --metrics '{}/r0.json'", reports, t.path));
   CHECK(r.code == 2);
+  CHECK(r.err.find("--metrics") != std::string::npos);
+  CHECK(Slurp(t.path + "/r0.json") == before);
+  // A directory that does not exist: exit 3, one line naming it.
+  r = Walcut(fmt::format("check merge {} --metrics '{}/no/m.prom'", reports, t.path));
+  CHECK(r.code == 3);
+  CHECK(Lines(r.err).size() == 1);
+  CHECK(r.err.find(t.path + "/no") != std::string::npos);
 }
 
 }  // namespace walcut::test
