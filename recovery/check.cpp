@@ -4,6 +4,8 @@
 // check of one node in check_node.cpp (recovery/check_internal.h).
 #include "recovery/check.h"
 
+#include <algorithm>
+#include <cctype>
 #include <cstdlib>
 #include <optional>
 
@@ -13,6 +15,7 @@
 #include "cut/load.h"
 #include "recovery/check_internal.h"
 #include "walfmt/file_io.h"
+#include "walfmt/json_fields.h"
 #include "walfmt/reader.h"
 #include "walfmt/source.h"
 #include "walfmt/text_escape.h"
@@ -108,45 +111,47 @@ std::string CheckStateToJson(const CheckState& s) {
 
 Result<CheckState> CheckStateFromJson(const std::string& text, const std::string& origin) {
   const json j = walfmt::UnescapeJsonStrings(json::parse(text, nullptr, false));
-  auto bad = [&origin](const std::string& why) {
-    return Status::InvalidArgument(fmt::format("{}: not a {} state file: {}", origin, kCheckStateSchema, why));
-  };
-  if (j.is_discarded() || !j.is_object()) return bad("not a JSON object");
-  if (!j.contains("schema") || j["schema"] != kCheckStateSchema) return bad("schema is not \"walcut.check-state/1\"");
-  if (!j.contains("nodes") || !j["nodes"].is_array()) return bad("no \"nodes\" array");
+  const std::string what = fmt::format("{}: not a {} state file", origin, kCheckStateSchema);
+  if (j.is_discarded() || !j.is_object()) return Status::InvalidArgument(what + ": not a JSON object");
+  // The fields are read with the one field reader; its errors name the field
+  // ("nodes[0].segments[1].crc32c") and are turned into a usage error here: a
+  // state file is given on the command line.
+  walfmt::JsonFields f(what);
+  if (f.String(j, "schema", "") != kCheckStateSchema && f.ok()) {
+    f.Fail("schema", fmt::format("{} is not \"{}\"", walfmt::JsonFields::Shown(j["schema"]), kCheckStateSchema));
+  }
+  const json* nodes = f.Array(j, "nodes", "");
   CheckState s;
-  for (const json& n : j["nodes"]) {
-    if (!n.is_object() || !n.contains("node") || !n["node"].is_number_unsigned() || !n.contains("segments") ||
-        !n["segments"].is_array()) {
-      return bad("a node entry lacks \"node\" or \"segments\"");
-    }
+  for (size_t i = 0; nodes != nullptr && f.ok() && i < nodes->size(); ++i) {
+    const json& n = (*nodes)[i];
+    const std::string np = walfmt::JsonFields::Element("nodes", i);
     // A node id above 32 bits, or a time past int64, is refused, never read
     // as another value (found by fuzz_check_state).
-    if (n["node"].get<uint64_t>() > UINT32_MAX) return bad("a node id above 4294967295");
-    auto& segs = s.nodes[n["node"].get<uint32_t>()];
-    for (const json& g : n["segments"]) {
-      if (!g.is_object() || !g.contains("file") || !g["file"].is_string() || !g.contains("index") ||
-          !g["index"].is_number_unsigned() || !g.contains("size") || !g["size"].is_number_unsigned() ||
-          !g.contains("mtime_ns") || !g["mtime_ns"].is_number_integer() || !g.contains("crc32c") ||
-          !g["crc32c"].is_string()) {
-        return bad("a segment entry lacks file, index, size, mtime_ns or crc32c");
-      }
-      if (g["mtime_ns"].is_number_unsigned() && g["mtime_ns"].get<uint64_t>() > uint64_t{INT64_MAX}) {
-        return bad("mtime_ns above 9223372036854775807");
-      }
+    const uint32_t node = f.U32(n, "node", np);
+    const json* segments = f.Array(n, "segments", np);
+    auto& segs = s.nodes[node];
+    for (size_t k = 0; segments != nullptr && f.ok() && k < segments->size(); ++k) {
+      const json& g = (*segments)[k];
+      const std::string gp = walfmt::JsonFields::Element(walfmt::JsonFields::Member(np, "segments"), k);
       SegmentState st;
-      st.file = g["file"].get<std::string>();
-      st.index = g["index"].get<uint64_t>();
-      st.size = g["size"].get<uint64_t>();
-      st.mtime_ns = g["mtime_ns"].get<int64_t>();
-      const std::string crc = g["crc32c"].get<std::string>();
-      char* end = nullptr;
-      const unsigned long v = std::strtoul(crc.c_str(), &end, 16);
-      if (crc.size() != 8 || end != crc.c_str() + crc.size()) return bad("crc32c is not 8 hex digits");
-      st.crc32c = static_cast<uint32_t>(v);
+      st.file = f.String(g, "file", gp);
+      st.index = f.U64(g, "index", gp);
+      st.size = f.U64(g, "size", gp);
+      st.mtime_ns = f.I64(g, "mtime_ns", gp);
+      const std::string crc = f.String(g, "crc32c", gp);
+      if (!f.ok()) break;
+      const bool hex =
+          std::all_of(crc.begin(), crc.end(), [](char c) { return std::isxdigit(static_cast<unsigned char>(c)); });
+      if (crc.size() != 8 || !hex) {
+        f.Fail(walfmt::JsonFields::Member(gp, "crc32c"),
+               fmt::format("{} is not 8 hex digits", walfmt::JsonFields::Shown(g["crc32c"])));
+        break;
+      }
+      st.crc32c = static_cast<uint32_t>(std::strtoul(crc.c_str(), nullptr, 16));
       segs[st.index] = st;
     }
   }
+  if (!f.ok()) return Status::InvalidArgument(f.error());
   return s;
 }
 

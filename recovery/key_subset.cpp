@@ -10,6 +10,7 @@
 
 #include "recovery/restore_node.h"
 #include "walfmt/file_io.h"
+#include "walfmt/json_fields.h"
 #include "walfmt/text_escape.h"
 #include "walfmt/topology.h"
 
@@ -87,30 +88,24 @@ walfmt::Result<KeySubset> SubsetFromJson(const json& m, const std::string& origi
   KeySubset s;
   const auto it = m.find("subset");
   if (it == m.end() || it->is_null()) return s;
-  auto bad = [&](const std::string& what) {
-    return Status::Corruption(fmt::format("{}: \"subset\": {}", origin, what));
-  };
-  const json& j = *it;
-  if (!j.is_object()) return bad("not an object");
-  const auto prefixes = j.find("key_prefixes");
-  const auto parts = j.find("partitions");
-  const auto count = j.find("partition_count");
-  if (prefixes == j.end() || !prefixes->is_array() || parts == j.end() || !parts->is_array() || count == j.end() ||
-      !count->is_number_unsigned() || count->get<uint64_t>() > UINT32_MAX) {
-    return bad("needs key_prefixes (strings), partitions (numbers) and partition_count");
+  walfmt::JsonFields f(origin);
+  const json* j = f.Object(m, "subset", "");
+  const json* prefixes = j ? f.Array(*j, "key_prefixes", "subset") : nullptr;
+  const json* parts = j ? f.Array(*j, "partitions", "subset") : nullptr;
+  const uint32_t count = j ? f.U32(*j, "partition_count", "subset") : 0;
+  for (size_t i = 0; prefixes != nullptr && f.ok() && i < prefixes->size(); ++i) {
+    s.prefixes.push_back(f.StringValue((*prefixes)[i], walfmt::JsonFields::Element("subset.key_prefixes", i)));
   }
-  for (const auto& p : *prefixes) {
-    if (!p.is_string()) return bad("a key prefix that is not a string");
-    s.prefixes.push_back(p.get<std::string>());
+  for (size_t i = 0; parts != nullptr && f.ok() && i < parts->size(); ++i) {
+    s.partitions.push_back(static_cast<uint32_t>(
+        f.U64Value((*parts)[i], walfmt::JsonFields::Element("subset.partitions", i), UINT32_MAX)));
   }
-  for (const auto& p : *parts) {
-    if (!p.is_number_unsigned() || p.get<uint64_t>() > UINT32_MAX) return bad("a partition that is not a number");
-    s.partitions.push_back(p.get<uint32_t>());
-  }
-  s.partition_count = count->get<uint32_t>();
+  if (!f.ok()) return f.status();
+  s.partition_count = count;
   const KeySubset given = s;
-  if (Status st = ResolveSubset(s, count->get<uint32_t>(), origin); !st.ok() || !(s == given) || s.whole()) {
-    return bad("not a sorted, non-empty subset within the cluster's partitions");
+  if (Status st = ResolveSubset(s, count, origin); !st.ok() || !(s == given) || s.whole()) {
+    f.Fail("subset", "not a sorted, non-empty subset within the cluster's partitions");
+    return f.status();
   }
   return s;
 }

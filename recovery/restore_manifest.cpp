@@ -10,6 +10,7 @@
 #include "walfmt/cluster_layout.h"
 #include "walfmt/duration.h"
 #include "walfmt/file_io.h"
+#include "walfmt/json_fields.h"
 #include "walfmt/snapshot.h"
 #include "walfmt/staging.h"
 #include "walfmt/text_escape.h"
@@ -53,9 +54,10 @@ bool IsRestoreManifest(const nlohmann::json& m) {
   if (!m.is_object()) return false;
   const auto restore = m.find("restore");
   const bool known = HasRestoreSchema(m) || (restore != m.end() && restore->is_object() && HasRestoreSchema(*restore));
-  const auto cut = m.find("cut");
-  const auto forced = m.find("forced");
-  return known && cut != m.end() && cut->is_number_unsigned() && (forced == m.end() || forced->is_boolean());
+  walfmt::JsonFields f("manifest.json");
+  f.U64(m, "cut", "");
+  f.OptionalBool(m, "forced", "");
+  return known && f.ok();
 }
 
 json NodeEntryJson(const NodeRestore& nr) {
@@ -104,30 +106,27 @@ std::optional<RestoredBase> ReadRestoredBase(const std::string& dir) {
   auto text = ReadText((fs::path(dir) / "manifest.json").string());
   if (!text.ok()) return std::nullopt;
   const json m = json::parse(*text, nullptr, false);
-  const auto nodes = m.find("nodes");
-  if (nodes == m.end() || !nodes->is_array() || nodes->empty()) return std::nullopt;
+  // Every node entry names its node once, with both positions; anything else
+  // (a missing or mistyped field, a node twice or out of range) means this
+  // is not a base whose positions can be trusted.
+  walfmt::JsonFields f("manifest.json");
+  const json* nodes = f.Array(m, "nodes", "");
+  if (nodes == nullptr || nodes->empty()) return std::nullopt;
   RestoredBase b;
   b.cut = *k;
   const size_t n = nodes->size();
   b.cut_start.assign(n, Lsn{});
   b.continue_from.assign(n, Lsn{});
   std::vector<bool> seen(n, false);
-  for (const auto& e : *nodes) {
-    if (!e.is_object()) return std::nullopt;
-    const auto id = e.find("node");
-    const auto start = e.find("cut_start");
-    const auto from = e.find("continue_from");
-    if (id == e.end() || !id->is_number_unsigned() || start == e.end() || !start->is_string() || from == e.end() ||
-        !from->is_string()) {
-      return std::nullopt;
-    }
-    const uint64_t i = id->get<uint64_t>();
-    const auto s = Lsn::Parse(start->get<std::string>());
-    const auto f = Lsn::Parse(from->get<std::string>());
-    if (i >= n || seen[i] || !s || !f) return std::nullopt;
+  for (size_t e = 0; e < n; ++e) {
+    const std::string path = walfmt::JsonFields::Element("nodes", e);
+    const uint64_t i = f.U64((*nodes)[e], "node", path);
+    const Lsn start = f.Position((*nodes)[e], "cut_start", path);
+    const Lsn from = f.Position((*nodes)[e], "continue_from", path);
+    if (!f.ok() || i >= n || seen[i]) return std::nullopt;
     seen[i] = true;
-    b.cut_start[i] = *s;
-    b.continue_from[i] = *f;
+    b.cut_start[i] = start;
+    b.continue_from[i] = from;
   }
   return b;
 }

@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "walfmt/file_io.h"
+#include "walfmt/json_fields.h"
 #include "walfmt/text_escape.h"
 
 namespace walcut::recovery {
@@ -165,13 +166,10 @@ walfmt::Result<ClusterInfoSource> FindClusterInfoFor(const std::string& snapshot
       if (const size_t at = what.find("] "); at != std::string::npos) what = what.substr(at + 2);
       return Status::Corruption(fmt::format("{}: not valid JSON: {}", manifest, what));
     }
-    if (!doc.is_object() || doc.find("cluster") == doc.end()) {
-      return Status::Corruption(fmt::format("{}: field \"cluster\": missing", manifest));
-    }
-    if (!doc["cluster"].is_object()) {
-      return Status::Corruption(fmt::format("{}: field \"cluster\": expected an object", manifest));
-    }
-    auto ci = walfmt::ParseClusterInfo(walfmt::DumpJson(doc["cluster"]), manifest + " (cluster)");
+    walfmt::JsonFields f(manifest);
+    const nlohmann::json* cluster = f.Object(doc, "cluster", "");
+    if (cluster == nullptr) return f.status();
+    auto ci = walfmt::ParseClusterInfo(walfmt::DumpJson(*cluster), manifest + " (cluster)");
     if (!ci.ok()) return ci.status();
     ClusterInfoSource src;
     src.path = manifest;

@@ -45,8 +45,11 @@ TEST_CASE("a check state file with a node id above 32 bits or a time past int64 
   CHECK(parse("1", "5")->nodes.count(1) == 1);
   const auto wide = parse("4294967297", "5");
   REQUIRE_FALSE(wide.ok());
-  CHECK_THAT(wide.status().message(), Catch::Contains("a node id above 4294967295"));
+  CHECK_THAT(wide.status().message(),
+             Catch::Contains("field 'nodes[0].node': 4294967297 is larger than the limit 4294967295"));
   const auto late = parse("1", "9223372036854775808");
   REQUIRE_FALSE(late.ok());
-  CHECK_THAT(late.status().message(), Catch::Contains("mtime_ns above"));
+  CHECK_THAT(late.status().message(),
+             Catch::Contains(
+                 "field 'nodes[0].segments[0].mtime_ns': 9223372036854775808 does not fit a signed 64-bit integer"));
 }

@@ -4,8 +4,10 @@
 // under a schema of its own; a partial output serves as a base only for the
 // same subset; a subset the cluster cannot have is refused.
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <fmt/format.h>
@@ -229,14 +231,35 @@ TEST_CASE("a partial restore's manifest records its subset under schema /3, a wh
   CHECK(walcut::recovery::RestoredBaseCut(part) == std::optional<uint64_t>(k));
   // The node files hold the subset, and their fingerprints cover it.
   for (const auto& n : r->nodes) CHECK(n.fingerprint == walfmt::StateFingerprint(n.state));
-  // A damaged subset is refused, naming the manifest.
-  auto bad = m;
-  bad["subset"]["partitions"] = nlohmann::json({11, 2});
-  walcut::recovery::testing::WriteAll(part + "/manifest.json", bad.dump());
-  auto refused = walcut::recovery::ReadOutputSubset(part);
-  REQUIRE_FALSE(refused.ok());
-  CHECK(refused.status().message().find("manifest.json: \"subset\"") != std::string::npos);
-  CHECK_FALSE(walcut::recovery::RestoredBaseCut(part).has_value());
+  // A damaged subset is refused, naming the manifest and the field; a
+  // missing or mistyped field is never read as an empty list or 0.
+  const std::vector<std::pair<std::function<void(nlohmann::json&)>, std::string>> damaged = {
+      {[](nlohmann::json& j) {
+         j["subset"]["partitions"] = nlohmann::json({11, 2});
+       },
+       "field 'subset': not a sorted, non-empty subset within the cluster's partitions"},
+      {[](nlohmann::json& j) { j["subset"] = "acct/"; }, "field 'subset': expected an object, found \"acct/\""},
+      {[](nlohmann::json& j) { j["subset"].erase("partitions"); }, "field 'subset.partitions': missing"},
+      {[](nlohmann::json& j) { j["subset"].erase("key_prefixes"); }, "field 'subset.key_prefixes': missing"},
+      {[](nlohmann::json& j) { j["subset"].erase("partition_count"); }, "field 'subset.partition_count': missing"},
+      {[](nlohmann::json& j) { j["subset"]["partition_count"] = -12; },
+       "field 'subset.partition_count': expected an unsigned integer, found -12"},
+      {[](nlohmann::json& j) { j["subset"]["key_prefixes"][1] = 7; },
+       "field 'subset.key_prefixes[1]': expected a string, found 7"},
+      {[](nlohmann::json& j) { j["subset"]["partitions"][0] = 4294967298u; },
+       "field 'subset.partitions[0]': 4294967298 is larger than the limit 4294967295"},
+  };
+  for (const auto& [edit, why] : damaged) {
+    INFO(why);
+    auto bad = m;
+    edit(bad);
+    walcut::recovery::testing::WriteAll(part + "/manifest.json", bad.dump());
+    auto refused = walcut::recovery::ReadOutputSubset(part);
+    REQUIRE_FALSE(refused.ok());
+    CHECK(refused.status().code() == walfmt::ErrorCode::kCorruption);
+    CHECK(refused.status().message() == part + "/manifest.json: " + why);
+    CHECK_FALSE(walcut::recovery::RestoredBaseCut(part).has_value());
+  }
 }
 
 TEST_CASE("a partial output serves as a base only for a restore of the same subset", "[recovery][restore][partial]") {

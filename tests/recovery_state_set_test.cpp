@@ -197,12 +197,13 @@ TEST_CASE("state set: the cluster description of a full snapshot, a restore outp
     WriteAll(out + "/manifest.json", "{\"cut\": 2}");
     bad = FindClusterInfoFor(out);
     REQUIRE_FALSE(bad.ok());
-    CHECK(bad.status().message() == out + "/manifest.json: field \"cluster\": missing");
+    CHECK(bad.status().message() == out + "/manifest.json: field 'cluster': missing");
     WriteAll(out + "/manifest.json", "{\"cut\": 2, \"cluster\": \"c/cluster.json\"}");
     bad = FindClusterInfoFor(out);
     REQUIRE_FALSE(bad.ok());
     CHECK(bad.status().code() == walfmt::ErrorCode::kCorruption);
-    CHECK(bad.status().message() == out + "/manifest.json: field \"cluster\": expected an object");
+    CHECK(bad.status().message() ==
+          out + "/manifest.json: field 'cluster': expected an object, found \"c/cluster.json\"");
     WriteAll(out + "/manifest.json", "{\"cut\": 2,");
     bad = FindClusterInfoFor(out);
     REQUIRE_FALSE(bad.ok());
