@@ -565,8 +565,8 @@ void RegisterRestore(CLI::App& root, Registry& reg) {
   cmd->add_flag("--force", o->force, "Restore a cut that is not consistent (the manifest records why)");
   AddNumber(cmd, "-j,--jobs", o->jobs, kJobsRange,
             "Worker threads, each restoring (applying the WAL of) one node at a time (default: one per core); "
-            "helper threads still read the WAL ahead and write each node's file, so -j1 uses more than one "
-            "thread");
+            "a helper thread checksums and writes each node's file while the node's entries are sorted and "
+            "formatted, so -j1 uses up to two threads");
   AddProgressOptions(cmd);
   cmd->add_option("--check", o->check,
                   "Check the workload invariants on the restored state (bank total as in cluster.json, the cycle is "

@@ -290,8 +290,8 @@ void RegisterStats(CLI::App& root, Registry& reg) {
   AddFormatOption(cmd, o->format);
   AddProgressOptions(cmd);
   AddNumber(cmd, "-j,--jobs", o->jobs, kJobsRange,
-            "Worker threads parsing segments (default: one per core); each segment is also read ahead, and its "
-            "checksums checked, on a helper thread, so -j1 still uses two threads");
+            "Worker threads parsing segments, each reading, checking and counting a segment on its own (default: "
+            "one per core); -j1 does all the work on one thread");
   reg.Add(cmd, [o] { return RunStats(*o); });
 }
 

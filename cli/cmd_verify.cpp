@@ -199,8 +199,8 @@ void RegisterVerify(CLI::App& root, Registry& reg) {
   AddFormatOption(cmd, o->format);
   AddProgressOptions(cmd);
   AddNumber(cmd, "-j,--jobs", o->jobs, kJobsRange,
-            "Worker threads parsing segments (default: one per core); each segment is also read ahead, and its "
-            "checksums checked, on a helper thread, so -j1 still uses two threads");
+            "Worker threads parsing segments, each reading, checking and counting a segment on its own (default: "
+            "one per core); -j1 does all the work on one thread");
   cmd->add_flag("-v,--verbose", o->verbose, "List every segment, not only those with problems");
   cmd->add_flag("-f,--follow", o->follow,
                 "Keep checking records as the WAL grows, across new segments, printing each finding as it is "
