@@ -25,28 +25,68 @@ def run(cmd, stdout=subprocess.DEVNULL, env=None, check=True):
     return wall, float(user) + float(sys_s), int(kib) / 1024.0
 
 
+def run_threads(cmd, stdout=subprocess.DEVNULL, check=True, every=0.005):
+    """As run(), plus the number of threads that did work.
+
+    The command runs as a child of this process: wall time from here, CPU time
+    (user + sys, all threads) and peak RSS from wait4's rusage. Meanwhile its
+    threads' CPU times are sampled from /proc/PID/task every `every` seconds;
+    a thread counts as busy when its last sample holds at least 2 % of the
+    process's CPU time (so an idle signal-handling thread does not count, and
+    a short-lived writer thread that does real work does)."""
+    tick = os.sysconf("SC_CLK_TCK")
+    t0 = time.monotonic()
+    proc = subprocess.Popen(cmd, stdout=stdout)
+    per_thread = {}
+    while True:
+        pid, status, ru = os.wait4(proc.pid, os.WNOHANG)
+        if pid != 0:
+            break
+        try:
+            for tid in os.listdir(f"/proc/{proc.pid}/task"):
+                try:
+                    with open(f"/proc/{proc.pid}/task/{tid}/stat") as f:
+                        fields = f.read().rsplit(")", 1)[1].split()
+                    per_thread[tid] = (int(fields[11]) + int(fields[12])) / tick
+                except (OSError, IndexError, ValueError):
+                    pass
+        except OSError:
+            pass
+        time.sleep(every)
+    wall = time.monotonic() - t0
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    if check and proc.returncode != 0:
+        sys.exit(f"{os.path.basename(sys.argv[0])}: {' '.join(cmd)} exited with {proc.returncode}")
+    cpu = ru.ru_utime + ru.ru_stime
+    sampled = sum(per_thread.values())
+    busy = sum(1 for v in per_thread.values() if sampled > 0 and v >= 0.02 * sampled)
+    return wall, cpu, ru.ru_maxrss / 1024.0, max(busy, 1)
+
+
 def loadavg():
     with open("/proc/loadavg") as f:
         return " ".join(f.read().split()[:3])
 
 
-def rounds(cmds, n, warm=True, between=None):
+def rounds(cmds, n, warm=True, between=None, runner=None):
     """Runs every command of `cmds` (name -> argv) once per round, n rounds.
 
     With warm, one unmeasured run of each first (page cache). `between(name)`
     runs after each measured command (cleanup, not timed). Returns
     (rows, load): rows maps each name to a list of (wall, cpu, rss_mib), load
-    is the load average before and after."""
+    is the load average before and after. `runner` replaces run() (e.g.
+    run_threads, whose rows add the busy threads)."""
+    runner = runner or run
     if warm:
         for k, c in cmds.items():
-            run(c)
+            runner(c)
             if between:
                 between(k)
     rows = {k: [] for k in cmds}
     load = [loadavg()]
     for _ in range(n):
         for k, c in cmds.items():
-            rows[k].append(run(c))
+            rows[k].append(runner(c))
             if between:
                 between(k)
     load.append(loadavg())
@@ -74,7 +114,7 @@ def print_table(rows, n, load, extra=None):
     print(f"{'command':40s} {'wall s':>8s} {'CPU s':>8s} {'RSS MiB':>8s}")
     for k, r in rows.items():
         line = (f"{k:40s} {median(rows, k, 0):8.3f} {median(rows, k, 1):8.3f} "
-                f"{max(m for _, _, m in r):8.1f}")
+                f"{max(x[2] for x in r):8.1f}")
         if extra:
             line += "  " + extra(k)
         print(line)

@@ -26,10 +26,12 @@
 #   cat of each data set, crcfloor --read on walgen's segments,
 #   pg_waldump --stats, pg_waldump (text), ldb dump_wal, the RocksDB WAL
 #   replay (opening the DB as a secondary instance reads the whole WAL into
-#   a vector memtable; the DB itself is never written), and walcut stats -j1,
-#   verify -j1, dump -j1 and a restore of the last cut (-j1 and -j2) on
-#   walgen/;
-# and prints records/s, bytes/s and the walcut/peer ratios.
+#   a memtable, vector and skip list; the DB itself is never written), and
+#   walcut stats -j1, verify -j1, dump -j1 (with and without
+#   --io-threads 0) and a restore of the last cut (-j1 with and without
+#   --io-threads 0, -j2) on walgen/;
+# and prints records/s, bytes/s, per wall and per CPU second, the threads
+# that did work, the walcut/peer ratios and each reader against its floor.
 #
 # Needs: build/cli/walcut, build/bench/walgen, build/bench/crcfloor (ninja -C
 # build), GNU time, python3, and for --install root and Debian's mirrors.
@@ -42,7 +44,7 @@ install=0
 size_mb=1024
 rounds=5
 regen=0
-usage() { sed -n '2,36p' "$0"; }
+usage() { sed -n '2,39p' "$0"; }
 while [ $# -gt 0 ]; do
   case "$1" in
     --install) install=1; shift ;;
@@ -104,7 +106,7 @@ fi
 # --- RocksDB: db_bench fillrandom into one WAL, never flushed -----------
 if [ ! -f "$data/rocks.done" ]; then
   echo "peers.sh: generating rocks/ ($size_mb MB of WAL)" >&2
-  rm -rf "$data/rocks"
+  rm -rf "$data/rocks" "$data/rocks-skiplist"
   # A WAL record here is one write batch of one put: 16-byte key, 100-byte
   # value, about 138 bytes with its headers.
   num=$((bytes / 138))
@@ -124,11 +126,19 @@ if [ ! -f "$data/rocks.done" ]; then
   touch "$data/rocks.done"
 fi
 
-# The replay reads the WAL into a vector memtable: appends, sorted once when
-# read, the cheapest memtable RocksDB has for a bulk load (the default skip
-# list took 5.8 times as long on this data). The secondary instance takes
-# its options from the DB's OPTIONS file; setting the factory there is
+# The replay reads the WAL into a memtable, run twice: rocks/ with the vector
+# memtable (appends, sorted once when read, the cheapest RocksDB has for a
+# bulk load) and rocks-skiplist/ with the default skip list. The secondary
+# instance takes its options from the DB's OPTIONS file; rocks-skiplist/ is
+# rocks/ hard-linked (the same WAL), and sed -i writes each OPTIONS file
+# anew, so the two directories differ only there. Setting the factory is
 # idempotent and leaves the WAL alone.
+[ -d "$data/rocks-skiplist" ] || cp -al "$data/rocks" "$data/rocks-skiplist"
+for f in "$data"/rocks-skiplist/OPTIONS-*; do
+  sed -i 's/^\([[:space:]]*memtable_factory=\).*/\1SkipListFactory/' "$f"
+done
+grep -q 'memtable_factory=SkipListFactory' "$data"/rocks-skiplist/OPTIONS-* ||
+  { echo "peers.sh: no memtable_factory line in $data/rocks-skiplist/OPTIONS-*" >&2; exit 1; }
 for f in "$data"/rocks/OPTIONS-*; do
   sed -i 's/^\([[:space:]]*memtable_factory=\).*/\1VectorRepFactory/' "$f"
 done

@@ -9,8 +9,13 @@ writes in rocks.writes) and walgen/ (a walcut cluster). Every command runs
 once per round in a fixed order, output to /dev/null; restores write to a
 directory under /dev/shm (or TMPDIR) that is removed after each run, outside
 the timing. Prints the median wall and CPU time (user + sys, all threads) of
-each command, records/s and bytes/s, and the ratios the issue's targets
-name, per wall second and per CPU second.
+each command, the threads that did work (sampled from /proc), records/s and
+bytes/s, and the ratios the issue's targets name, per wall second and per CPU
+second, each with the threads of both sides. walcut runs both as it runs by
+default and on one thread (stats and verify -j1 are; dump and restore -j1
+with --io-threads 0), beside the single-threaded peers. The RocksDB replay
+runs with the vector memtable (rocks/) and with the default skip list
+(rocks-skiplist/, the same WAL).
 """
 import argparse
 import glob
@@ -22,7 +27,7 @@ import subprocess
 import sys
 import tempfile
 
-from benchlib import median, print_ratios, print_table, ratio, rounds
+from benchlib import median, print_table, rounds, run_threads
 
 
 def size(files):
@@ -42,10 +47,11 @@ def main():
     pgfiles = sorted(glob.glob(os.path.join(pgdir, "0*")))
     start, end = open(os.path.join(a.data, "pg.range")).read().split()
     rocksdir = os.path.join(a.data, "rocks")
+    skipdir = os.path.join(a.data, "rocks-skiplist")
     rlogs = sorted(glob.glob(os.path.join(rocksdir, "*.log")))
     walgen = os.path.join(a.data, "walgen")
     wfiles = sorted(glob.glob(os.path.join(walgen, "*", "wal", "*.wal")))
-    if not pgfiles or len(rlogs) != 1 or not wfiles:
+    if not pgfiles or len(rlogs) != 1 or not wfiles or not os.path.isdir(skipdir):
         sys.exit("peers_bench: the data sets are incomplete; run bench/peers.sh")
     rlog = rlogs[0]
     waldump = os.path.join(a.pgbin, "pg_waldump")
@@ -83,20 +89,27 @@ def main():
         "ldb dump_wal": ["ldb", "dump_wal", f"--walfile={rlog}"],
         "rocksdb replay": ["ldb", f"--db={os.path.abspath(rocksdir)}", f"--secondary_path={secondary}",
                            "scan", "--max_keys=1"],
+        "rocksdb replay (skip list)": ["ldb", f"--db={os.path.abspath(skipdir)}", f"--secondary_path={secondary}",
+                                       "scan", "--max_keys=1"],
         "walcut stats -j1": [a.walcut, "stats", "-j1", walgen],
         "walcut verify -j1": [a.walcut, "verify", "-j1", walgen],
         "walcut dump -j1": [a.walcut, "dump", "-j1", walgen],
+        "walcut dump -j1 --io-threads 0": [a.walcut, "dump", "-j1", "--io-threads", "0", walgen],
         "walcut restore -j1": [a.walcut, "restore", walgen, "--latest", "-j1", "--out", restored, "-q"],
+        "walcut restore -j1 --io-threads 0": [a.walcut, "restore", walgen, "--latest", "-j1", "--io-threads", "0",
+                                              "--out", restored, "-q"],
         "walcut restore -j2": [a.walcut, "restore", walgen, "--latest", "-j2", "--out", restored, "-q"],
     }
     work = {  # name -> (records or writes, bytes, unit)
         "cat pg": (pg_records, pg_bytes, "records"), "pg_waldump --stats": (pg_records, pg_bytes, "records"),
         "pg_waldump": (pg_records, pg_bytes, "records"),
         "cat rocks": (r_batches, r_bytes, "records"), "ldb dump_wal": (r_batches, r_bytes, "records"),
-        "rocksdb replay": (r_writes, r_bytes, "writes"),
+        "rocksdb replay": (r_writes, r_bytes, "writes"), "rocksdb replay (skip list)": (r_writes, r_bytes, "writes"),
         "cat walgen": (w_records, w_bytes, "records"), "crcfloor --read": (w_records, w_bytes, "records"),
         "walcut stats -j1": (w_records, w_bytes, "records"), "walcut verify -j1": (w_records, w_bytes, "records"),
         "walcut dump -j1": (w_records, w_bytes, "records"), "walcut restore -j1": (w_writes, w_bytes, "writes"),
+        "walcut dump -j1 --io-threads 0": (w_records, w_bytes, "records"),
+        "walcut restore -j1 --io-threads 0": (w_writes, w_bytes, "writes"),
         "walcut restore -j2": (w_writes, w_bytes, "writes"),
     }
 
@@ -122,7 +135,7 @@ def main():
     warm(data_of[order[0]])
 
     try:
-        rows, load = rounds(cmds, a.rounds, between=cleanup)
+        rows, load = rounds(cmds, a.rounds, between=cleanup, runner=run_threads)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
 
@@ -130,10 +143,14 @@ def main():
           f"RocksDB WAL {r_bytes / 1e9:.2f} GB, {r_batches:,} records, {r_writes:,} writes; "
           f"walcut WAL {w_bytes / 1e9:.2f} GB, {w_records:,} records, {w_writes:,} writes to the last cut")
 
+    def threads(name):
+        return max(x[3] for x in rows[name])
+
     def rates(name):
         n, b, unit = work[name]
-        w = median(rows, name, 0)
-        return f"{n / w / 1e6:7.2f} M {unit}/s {b / w / 1e9:6.2f} GB/s"
+        w, c = median(rows, name, 0), median(rows, name, 1)
+        return (f"{threads(name):2d} thr {n / w / 1e6:7.2f} M {unit}/s {b / w / 1e9:6.2f} GB/s; "
+                f"per CPU s {n / c / 1e6:7.2f} M {unit} {b / c / 1e9:6.2f} GB")
 
     print_table(rows, a.rounds, load, rates)
 
@@ -145,23 +162,38 @@ def main():
         per.sort()
         return per[len(per) // 2], per[0], per[-1]
 
-    # Each peer is single-threaded and walcut's dump -j1 and restore -j2 use a
-    # second thread, so the rate per CPU second (user + sys, all threads)
-    # stands beside the rate per wall second.
-    print("walcut / peer, median of the rounds (min-max): per wall second; per CPU second")
-    for x, y, what, label in [
+    # Each peer is single-threaded; walcut's default -j1 of dump and restore
+    # and its -j2 restore use more threads, so every ratio names the threads
+    # of both sides and stands per wall second and per CPU second (user + sys,
+    # all threads), and walcut on one thread has a row of its own.
+    print("walcut / peer, median of the rounds (min-max): per wall second; per CPU second [threads]")
+    pairs = [
         ("walcut stats -j1", "pg_waldump --stats", 1, "bytes/s"),
-        ("walcut dump -j1", "pg_waldump", 0, "records/s"),
-        ("walcut dump -j1", "ldb dump_wal", 0, "records/s"),
-        ("walcut restore -j1", "rocksdb replay", 0, "writes/s"),
-        ("walcut restore -j2", "rocksdb replay", 0, "writes/s"),
         ("walcut stats -j1", "pg_waldump --stats", 0, "records/s"),
-    ]:
+        ("walcut dump -j1", "pg_waldump", 0, "records/s"),
+        ("walcut dump -j1 --io-threads 0", "pg_waldump", 0, "records/s"),
+        ("walcut dump -j1", "ldb dump_wal", 0, "records/s"),
+        ("walcut dump -j1 --io-threads 0", "ldb dump_wal", 0, "records/s"),
+    ]
+    for replay in ("rocksdb replay", "rocksdb replay (skip list)"):
+        for restore in ("walcut restore -j1 --io-threads 0", "walcut restore -j1", "walcut restore -j2"):
+            pairs.append((restore, replay, 0, "writes/s"))
+    for x, y, what, label in pairs:
         w, c = per_round(x, y, what, 0), per_round(x, y, what, 1)
-        print(f"  {x} / {y}, {label}: {w[0]:.2f}x ({w[1]:.2f}-{w[2]:.2f}); CPU {c[0]:.2f}x ({c[1]:.2f}-{c[2]:.2f})")
-    print_ratios(rows, [("walcut stats -j1", "crcfloor --read"), ("walcut verify -j1", "crcfloor --read"),
-                        ("walcut stats -j1", "cat walgen"), ("pg_waldump --stats", "cat pg")])
-
+        print(f"  {x} [{threads(x)}] / {y} [{threads(y)}], {label}: {w[0]:.2f}x ({w[1]:.2f}-{w[2]:.2f}); "
+              f"CPU {c[0]:.2f}x ({c[1]:.2f}-{c[2]:.2f})")
+    # The floors: walcut's reading against cat of the same files and the
+    # bare checksum loop, time against time (lower is better).
+    print("time / floor's time, median of the rounds (min-max): wall; CPU [threads]")
+    for x, y in [("walcut stats -j1", "cat walgen"), ("walcut verify -j1", "cat walgen"),
+                 ("walcut stats -j1", "crcfloor --read"), ("walcut verify -j1", "crcfloor --read"),
+                 ("walcut dump -j1 --io-threads 0", "cat walgen"), ("pg_waldump --stats", "cat pg"),
+                 ("ldb dump_wal", "cat rocks")]:
+        w = sorted(rx[0] / ry[0] for rx, ry in zip(rows[x], rows[y]) if ry[0] > 0)
+        c = sorted(rx[1] / ry[1] for rx, ry in zip(rows[x], rows[y]) if ry[1] > 0)
+        fw = f"{w[len(w) // 2]:.2f}x ({w[0]:.2f}-{w[-1]:.2f})" if w else "nan"
+        fc = f"{c[len(c) // 2]:.2f}x ({c[0]:.2f}-{c[-1]:.2f})" if c else "nan"
+        print(f"  {x} [{threads(x)}] / {y} [{threads(y)}]: {fw}; CPU {fc}")
 
 if __name__ == "__main__":
     main()

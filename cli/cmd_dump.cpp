@@ -54,6 +54,7 @@ struct DumpOptions {
   size_t max_bytes = 32;
   std::string mode = "tolerate-torn-tail";
   unsigned jobs = 0;
+  unsigned io_threads = 1;
   bool follow = false;
   unsigned follow_interval_ms = 100;
 };
@@ -186,7 +187,8 @@ std::vector<std::unique_ptr<Item>> PlanSegments(const std::vector<NodeCtx>& node
 // among the lines; --limit counted over both.
 class RecordWriter {
  public:
-  RecordWriter(const Filter& f, walfmt::RecoveryMode mode) : f_(f), mode_(mode), line_(f) {}
+  RecordWriter(const Filter& f, walfmt::RecoveryMode mode, bool read_ahead)
+      : f_(f), mode_(mode), read_ahead_(read_ahead), line_(f) {}
 
   void Report(const walfmt::Problem& p) {
     tally_.Add(p);
@@ -264,7 +266,7 @@ class RecordWriter {
     walfmt::ScanOptions so;
     so.mode = mode_;
     so.is_last = item.is_last;
-    so.read_ahead = true;  // the copy out of the page cache overlaps the formatting
+    so.read_ahead = read_ahead_;  // the copy out of the page cache overlaps the formatting
     if (prev && prev->header_ok) {
       so.expect_node = true;
       so.node_id = prev->header.node_id;
@@ -327,6 +329,7 @@ class RecordWriter {
 
   const Filter& f_;
   const walfmt::RecoveryMode mode_;
+  const bool read_ahead_;
   Out out_;
   walfmt::ProblemTally tally_;
   LineFormatter line_;
@@ -371,7 +374,7 @@ int RunDump(const DumpOptions& o) {
     }
   }
   std::vector<std::unique_ptr<Item>> items = PlanSegments(nodes, f.from);
-  RecordWriter w(f, mode);
+  RecordWriter w(f, mode, o.io_threads > 0);
   for (const auto& p : in->problems) w.Report(p);
   if (o.follow) {
     std::atomic<bool> stop{false};
@@ -418,7 +421,10 @@ void RegisterDump(CLI::App& root, Registry& reg) {
   AddNumber(cmd, "-j,--jobs", o->jobs, kJobsRange,
             "Worker threads parsing and formatting segments ahead of the output (default: one per core); -j1: "
             "the output's thread parses and formats, and a helper thread still reads ahead and checks the "
-            "checksums, so -j1 uses two threads");
+            "checksums (unless --io-threads 0), so -j1 uses two threads");
+  AddNumber(cmd, "--io-threads", o->io_threads, {0, 1},
+            "With -j1: 1 (default) reads each plain segment ahead, and checks its checksums, on a thread of its "
+            "own; 0 reads it on the output's thread, so that the whole dump runs on one thread");
   cmd->add_flag("-f,--follow", o->follow,
                 "Keep reading as the WAL grows, across new segments, until interrupted (SIGINT, SIGTERM: exit 0); "
                 "one node (--node with a cluster); an incomplete record at the end is read once it is complete");

@@ -42,6 +42,7 @@ struct RestoreOptions {
   bool dry_run = false;
   bool force = false;
   unsigned jobs = 0;
+  unsigned io_threads = 1;
   Format format = Format::kText;
   std::string check;  // "", bank, cycle, auto
   std::string repo;   // --repo: restore from a repository (cli/cmd_restore_repo.cpp); `dir` is then the artifact
@@ -388,6 +389,7 @@ int RestoreWith(const RestoreOptions& o, const std::optional<walfmt::TimeArg>& b
   req.dry_run = o.dry_run;
   req.out = o.out;
   req.jobs = o.jobs;
+  req.io_threads = o.io_threads;
   req.subset = o.Subset();
   req.progress = [&progress](uint64_t b) { progress.Update(b); };
   auto r = recovery::Restore(*cc, layout, req);
@@ -427,10 +429,26 @@ int RestoreWith(const RestoreOptions& o, const std::optional<walfmt::TimeArg>& b
   return forced || check_failed ? kExitFindings : kExitOk;
 }
 
+// --before TIME, when given: kExitOk, or a usage error printed.
+int ParseBefore(const std::string& text, std::optional<walfmt::TimeArg>& before) {
+  if (text.empty()) return kExitOk;
+  auto t = walfmt::ParseTime(text);
+  if (!t.ok()) {
+    PrintError(fmt::format("--before {}", t.status().message()));
+    return kExitUsage;
+  }
+  before = *t;
+  return kExitOk;
+}
+
 int RunRestore(const RestoreOptions& o) {
   // Leftovers of a killed restore beside OUT: named (or removed with --clean-stale).
   if (!o.dry_run && !o.out.empty()) {
     if (const int rc = NoteStaleStaging(o.out, o.clean_stale); rc != kExitOk) return rc;
+  }
+  if (o.io_threads != 1 && (!o.verdict.empty() || !o.summaries.empty() || !o.repo.empty())) {
+    PrintError("--io-threads 0 goes with a restore of a cluster DIR (not --verdict, --summaries or --repo)");
+    return kExitUsage;
   }
   if (!o.verdict.empty() || !o.summaries.empty()) return RunRestoreNode(o);
   if (o.node >= 0 || !o.cluster_json.empty()) {
@@ -438,15 +456,8 @@ int RunRestore(const RestoreOptions& o) {
     return kExitUsage;
   }
   if (!o.repo.empty()) {  // --repo: a full artifact and its increments (cli/cmd_restore_repo.cpp), not DIR's WAL
-    std::optional<walfmt::TimeArg> before;
-    if (!o.before.empty()) {
-      auto parsed = walfmt::ParseTime(o.before);
-      if (!parsed.ok()) {
-        PrintError(fmt::format("--before {}", parsed.status().message()));
-        return kExitUsage;
-      }
-      before = *parsed;  // a wall-clock time goes through each artifact's epoch (its copy of cluster.json)
-    }
+    std::optional<walfmt::TimeArg> before;  // a wall-clock time goes through each artifact's epoch (its cluster.json)
+    if (const int rc = ParseBefore(o.before, before); rc != kExitOk) return rc;
     if (!o.base.empty() || o.force || !o.check.empty()) {
       PrintError("with --repo: --base, --force and --check do not apply");
       return kExitUsage;
@@ -478,14 +489,7 @@ int RunRestore(const RestoreOptions& o) {
     return kExitUsage;
   }
   std::optional<walfmt::TimeArg> before;
-  if (!o.before.empty()) {
-    auto t = walfmt::ParseTime(o.before);
-    if (!t.ok()) {
-      PrintError(fmt::format("--before {}", t.status().message()));
-      return kExitUsage;
-    }
-    before = *t;
-  }
+  if (const int rc = ParseBefore(o.before, before); rc != kExitOk) return rc;
   auto layout = cut::FindClusterLayout(o.dir);
   if (!layout.ok()) {
     PrintError(layout.status().message());
@@ -566,7 +570,10 @@ void RegisterRestore(CLI::App& root, Registry& reg) {
   AddNumber(cmd, "-j,--jobs", o->jobs, kJobsRange,
             "Worker threads, each restoring (applying the WAL of) one node at a time (default: one per core); "
             "a helper thread checksums and writes each node's file while the node's entries are sorted and "
-            "formatted, so -j1 uses up to two threads");
+            "formatted (unless --io-threads 0), so -j1 uses up to two threads");
+  AddNumber(cmd, "--io-threads", o->io_threads, {0, 1},
+            "Restoring a cluster DIR: 1 (default) checksums and writes each node's file on a helper thread; 0 "
+            "on the worker thread, so that -j1 runs on one thread");
   AddProgressOptions(cmd);
   cmd->add_option("--check", o->check,
                   "Check the workload invariants on the restored state (bank total as in cluster.json, the cycle is "

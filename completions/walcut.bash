@@ -13,7 +13,7 @@ _walcut_options() {
   case $1 in
     "") echo "-h --help -V --version" ;;
     verify) echo "-h --help --format -j --jobs -v --verbose -f --follow --follow-interval --progress --no-progress -q --quiet" ;;
-    dump) echo "-h --help --format -t --type -x --tx -k --key -s --from -e --to --node -n --limit --max-bytes --mode -j --jobs -f --follow --follow-interval -q --quiet" ;;
+    dump) echo "-h --help --format -t --type -x --tx -k --key -s --from -e --to --node -n --limit --max-bytes --mode -j --jobs --io-threads -f --follow --follow-interval -q --quiet" ;;
     stats) echo "-h --help --format -j --jobs --progress --no-progress -q --quiet" ;;
     run) echo "-h --help --nodes --backups --partitions --workload --txs --concurrency --cuts --cut-every --seed --segment-size --accounts --ring-keys --crash --epoch --full-snapshot-at --full-snapshot-every --wal-retention --crashes --format -q --quiet" ;;
     cluster) echo "-h --help" ;;
@@ -31,7 +31,7 @@ _walcut_options() {
     "cut show") echo "-h --help --format -j --jobs --svg --progress --no-progress -q --quiet" ;;
     "cut start") echo "-h --help --format -q --quiet" ;;
     diff) echo "-h --help --format -n --limit --max-bytes -q --quiet" ;;
-    restore) echo "-h --help --repo --cut --latest --before --base -o --out --dry-run --force -j --jobs --check --clean-stale --keys --partition --verdict --summaries --node --cluster-json --format --progress --no-progress -q --quiet" ;;
+    restore) echo "-h --help --repo --cut --latest --before --base -o --out --dry-run --force -j --jobs --io-threads --check --clean-stale --keys --partition --verdict --summaries --node --cluster-json --format --progress --no-progress -q --quiet" ;;
     "restore assemble") echo "-h --help --check --clean-stale --format -q --quiet" ;;
     snapshot) echo "-h --help" ;;
     "snapshot check") echo "-h --help --restore -o --output --metrics -j --jobs --check --cluster --max-findings --format -q --quiet" ;;

@@ -500,7 +500,7 @@ class NodeRestorer {
     o_.entries = state_.size();
     std::unique_ptr<walfmt::SnapshotStreamWriter> file;
     if (!job_.stage_file.empty()) {
-      auto w = walfmt::SnapshotStreamWriter::Create(job_.stage_file, job_.header, state_.size());
+      auto w = walfmt::SnapshotStreamWriter::Create(job_.stage_file, job_.header, state_.size(), job_.write_thread);
       if (!w.ok()) return w.status();
       file = std::move(w.value());
     }

@@ -134,6 +134,7 @@ Status StageOutput(const RestoreRequest& req, RestoreResult& r) {
 void SetOutputs(std::vector<NodeJob>& jobs, const RestoreRequest& req, const RestoreResult& r, uint64_t cluster_id) {
   for (auto& job : jobs) {
     job.keep_state = req.keep_states || (req.out.empty() && !req.dry_run);
+    job.write_thread = req.io_threads > 0;
     job.filter = KeyFilter(r.subset);
     if (r.stage_dir.empty()) continue;
     job.stage_file = (fs::path(r.stage_dir) / fmt::format("node-{}.snap", job.node)).string();

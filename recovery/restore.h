@@ -58,6 +58,7 @@ struct RestoreRequest {
                              // staged next to it as nodes finish; WriteRestore completes them
   bool keep_states = false;  // also keep every node's state in NodeRestore::state (tests); implied without out
   unsigned jobs = 0;         // nodes restored at once; 0: one per core
+  unsigned io_threads = 1;   // 1: each node file is checksummed and written on a helper thread; 0: by the worker
   // Partial restore: only these keys (recovery/key_subset.h); whole when
   // empty. Restore checks it against the cluster's cluster.json
   // (ResolveSubset). Writes outside it are skipped as their TX_DATA is

@@ -75,7 +75,8 @@ struct NodeJob {
   std::string stage_file;       // write the restored state here ("" : do not)
   walfmt::SnapshotFile header;  // its header fields
   bool keep_state = false;
-  KeyFilter filter;  // partial restore: the keys kept (inactive: every key)
+  bool write_thread = true;  // the node file checksummed and written on a helper thread
+  KeyFilter filter;          // partial restore: the keys kept (inactive: every key)
   // Per-node restore: the records the summaries place in the range, sorted
   // by position; a record that is not there (or not at a record boundary)
   // fails the pass with kInvalidArgument naming it. `origin` names where the

@@ -143,19 +143,31 @@ SnapshotFile Many(size_t n) {
 
 }  // namespace
 
+// The threads of this process (the writer's helper thread is one).
+static size_t ThreadCount() {
+  size_t n = 0;
+  for ([[maybe_unused]] const auto& e : fs::directory_iterator("/proc/self/task")) ++n;
+  return n;
+}
+
 TEST_CASE("snapshot stream writer: the bytes and fingerprint of EncodeSnapshot, across many 1 MiB buffers") {
   TempDir dir("writer");
   fs::create_directories(dir.path);
   // Empty, one buffer, and about 5.5 MiB: the writer's thread holds two
   // buffers while a third fills, so the largest makes the writer wait.
+  // Without the helper thread (restore --io-threads 0) the same bytes.
+  const bool helper_thread = GENERATE(true, false);
   for (size_t n : {size_t{0}, size_t{3}, size_t{45000}}) {
-    INFO(n << " entries");
+    INFO(n << " entries, helper thread " << helper_thread);
     SnapshotFile s = Many(n);
     auto want = EncodeSnapshot(s);
     REQUIRE(want.ok());
-    const std::string path = (dir.path / fmt::format("s{}.snap", n)).string();
-    auto w = SnapshotStreamWriter::Create(path, s, s.entries.size());
+    const std::string path = (dir.path / fmt::format("s{}-{}.snap", n, helper_thread)).string();
+    const size_t threads_before = ThreadCount();
+    auto w = SnapshotStreamWriter::Create(path, s, s.entries.size(), helper_thread);
     REQUIRE(w.ok());
+    // The helper thread is there only when asked for.
+    CHECK(ThreadCount() == threads_before + (helper_thread ? 1 : 0));
     for (const auto& [k, v] : s.entries) REQUIRE((*w)->Add(k, v).ok());
     auto fp = (*w)->Finish();
     REQUIRE(fp.ok());
@@ -212,6 +224,8 @@ TEST_CASE("snapshot stream writer: a write that fails is returned by Add or Fini
   // the writer's thread and must reach the caller.
   TempDir dir("writer");
   fs::create_directories(dir.path);
+  const bool helper_thread = GENERATE(true, false);
+  INFO("helper thread " << helper_thread);
   const std::string path = (dir.path / "big.snap").string();
   SnapshotFile s = Many(48000);  // about 6 MiB: six buffers
   struct rlimit old {};
@@ -227,7 +241,7 @@ TEST_CASE("snapshot stream writer: a write that fails is returned by Add or Fini
   bool finished = false;
   bool in_add = false;
   {
-    auto w = SnapshotStreamWriter::Create(path, s, s.entries.size());
+    auto w = SnapshotStreamWriter::Create(path, s, s.entries.size(), helper_thread);
     REQUIRE(w.ok());
     for (const auto& [k, v] : s.entries) {
       if (Status st = (*w)->Add(k, v); !st.ok()) {
@@ -245,7 +259,8 @@ TEST_CASE("snapshot stream writer: a write that fails is returned by Add or Fini
   setrlimit(RLIMIT_FSIZE, &old);
   sigaction(SIGXFSZ, &old_action, nullptr);
   CHECK_FALSE(finished);
-  // The second buffer's write fails; the fourth's handing over finds it.
+  // The second buffer's write fails; the fourth's handing over finds it
+  // (without the helper thread, the second's own Add).
   CHECK(in_add);
   CHECK(failure.find(path + ": write failed: File too large") != std::string::npos);
   CHECK(fs::file_size(path) <= (2u << 20));

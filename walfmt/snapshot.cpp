@@ -281,8 +281,8 @@ struct SnapshotStreamWriter::Helper {
 SnapshotStreamWriter::SnapshotStreamWriter() = default;
 
 Result<std::unique_ptr<SnapshotStreamWriter>> SnapshotStreamWriter::Create(const std::string& path,
-                                                                           const SnapshotFile& h,
-                                                                           uint64_t entry_count) {
+                                                                           const SnapshotFile& h, uint64_t entry_count,
+                                                                           bool helper_thread) {
   if (h.name.size() > kMaxName) {
     return Status::InvalidArgument(fmt::format("snapshot name of {} bytes exceeds {}", h.name.size(), kMaxName));
   }
@@ -311,7 +311,7 @@ Result<std::unique_ptr<SnapshotStreamWriter>> SnapshotStreamWriter::Create(const
   hp.crc = walfmt::crc32c::Value(h.name.data(), h.name.size());
   hp.fd = w->fd_;
   hp.path = path;
-  hp.thread = std::thread([&hp] { hp.Run(); });
+  if (helper_thread) hp.thread = std::thread([&hp] { hp.Run(); });
   return w;
 }
 
@@ -328,6 +328,16 @@ SnapshotStreamWriter::~SnapshotStreamWriter() {
 
 Status SnapshotStreamWriter::Flush() {
   Helper& hp = *helper_;
+  if (!hp.thread.joinable()) {  // no helper thread: the same work, here
+    if (!hp.error.ok()) return hp.error;
+    const std::string_view entries = std::string_view(buf_).substr(hash_from_);
+    hp.crc = crc32c::Extend(hp.crc, entries.data(), entries.size());
+    hp.fnv = FnvExtend(hp.fnv, entries);
+    hp.error = Helper::WriteAll(fd_, buf_, path_);
+    buf_.clear();
+    hash_from_ = 0;
+    return hp.error;
+  }
   std::unique_lock lock(hp.mu);
   hp.cv.wait(lock, [&] { return hp.todo.size() < 2; });
   if (!hp.error.ok()) return hp.error;

@@ -85,11 +85,13 @@ Status WriteSnapshotFile(const std::string& path, SnapshotFile& s);
 // writing of each 1 MiB of entries run on a thread of the writer's own, so
 // that the caller's thread only formats entries (at most three such buffers
 // exist at once); a write error is returned by a later Add or by Finish.
+// With helper_thread false, all of it runs on the caller's thread (the same
+// bytes).
 class SnapshotStreamWriter {
  public:
   // `header` supplies node_id, cluster_id, wal_position, time_us and name.
   static Result<std::unique_ptr<SnapshotStreamWriter>> Create(const std::string& path, const SnapshotFile& header,
-                                                              uint64_t entry_count);
+                                                              uint64_t entry_count, bool helper_thread = true);
   ~SnapshotStreamWriter();
   Status Add(std::string_view key, std::string_view value);
   Result<uint64_t> Finish();
