@@ -28,39 +28,40 @@ def run(cmd, stdout=subprocess.DEVNULL, env=None, check=True):
 def run_threads(cmd, stdout=subprocess.DEVNULL, check=True, every=0.005):
     """As run(), plus the number of threads that did work.
 
-    The command runs as a child of this process: wall time from here, CPU time
-    (user + sys, all threads) and peak RSS from wait4's rusage. Meanwhile its
-    threads' CPU times are sampled from /proc/PID/task every `every` seconds;
-    a thread counts as busy when its last sample holds at least 2 % of the
-    process's CPU time (so an idle signal-handling thread does not count, and
-    a short-lived writer thread that does real work does)."""
+    The command runs under GNU time, as in run() (CPU time, user + sys of all
+    threads, and peak RSS of the command alone). Meanwhile its threads' CPU
+    times are sampled from /proc/PID/task every `every` seconds; a thread
+    counts as busy when its last sample holds at least 2 % of the sampled CPU
+    time (an idle signal-handling thread does not count; a short-lived writer
+    thread doing real work does, so threads that follow one another each
+    count)."""
     tick = os.sysconf("SC_CLK_TCK")
-    t0 = time.monotonic()
-    proc = subprocess.Popen(cmd, stdout=stdout)
-    per_thread = {}
-    while True:
-        pid, status, ru = os.wait4(proc.pid, os.WNOHANG)
-        if pid != 0:
-            break
-        try:
-            for tid in os.listdir(f"/proc/{proc.pid}/task"):
-                try:
-                    with open(f"/proc/{proc.pid}/task/{tid}/stat") as f:
-                        fields = f.read().rsplit(")", 1)[1].split()
-                    per_thread[tid] = (int(fields[11]) + int(fields[12])) / tick
-                except (OSError, IndexError, ValueError):
-                    pass
-        except OSError:
-            pass
-        time.sleep(every)
-    wall = time.monotonic() - t0
-    proc.returncode = os.waitstatus_to_exitcode(status)
-    if check and proc.returncode != 0:
-        sys.exit(f"{os.path.basename(sys.argv[0])}: {' '.join(cmd)} exited with {proc.returncode}")
-    cpu = ru.ru_utime + ru.ru_stime
+    with tempfile.NamedTemporaryFile("r") as f:
+        t0 = time.monotonic()
+        proc = subprocess.Popen(["/usr/bin/time", "-f", "%U %S %M", "-o", f.name] + cmd, stdout=stdout)
+        child = None
+        per_thread = {}
+        while proc.poll() is None:
+            try:
+                if child is None:
+                    with open(f"/proc/{proc.pid}/task/{proc.pid}/children") as c:
+                        kids = c.read().split()
+                    child = kids[0] if kids else None
+                if child is not None:
+                    for tid in os.listdir(f"/proc/{child}/task"):
+                        with open(f"/proc/{child}/task/{tid}/stat") as st:
+                            fields = st.read().rsplit(")", 1)[1].split()
+                        per_thread[tid] = (int(fields[11]) + int(fields[12])) / tick
+            except (OSError, IndexError, ValueError):
+                pass
+            time.sleep(every)
+        wall = time.monotonic() - t0
+        if check and proc.returncode != 0:
+            sys.exit(f"{os.path.basename(sys.argv[0])}: {' '.join(cmd)} exited with {proc.returncode}")
+        user, sys_s, kib = f.read().split()[-3:]
     sampled = sum(per_thread.values())
     busy = sum(1 for v in per_thread.values() if sampled > 0 and v >= 0.02 * sampled)
-    return wall, cpu, ru.ru_maxrss / 1024.0, max(busy, 1)
+    return wall, float(user) + float(sys_s), int(kib) / 1024.0, max(busy, 1)
 
 
 def loadavg():
