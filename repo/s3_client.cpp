@@ -285,6 +285,16 @@ Status S3Client::AbortMultipartUpload(const std::string& bucket, const std::stri
   return Status::Ok();
 }
 
+Status S3Client::CreateBucket(const std::string& bucket) {
+  S3Request req = Request("PUT", bucket);
+  auto resp = impl_->Send(req);
+  if (!resp.ok()) return resp.status();
+  if (Is2xx(*resp) || (resp->status == 409 && resp->body.find("BucketAlreadyOwnedByYou") != std::string::npos)) {
+    return Status::Ok();
+  }
+  return S3HttpError(req, *resp);
+}
+
 Result<std::vector<S3Upload>> S3Client::ListMultipartUploads(const std::string& bucket, const std::string& prefix,
                                                              int page_size) {
   std::vector<S3Upload> out;
