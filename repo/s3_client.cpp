@@ -270,6 +270,9 @@ Status S3Client::CompleteMultipartUpload(const std::string& bucket, const std::s
     }
   }
   if (resp->status != 200) return S3HttpError(req, *resp);
+  // moto answers <CompleteMultipartUploadResponse>; AWS, MinIO and Ceph <CompleteMultipartUploadResult>.
+  auto xml = ParseXml(resp->body);
+  if (xml.ok() && xml->name == "CompleteMultipartUploadResponse") return Status::Ok();
   auto root = Root(req, *resp, "CompleteMultipartUploadResult");
   if (!root.ok()) return root.status();
   return Status::Ok();
