@@ -413,7 +413,7 @@ TEST_CASE("repo lock: a local repository has one writer at a time", "[repo][lock
   CHECK(seqs.size() == static_cast<size_t>(2 + created));
 }
 
-TEST_CASE("repo lock: an S3 repository has one writer at a time; only a stale lock is broken, with --break-lock",
+TEST_CASE("repo lock: an S3 repository has one writer at a time, and only a stale lock is broken, with --break-lock",
           "[repo][lock][s3]") {
   Dir t;
   auto store = StartStore(true, "walcut-lock");
