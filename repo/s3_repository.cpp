@@ -324,6 +324,18 @@ Result<RepoRestoreResult> RestoreFromS3(const RepoRestoreRequest& req, const Rem
   local.before.reset();
   auto r = RestoreFromRepository(local);
   if (!r.ok()) return s->Rename(r.status());
+  if (!req.dry_run) {
+    // OUT's manifest names the repository it came from ("repository.dir"): the
+    // s3:// location, not the private directory that is about to go.
+    const std::string path = walfmt::JoinPath(req.out, kManifestFile);
+    auto text = walfmt::ReadWholeFile(path, kMaxManifestBytes);
+    if (text.status().code() == walfmt::ErrorCode::kNotFound) return r;  // a full alone: its files copied
+    if (!text.ok()) return text.status();
+    const std::string fixed = ReplaceAll(*text, nlohmann::json(s->mirror->dir).dump(), nlohmann::json(req.repo).dump());
+    if (fixed != *text) {
+      if (Status st = walfmt::WriteFileAtomic(path, fixed); !st.ok()) return st;
+    }
+  }
   return r;
 }
 

@@ -250,6 +250,7 @@ TEST_CASE("repo s3: create, list, check, restore and expire against an S3 server
   l = Walcut("", fmt::format("restore --repo '{}' i-cut-{} --out '{}/out/local'", local, latest, t.path));
   REQUIRE(l.code == 0);
   RequireSameTree(t.path + "/out/local", t.path + "/out/s3");
+  CHECK(json::parse(Slurp(t.path + "/out/s3/manifest.json"))["repository"]["dir"] == url);
   CHECK(Entries(t.path + "/out") == 2);
   s = Walcut(with_endpoint, fmt::format("restore --repo {} --latest --dry-run", url));
   CHECK(s.code == 0);
