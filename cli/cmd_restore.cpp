@@ -33,6 +33,7 @@ namespace {
 using nlohmann::json;
 
 struct RestoreOptions {
+  RepoAccess access;  // --repo s3://...
   std::string dir;
   uint64_t cut = 0;
   bool latest = false;
@@ -463,7 +464,7 @@ int RunRestore(const RestoreOptions& o) {
       return kExitUsage;
     }
     return RunRestoreRepo({o.repo, o.dir, o.cut ? std::optional<uint64_t>(o.cut) : std::nullopt, o.latest, before,
-                           o.out, o.dry_run, o.format == Format::kJson, o.jobs, o.Subset()});
+                           o.out, o.dry_run, o.format == Format::kJson, o.jobs, o.Subset(), o.access});
   }
   if (o.dir.empty()) {
     PrintError("DIR is required (or --repo REPO)");
@@ -550,7 +551,10 @@ void RegisterRestore(CLI::App& root, Registry& reg) {
   cmd->add_option("dir", o->dir,
                   "Cluster directory (with --repo: an artifact NAME, or none with --cut/--latest/--before; with "
                   "--verdict or --summaries: the node directory)");
-  cmd->add_option("--repo", o->repo, "Restore from a repository of snapshot artifacts: a full and its increments");
+  cmd->add_option("--repo", o->repo,
+                  "Restore from a repository of snapshot artifacts (a directory, file://PATH or s3://BUCKET/PREFIX): "
+                  "a full and its increments");
+  AddRepoAccessOptions(cmd, o->access, false);
   AddNumber(cmd, "--cut", o->cut, kCutIdRange, "Cut id to restore");
   cmd->add_flag("--latest", o->latest, "The latest restorable cut (the end of the restore window)");
   cmd->add_option("--before", o->before,

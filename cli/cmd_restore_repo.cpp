@@ -13,8 +13,10 @@
 namespace walcut::cli {
 
 int RunRestoreRepo(const RepoRestoreCliOptions& o) {
+  const auto loc = RepoLocationOf(o.repo);
+  if (!loc) return kExitUsage;
   repo::RepoRestoreRequest rq;
-  rq.repo = o.repo;
+  rq.repo = loc->s3 ? loc->url : loc->dir;
   rq.name = o.name;
   rq.cut = o.cut;
   rq.latest = o.latest;
@@ -27,11 +29,11 @@ int RunRestoreRepo(const RepoRestoreCliOptions& o) {
     PrintError("--out OUT is required (or --dry-run)");
     return kExitUsage;
   }
-  if (const std::string p = OutputInsideInput("--out", o.out, {o.repo}); !o.dry_run && !p.empty()) {
+  if (const std::string p = loc->s3 ? "" : OutputInsideInput("--out", o.out, {loc->dir}); !o.dry_run && !p.empty()) {
     PrintError(p);
     return kExitUsage;
   }
-  auto r = repo::RestoreFromRepository(rq);
+  auto r = loc->s3 ? repo::RestoreFromS3(rq, RemoteOf(o.access, o.jobs)) : repo::RestoreFromRepository(rq);
   if (!r.ok()) {
     PrintError(r.status().message());
     switch (r.status().code()) {

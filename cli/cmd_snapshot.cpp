@@ -51,6 +51,7 @@ struct CheckOptions {
   std::string output;
   unsigned jobs = 0;
   std::string metrics;
+  RepoAccess access;  // an s3:// repository
 };
 
 nlohmann::json FindingJson(const recovery::Finding& f) {
@@ -147,9 +148,17 @@ void PrintCheckText(const CheckResult& r) {
 }
 
 int RunCheck(const CheckOptions& o) {
+  if (o.dir.find("://") != std::string::npos) {  // s3://... or file://PATH; another scheme is refused
+    const auto loc = RepoLocationOf(o.dir);
+    if (!loc) return kExitUsage;
+    if (loc->s3) return RunRepoCheck({o.dir, o.name, o.restore, o.format_name, o.output, o.jobs, o.metrics, o.access});
+    CheckOptions local = o;
+    local.dir = loc->dir;
+    return RunCheck(local);
+  }
   if (auto rc = CheckDirExists(o.dir)) return *rc;
   if (IsRepositoryDir(o.dir))
-    return RunRepoCheck({o.dir, o.name, o.restore, o.format_name, o.output, o.jobs, o.metrics});
+    return RunRepoCheck({o.dir, o.name, o.restore, o.format_name, o.output, o.jobs, o.metrics, o.access});
   if (!o.name.empty() || o.restore || o.format_name == "junit" || !o.output.empty() || !o.metrics.empty()) {
     PrintError(
         fmt::format("{}: NAME, --restore, --format junit, --output and --metrics are for a repository (no {} here)",
@@ -331,7 +340,11 @@ void RegisterSnapshot(CLI::App& root, Registry& reg) {
       "cluster.json to be found, a --check the workload has no keys for, node counts or cluster ids that do\n"
       "not match), 1 also when a file is damaged (.snap, cluster.json, manifest.json), 3 when one cannot be\n"
       "read.");
-  check->add_option("DIR", c->dir, "Snapshot directory, or a repository of snapshot artifacts")->required();
+  check
+      ->add_option("DIR", c->dir,
+                   "Snapshot directory, or a repository of snapshot artifacts (a directory, file://PATH or "
+                   "s3://BUCKET/PREFIX)")
+      ->required();
   check->add_option("NAME", c->name, "Repository: check this artifact and its chain only");
   check->add_flag("--restore", c->restore, "Repository: trial restore through each chain with the workload invariants");
   check->add_option("-o,--output", c->output,
@@ -359,6 +372,7 @@ void RegisterSnapshot(CLI::App& root, Registry& reg) {
           "Output format: text (default), json, or junit (a repository only)")
       ->check(CLI::IsMember({"text", "json", "junit"}))
       ->type_name("text|json|junit");
+  AddRepoAccessOptions(check, c->access, false);
   reg.Add(check, [c] { return RunCheck(*c); });
 
   auto s = std::make_shared<ShowOptions>();

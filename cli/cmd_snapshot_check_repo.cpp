@@ -165,20 +165,22 @@ std::string Junit(const repo::RepoCheckReport& r, int rc) {
 bool IsRepositoryDir(const std::string& dir) { return repo::IsRepository(dir); }
 
 int RunRepoCheck(const RepoCheckCliOptions& o) {
+  const auto loc = RepoLocationOf(o.repo);
+  if (!loc) return kExitUsage;
   repo::RepoCheckOptions ro;
-  ro.repo = o.repo;
+  ro.repo = loc->s3 ? loc->url : loc->dir;
   ro.name = o.name;
   ro.restore = o.restore;
   ro.jobs = o.jobs;
   for (const auto& [option, path] :
        {std::pair<const char*, std::string>{"--output", o.output}, {"--metrics", o.metrics}}) {
-    if (const std::string p = OutputInsideInput(option, path, {o.repo}); !p.empty()) {
+    if (const std::string p = loc->s3 ? "" : OutputInsideInput(option, path, {o.repo}); !p.empty()) {
       PrintError(p);
       return kExitUsage;
     }
   }
   const auto started = std::chrono::steady_clock::now();
-  auto r = repo::CheckRepository(ro);
+  auto r = loc->s3 ? repo::CheckS3Repository(ro, RemoteOf(o.access, o.jobs)) : repo::CheckRepository(ro);
   if (!r.ok()) {
     PrintError(r.status().message());
     switch (r.status().code()) {
@@ -203,7 +205,8 @@ int RunRepoCheck(const RepoCheckCliOptions& o) {
     fmt::print("{}", doc);
   }
   if (o.metrics.empty()) return rc;
-  auto listing = repo::ListRepository(o.repo);
+  auto listing =
+      loc->s3 ? repo::ListS3Repository(loc->url, RemoteOf(o.access, o.jobs)) : repo::ListRepository(loc->dir);
   if (!listing.ok()) {
     PrintError(listing.status().message());
     return kExitIo;

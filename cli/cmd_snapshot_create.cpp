@@ -7,6 +7,7 @@
 #include "cli/cut_common.h"
 #include "cli/numbers.h"
 #include "cli/output.h"
+#include "cli/repo_access.h"
 #include "repo/repository.h"
 #include "walfmt/text_escape.h"
 
@@ -26,6 +27,7 @@ struct CreateOptions {
   int level = 1;
   unsigned jobs = 0;
   Format format = Format::kText;
+  RepoAccess access;
 };
 
 int RunCreate(const CreateOptions& o) {
@@ -33,7 +35,9 @@ int RunCreate(const CreateOptions& o) {
     PrintError("give exactly one of --full and --incremental");
     return kExitUsage;
   }
-  if (const std::string p = OutputInsideInput("--repo", o.repo, {o.cluster}); !p.empty()) {
+  const auto loc = RepoLocationOf(o.repo);
+  if (!loc) return kExitUsage;
+  if (const std::string p = loc->s3 ? "" : OutputInsideInput("--repo", loc->dir, {o.cluster}); !p.empty()) {
     PrintError(p);
     return kExitUsage;
   }
@@ -59,7 +63,7 @@ int RunCreate(const CreateOptions& o) {
   }
   repo::CreateRequest rq;
   rq.cluster_dir = o.cluster;
-  rq.repo = o.repo;
+  rq.repo = loc->s3 ? loc->url : loc->dir;
   rq.full = o.full;
   rq.from = o.from;
   rq.cut = o.cut;
@@ -68,7 +72,7 @@ int RunCreate(const CreateOptions& o) {
   rq.name = o.name;
   rq.zstd_level = o.level;
   rq.jobs = o.jobs;
-  auto r = repo::CreateArtifact(rq);
+  auto r = loc->s3 ? repo::CreateS3Artifact(rq, RemoteOf(o.access, o.jobs)) : repo::CreateArtifact(rq);
   if (!r.ok()) {
     // A refusal (inconsistent cut, missing segments, another cluster) is a finding.
     PrintError(fmt::format("snapshot create refused: {}", r.status().message()));
@@ -127,10 +131,12 @@ void RegisterSnapshotCreate(CLI::App& root, Registry& reg) {
       "repository's own chain when it holds cut K, else from CLUSTER's WAL). --incremental: the WAL each\n"
       "node needs from the parent's cut (the newest artifact of the cluster, or --parent) to cut K\n"
       "(--cut K or --latest), as .wal.zst, with the cut's evidence. Built in a staging directory and\n"
-      "renamed into place: a crash leaves no artifact or a complete one. Exit 0 created, 1 refused (cut\n"
-      "not consistent, missing WAL segments, parent of another cluster), 2 usage, 3 I/O error.");
+      "renamed into place: a crash leaves no artifact or a complete one (on S3: uploaded with manifest.json\n"
+      "last). One writer at a time: a second create or expire fails at once while the repository is locked.\n"
+      "Exit 0 created, 1 refused (cut not consistent, missing WAL segments, parent of another cluster), 2\n"
+      "usage, 3 I/O error (also: the repository is locked).");
   cmd->add_option("CLUSTER", o->cluster, "Cluster directory (optional for a synthetic full the repository serves)");
-  cmd->add_option("--repo", o->repo, "Repository directory")->required();
+  cmd->add_option("--repo", o->repo, "Repository: a directory, file://PATH or s3://BUCKET/PREFIX")->required();
   cmd->add_flag("--full", o->full, "A full artifact");
   cmd->add_flag("--incremental", o->incremental, "An incremental artifact");
   cmd->add_option("--from", o->from, "Full: the runtime full snapshot to store (a name under CLUSTER/snapshots/)");
@@ -141,6 +147,7 @@ void RegisterSnapshotCreate(CLI::App& root, Registry& reg) {
   AddNumber(cmd, "--zstd-level", o->level, {1, 19},
             "zstd level for the WAL segments (default 1: as small as 3 on WAL, about twice as fast)");
   AddNumber(cmd, "-j,--jobs", o->jobs, kJobsRange, "Threads (default: one per core)");
+  AddRepoAccessOptions(cmd, o->access, true);
   AddFormatOption(cmd, o->format);
   reg.Add(cmd, [o] { return RunCreate(*o); });
 }

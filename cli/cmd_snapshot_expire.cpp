@@ -5,6 +5,7 @@
 #include "cli/command.h"
 #include "cli/numbers.h"
 #include "cli/output.h"
+#include "cli/repo_access.h"
 #include "repo/repository.h"
 #include "walfmt/text_escape.h"
 
@@ -16,10 +17,14 @@ struct ExpireOptions {
   uint64_t keep_full = 0;
   bool dry_run = false;
   Format format = Format::kText;
+  RepoAccess access;
 };
 
 int RunExpire(const ExpireOptions& o) {
-  auto r = repo::Expire(o.repo, o.keep_full, o.dry_run);
+  const auto loc = RepoLocationOf(o.repo);
+  if (!loc) return kExitUsage;
+  auto r = loc->s3 ? repo::ExpireS3(loc->url, o.keep_full, o.dry_run, RemoteOf(o.access, 0))
+                   : repo::Expire(loc->dir, o.keep_full, o.dry_run);
   if (!r.ok()) {
     PrintError(r.status().message());
     return ExitForStatus(r.status());
@@ -49,10 +54,12 @@ void RegisterSnapshotExpire(CLI::App& root, Registry& reg) {
       "expire",
       "Retention: keep the newest N full artifacts of each cluster and every artifact whose chain starts at\n"
       "one of them; remove the others, leaves first, each renamed away before it is deleted. Artifacts\n"
-      "with a broken chain are left alone (snapshot check reports them). Exit 0, 2 usage, 3 I/O error.");
-  cmd->add_option("REPO", o->repo, "Repository directory")->required();
+      "with a broken chain are left alone (snapshot check reports them). Takes the repository's lock (not\n"
+      "for --dry-run). Exit 0, 2 usage, 3 I/O error (also: the repository is locked).");
+  cmd->add_option("REPO", o->repo, "Repository: a directory, file://PATH or s3://BUCKET/PREFIX")->required();
   AddNumber(cmd, "--keep-full", o->keep_full, {1, 1000000}, "Full artifacts to keep per cluster")->required();
   cmd->add_flag("--dry-run", o->dry_run, "Print what would be removed; remove nothing");
+  AddRepoAccessOptions(cmd, o->access, true);
   AddFormatOption(cmd, o->format);
   reg.Add(cmd, [o] { return RunExpire(*o); });
 }

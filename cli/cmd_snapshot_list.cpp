@@ -8,6 +8,7 @@
 #include "cli/command.h"
 #include "cli/cut_common.h"
 #include "cli/output.h"
+#include "cli/repo_access.h"
 #include "repo/repository.h"
 #include "walfmt/text_escape.h"
 
@@ -17,6 +18,7 @@ namespace {
 struct ListOptions {
   std::string repo;
   Format format = Format::kText;
+  RepoAccess access;
 };
 
 std::string Chain(const std::vector<std::string>& c) {
@@ -77,7 +79,9 @@ nlohmann::json ArtifactJson(const repo::Artifact& a) {
 }
 
 int RunList(const ListOptions& o) {
-  auto l = repo::ListRepository(o.repo);
+  const auto loc = RepoLocationOf(o.repo);
+  if (!loc) return kExitUsage;
+  auto l = loc->s3 ? repo::ListS3Repository(loc->url, RemoteOf(o.access, 0)) : repo::ListRepository(loc->dir);
   if (!l.ok()) {
     PrintError(l.status().message());
     return ExitForStatus(l.status());
@@ -170,7 +174,8 @@ void RegisterSnapshotList(CLI::App& root, Registry& reg) {
       "node; and the\n"
       "restore targets (artifacts whose chain back to a full is complete). Exit 0, 2 when REPO is not a\n"
       "repository, 3 on I/O errors.");
-  cmd->add_option("REPO", o->repo, "Repository directory")->required();
+  cmd->add_option("REPO", o->repo, "Repository: a directory, file://PATH or s3://BUCKET/PREFIX")->required();
+  AddRepoAccessOptions(cmd, o->access, false);
   AddFormatOption(cmd, o->format);
   reg.Add(cmd, [o] { return RunList(*o); });
 }

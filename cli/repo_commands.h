@@ -7,6 +7,7 @@
 #include <optional>
 #include <string>
 
+#include "cli/repo_access.h"
 #include "recovery/key_subset.h"
 #include "walfmt/duration.h"
 
@@ -24,6 +25,7 @@ struct RepoCheckCliOptions {
   std::string output;           // "" : stdout
   unsigned jobs = 0;
   std::string metrics;  // "" : none; else Prometheus text (cli/metrics.h)
+  RepoAccess access;    // an s3:// repository
 };
 int RunRepoCheck(const RepoCheckCliOptions& o);
 
@@ -38,6 +40,7 @@ struct RepoRestoreCliOptions {
   bool json = false;
   unsigned jobs = 0;
   recovery::KeySubset subset;  // --keys / --partition: a partial restore
+  RepoAccess access;           // an s3:// repository
 };
 // `walcut restore --repo REPO (NAME | --cut K | --latest | --before TIME) --out OUT`.
 int RunRestoreRepo(const RepoRestoreCliOptions& o);

@@ -31,14 +31,14 @@ _walcut_options() {
     "cut show") echo "-h --help --format -j --jobs --svg --progress --no-progress -q --quiet" ;;
     "cut start") echo "-h --help --format -q --quiet" ;;
     diff) echo "-h --help --format -n --limit --max-bytes -q --quiet" ;;
-    restore) echo "-h --help --repo --cut --latest --before --base -o --out --dry-run --force -j --jobs --io-threads --check --clean-stale --keys --partition --verdict --summaries --node --cluster-json --format --progress --no-progress -q --quiet" ;;
+    restore) echo "-h --help --repo --s3-endpoint --s3-region --cut --latest --before --base -o --out --dry-run --force -j --jobs --io-threads --check --clean-stale --keys --partition --verdict --summaries --node --cluster-json --format --progress --no-progress -q --quiet" ;;
     "restore assemble") echo "-h --help --check --clean-stale --format -q --quiet" ;;
     snapshot) echo "-h --help" ;;
-    "snapshot check") echo "-h --help --restore -o --output --metrics -j --jobs --check --cluster --max-findings --format -q --quiet" ;;
+    "snapshot check") echo "-h --help --s3-endpoint --s3-region --restore -o --output --metrics -j --jobs --check --cluster --max-findings --format -q --quiet" ;;
     "snapshot show") echo "-h --help --node -k --keys --max-bytes --format -q --quiet" ;;
-    "snapshot create") echo "-h --help --repo --full --incremental --from --cut --latest --parent --name --zstd-level -j --jobs --format -q --quiet" ;;
-    "snapshot list") echo "-h --help --format -q --quiet" ;;
-    "snapshot expire") echo "-h --help --keep-full --dry-run --format -q --quiet" ;;
+    "snapshot create") echo "-h --help --repo --s3-endpoint --s3-region --break-lock --full --incremental --from --cut --latest --parent --name --zstd-level -j --jobs --format -q --quiet" ;;
+    "snapshot list") echo "-h --help --s3-endpoint --s3-region --format -q --quiet" ;;
+    "snapshot expire") echo "-h --help --s3-endpoint --s3-region --break-lock --keep-full --dry-run --format -q --quiet" ;;
     check) echo "-h --help --cut --all --level --format -o --output --metrics --state --full --from-genesis -j --jobs --node --verdict --base --progress --no-progress -q --quiet" ;;
     "check merge") echo "-h --help --format -o --output --metrics -q --quiet" ;;
     history) echo "-h --help" ;;
@@ -75,7 +75,7 @@ _walcut_values() {  # COMMAND OPTION
     -j|--jobs|-x|--tx|-k|--key|-s|--from|-e|--to|--node|-n|--limit|--max-bytes|--nodes|--backups|\
     --partitions|--txs|--concurrency|--cuts|--cut-every|--seed|--segment-size|--accounts|--ring-keys|\
     --crash|--epoch|--full-snapshot-at|--full-snapshot-every|--crashes|--cut|--before|--max-findings|--parent|\
-    --name|--zstd-level|--keep-full|--clients|--duration|--rate|--base-port|--clock-slack|--partition) echo "none" ;;
+    --name|--zstd-level|--keep-full|--s3-endpoint|--s3-region|--clients|--duration|--rate|--base-port|--clock-slack|--partition) echo "none" ;;
   esac
 }
 

@@ -13,6 +13,7 @@
 #include "recovery/restore.h"
 #include "repo/artifact_io.h"
 #include "repo/manifest.h"
+#include "repo/remote.h"
 #include "repo/repository.h"
 #include "repo/segment_store.h"
 #include "walfmt/cluster_layout.h"
@@ -600,6 +601,8 @@ Result<CreateResult> CreateArtifact(const CreateRequest& req) {
   if (req.full && req.cluster_dir.empty() && !req.cut)
     return Status::InvalidArgument("--from needs the cluster directory");
   if (Status st = InitRepository(req.repo); !st.ok()) return st;
+  auto lock = LockDirectory(req.repo);  // one writer at a time: the seq below is the next one
+  if (!lock.ok()) return lock.status();
   auto l = ListRepository(req.repo);
   if (!l.ok()) return l.status();
   Manifest m;

@@ -12,6 +12,7 @@
 
 #include <fmt/format.h>
 
+#include "repo/remote.h"
 #include "repo/repository.h"
 #include "walfmt/file_io.h"
 #include "walfmt/strings.h"
@@ -58,6 +59,12 @@ void RemoveLeftovers(const std::string& repo, const RepoListing& l, bool dry_run
 
 Result<ExpireResult> Expire(const std::string& repo, uint64_t keep_full, bool dry_run) {
   if (keep_full == 0) return Status::InvalidArgument("--keep-full must be at least 1");
+  std::unique_ptr<RepoLock> lock;  // one writer at a time (a dry run writes nothing)
+  if (!dry_run && IsRepository(repo)) {
+    auto l = LockDirectory(repo);
+    if (!l.ok()) return l.status();
+    lock = std::move(l.value());
+  }
   auto l = ListRepository(repo);
   if (!l.ok()) return l.status();
   // The newest N fulls of each cluster are kept, with every artifact whose

@@ -270,6 +270,9 @@ Status S3Client::CompleteMultipartUpload(const std::string& bucket, const std::s
     }
   }
   if (resp->status != 200) return S3HttpError(req, *resp);
+  // moto answers <CompleteMultipartUploadResponse>; AWS, MinIO and Ceph <CompleteMultipartUploadResult>.
+  auto xml = ParseXml(resp->body);
+  if (xml.ok() && xml->name == "CompleteMultipartUploadResponse") return Status::Ok();
   auto root = Root(req, *resp, "CompleteMultipartUploadResult");
   if (!root.ok()) return root.status();
   return Status::Ok();
@@ -283,6 +286,16 @@ Status S3Client::AbortMultipartUpload(const std::string& bucket, const std::stri
   if (resp->status == 404) return Status::Ok();  // gone: never begun, or aborted (by an attempt without answer)
   if (!Is2xx(*resp)) return S3HttpError(req, *resp);
   return Status::Ok();
+}
+
+Status S3Client::CreateBucket(const std::string& bucket) {
+  S3Request req = Request("PUT", bucket);
+  auto resp = impl_->Send(req);
+  if (!resp.ok()) return resp.status();
+  if (Is2xx(*resp) || (resp->status == 409 && resp->body.find("BucketAlreadyOwnedByYou") != std::string::npos)) {
+    return Status::Ok();
+  }
+  return S3HttpError(req, *resp);
 }
 
 Result<std::vector<S3Upload>> S3Client::ListMultipartUploads(const std::string& bucket, const std::string& prefix,

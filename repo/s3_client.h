@@ -2,7 +2,7 @@
 // Ceph RGW) over libcurl, whose AWS SigV4 signing (CURLOPT_AWS_SIGV4) signs
 // every request; the payload's SHA-256 goes in x-amz-content-sha256, so the
 // store checks the bytes it received. Foundation of `--repo s3://` (issue
-// 30); no command uses it yet. See repo/REPOSITORY.md, "Object storage".
+// 30); the S3 repository (s3_store.h) uses it. See repo/REPOSITORY.md, "Object storage".
 //
 // Errors: walfmt::Status, one line naming s3://BUCKET/KEY, the operation, and
 // the HTTP status with S3's error code, or curl's error. NotFound for a
@@ -114,6 +114,10 @@ class S3Client {
   // The uploads begun and neither completed nor aborted, every page.
   walfmt::Result<std::vector<S3Upload>> ListMultipartUploads(const std::string& bucket, const std::string& prefix,
                                                              int page_size = 1000);
+
+  // Creates the bucket (tests against a store that starts empty); Ok when it
+  // exists already and is ours (409 BucketAlreadyOwnedByYou).
+  walfmt::Status CreateBucket(const std::string& bucket);
 
   const S3Config& config() const;
   S3Stats stats() const;

@@ -1,8 +1,9 @@
 // Internal to repo/: where an S3 repository lives (s3://BUCKET/PREFIX) and
 // how to reach it (endpoint, region, addressing, credentials, timeouts,
 // retries), resolved from explicit options and the standard AWS environment
-// variables and shared credentials file. Used by s3_client.h; no command uses
-// it yet (issue 30).
+// variables and shared credentials file. Used by s3_client.h and, through
+// --repo s3://... and --s3-endpoint / --s3-region, by the repository commands
+// (remote.h).
 #pragma once
 
 #include <cstdint>

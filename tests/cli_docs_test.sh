@@ -59,7 +59,7 @@ for p in "${paths[@]}"; do
   if [ -z "$body" ]; then
     bad "$label: no function $fn in $zsh_file"
   else
-    got=$(echo "$body" | grep -oE "(^|[^a-zA-Z0-9_-])--?[a-zA-Z][a-zA-Z-]*" | sed -E 's/^[^-]//' | sort -u)
+    got=$(echo "$body" | grep -oE "(^|[^a-zA-Z0-9_-])--?[a-zA-Z][a-zA-Z0-9-]*" | sed -E 's/^[^-]//' | sort -u)
     same "$label in $zsh_file ($fn)" "$want" "$got"
   fi
 
@@ -88,7 +88,7 @@ for p in "${paths[@]}"; do
     text=$(echo "$text" | sed '$d')
   fi
   got=$(echo "$text" | awk 'prev == ".TP" { print } { prev = $0 }' | sed -E 's/\\f[BIR]//g; s/\\-/-/g' |
-        grep -oE "(^|[ ,])--?[a-zA-Z][a-zA-Z-]*" | sed -E 's/^[ ,]//' | sort -u)
+        grep -oE "(^|[ ,])--?[a-zA-Z][a-zA-Z0-9-]*" | sed -E 's/^[ ,]//' | sort -u)
   same "$label in $page" "$want" "$got"
 done
 

@@ -23,6 +23,8 @@ Fault injection, counted over all requests (the Nth, 2Nth, ... request):
   --stall-every N           sleep --stall-seconds before answering
   --hostile-xml             every XML body (listings, multipart answers, errors)
                             is replaced by garbage, a different kind per request
+  --deny-key-suffix S       writes (PUT, POST) of keys ending in S answer 403
+                            AccessDenied: a writer interrupted at that object
 """
 import argparse
 import base64
@@ -241,6 +243,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
             if m == "GET" and "uploads" in q:
                 return list_uploads(bucket, q)
             raise Reply(501, "NotImplemented", "bucket operation not supported here")
+        if m in ("PUT", "POST") and ARGS.deny_key_suffix and key.endswith(ARGS.deny_key_suffix):
+            raise Reply(403, "AccessDenied", "writes of this key are denied (--deny-key-suffix)")
         if m == "PUT" and "uploadId" in q:
             return upload_part(bucket, key, q, body)
         if m == "PUT":
@@ -479,6 +483,7 @@ def main():
     p.add_argument("--stall-every", type=int, default=0)
     p.add_argument("--stall-seconds", type=float, default=3)
     p.add_argument("--hostile-xml", action="store_true")
+    p.add_argument("--deny-key-suffix", default="", help="PUT/POST of a key ending so: 403 AccessDenied (not retried)")
     p.add_argument("--verbose", action="store_true")
     ARGS = p.parse_args()
     ARGS.bucket = ARGS.bucket or ["test"]
