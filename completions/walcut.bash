@@ -6,7 +6,7 @@
 # command and option" compares them); value completions follow the option
 # names.
 
-_walcut_commands="verify dump stats run cluster node load scan cuts cut diff restore snapshot check history"
+_walcut_commands="verify dump stats run cluster node load scan cuts cut diff export restore snapshot check history"
 _walcut_record_types="tx_data tx_prepare tx_commit tx_rollback cut_start cut_finish cut_abort snapshot node_start"
 
 _walcut_options() {
@@ -31,6 +31,7 @@ _walcut_options() {
     "cut show") echo "-h --help --format -j --jobs --svg --progress --no-progress -q --quiet" ;;
     "cut start") echo "-h --help --format -q --quiet" ;;
     diff) echo "-h --help --format -n --limit --max-bytes -q --quiet" ;;
+    export) echo "-h --help --repo --from-cut --to-cut --format --net --by-transaction --keys --node -o --output -j --jobs --progress --no-progress -q --quiet" ;;
     restore) echo "-h --help --repo --s3-endpoint --s3-region --cut --latest --before --base -o --out --dry-run --force -j --jobs --io-threads --check --clean-stale --keys --partition --verdict --summaries --node --cluster-json --format --progress --no-progress -q --quiet" ;;
     "restore assemble") echo "-h --help --check --clean-stale --format -q --quiet" ;;
     snapshot) echo "-h --help" ;;
@@ -52,6 +53,7 @@ _walcut_values() {  # COMMAND OPTION
     --format)
       case $1 in
         check|"check merge"|"snapshot check") echo "words:text json junit" ;;
+        export) echo "words:jsonl csv" ;;
         *) echo "words:text json" ;;
       esac ;;
     --level) echo "words:files cuts restore" ;;
@@ -70,12 +72,13 @@ _walcut_values() {  # COMMAND OPTION
       esac ;;
     --keys)  # restore --keys PREFIX; snapshot show --keys is a flag
       case $1 in
-        restore) echo "none" ;;
+        restore|export) echo "none" ;;
       esac ;;
     -j|--jobs|-x|--tx|-k|--key|-s|--from|-e|--to|--node|-n|--limit|--max-bytes|--nodes|--backups|\
     --partitions|--txs|--concurrency|--cuts|--cut-every|--seed|--segment-size|--accounts|--ring-keys|\
     --crash|--epoch|--full-snapshot-at|--full-snapshot-every|--crashes|--cut|--before|--max-findings|--parent|\
-    --name|--zstd-level|--keep-full|--s3-endpoint|--s3-region|--clients|--duration|--rate|--base-port|--clock-slack|--partition) echo "none" ;;
+    --name|--zstd-level|--keep-full|--s3-endpoint|--s3-region|--clients|--duration|--rate|--base-port|--clock-slack|\
+    --partition|--from-cut|--to-cut) echo "none" ;;
   esac
 }
 

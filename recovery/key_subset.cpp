@@ -61,7 +61,15 @@ KeyFilter::KeyFilter(const KeySubset& s) : active_(!s.whole()), prefixes_(s.pref
   }
 }
 
+KeyFilter KeyFilter::Only(std::function<bool(std::string_view)> only) {
+  KeyFilter f;
+  f.active_ = true;
+  f.only_ = std::move(only);
+  return f;
+}
+
 bool KeyFilter::Keeps(std::string_view key) const {
+  if (only_) return only_(key);
   for (const auto& p : prefixes_) {
     if (key.starts_with(p)) return true;
   }

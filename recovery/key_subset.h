@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -42,11 +43,15 @@ class KeyFilter {
  public:
   KeyFilter() = default;
   explicit KeyFilter(const KeySubset& s);
+  // Exactly the keys `only` keeps, whatever their prefix or partition (an
+  // export's second pass: the keys its change set wrote on one node).
+  static KeyFilter Only(std::function<bool(std::string_view)> only);
   bool active() const { return active_; }
   bool Keeps(std::string_view key) const;
 
  private:
   bool active_ = false;
+  std::function<bool(std::string_view)> only_;
   std::vector<std::string> prefixes_;
   std::vector<uint8_t> partition_kept_;  // by partition; empty without partitions
 };

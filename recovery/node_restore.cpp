@@ -114,6 +114,18 @@ class PendingWrites {
     }
   }
 
+  // The writes in order, as views into the buffer (valid until Clear).
+  void ViewsInto(std::vector<walfmt::WriteView>& out) const {
+    out.clear();
+    for (const char* p = data_.get(); p < data_.get() + size_;) {
+      WriteHead h;
+      std::memcpy(&h, p, sizeof h);
+      out.push_back({static_cast<walfmt::WriteOp>(h.op), std::string_view(p + sizeof h, h.key_len),
+                     std::string_view(p + sizeof h + h.key_len, h.value_len)});
+      p += sizeof h + h.key_len + h.value_len;
+    }
+  }
+
   // Applies the writes in order.
   void ApplyTo(StateTable& state) const {
     const char* p = data_.get();
@@ -429,7 +441,13 @@ class NodeRestorer {
       }
       ++o_.txs_applied;
       o_.writes_applied += w.writes();
-      if (!dry_run_) {
+      if (job_.on_apply) [[unlikely]] {
+        // Export: the observer takes the writes; the state is not built.
+        if (!dry_run_) {
+          w.ViewsInto(views_);
+          job_.on_apply(t, v.lsn, views_);
+        }
+      } else if (!dry_run_) {
         w.PrefetchEntries(state_);
         if (lag_size_ == kApplyLag) ApplyOldest();
         lagging_[(lag_next_ + lag_size_++) % kApplyLag] = b;
@@ -547,6 +565,7 @@ class NodeRestorer {
   walfmt::FlatTxMap<uint32_t> pending_;
   std::vector<PendingWrites> buffers_;
   std::vector<uint32_t> free_buffers_;
+  std::vector<walfmt::WriteView> views_;  // with an observer (job_.on_apply): one transaction's writes
   std::array<uint32_t, kApplyLag> lagging_{};
   size_t lag_next_ = 0;  // the ring's oldest slot
   size_t lag_size_ = 0;

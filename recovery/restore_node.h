@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <functional>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -77,6 +78,13 @@ struct NodeJob {
   bool keep_state = false;
   bool write_thread = true;  // the node file checksummed and written on a helper thread
   KeyFilter filter;          // partial restore: the keys kept (inactive: every key)
+  // Export (recovery/export.h): called, in commit order, for every
+  // transaction the pass applies, at its TX_COMMIT's position, with its
+  // writes on this node (those the filter keeps) in WAL order. With it set
+  // the state is not built: the observer keeps what it needs, and the
+  // node's state stays empty. Unset, the pass pays one test per applied
+  // commit.
+  std::function<void(const walfmt::TxId& tx, walfmt::Lsn commit, std::span<const walfmt::WriteView> writes)> on_apply;
   // Per-node restore: the records the summaries place in the range, sorted
   // by position; a record that is not there (or not at a record boundary)
   // fails the pass with kInvalidArgument naming it. `origin` names where the

@@ -10,6 +10,7 @@
 #include "recovery/key_subset.h"
 #include "recovery/restore.h"
 #include "repo/artifact_io.h"
+#include "repo/increment.h"
 #include "repo/manifest.h"
 #include "repo/repository.h"
 #include "walfmt/cluster_layout.h"
@@ -197,6 +198,15 @@ Status RestoreChain(const std::vector<const Artifact*>& chain, const RepoRestore
 }
 
 }  // namespace
+
+cut::ClusterLayout LayoutOfIncrement(const Artifact& a) { return IncrementLayout(a); }
+
+Result<cut::ClusterCuts> IncrementCuts(const Artifact& a, std::optional<uint64_t> attested, unsigned jobs) {
+  auto cc = PlannedCuts(a, attested);
+  if (!cc.ok()) return cc.status();
+  if (cc->has_value()) return std::move(**cc);
+  return Analyze(IncrementLayout(a), jobs, attested);
+}
 
 Result<const Artifact*> SelectTarget(const RepoListing& l, const RepoRestoreRequest& req) {
   const int chosen = !req.name.empty() + req.cut.has_value() + req.latest + req.before.has_value();
