@@ -12,6 +12,7 @@
 #include "cli/cut_common.h"
 #include "cli/numbers.h"
 #include "cli/output.h"
+#include "cli/repo_access.h"
 #include "recovery/export.h"
 #include "repo/export_repo.h"
 #include "walfmt/file_io.h"
@@ -239,8 +240,20 @@ walfmt::Result<recovery::ExportResult> FromCluster(const ExportOptions& o, int& 
 // The change set from a repository's increments: a request the repository
 // cannot serve (no artifact of a cut, A not in B's chain) is usage.
 walfmt::Result<recovery::ExportResult> FromRepo(const ExportOptions& o, int& rc) {
+  // A directory or file://PATH; any other scheme is refused, never taken
+  // for a path. Export reads increments' segments where they lie, which an
+  // S3 repository does not offer yet.
+  const auto loc = RepoLocationOf(o.repo);
+  if (!loc || loc->s3) {
+    rc = kExitUsage;
+    return walfmt::Status::InvalidArgument(
+        loc ? fmt::format("export --repo {}: export reads a repository in a directory, not in S3 (restore --repo "
+                          "reads S3; copy the artifacts into a directory to export from them)",
+                          o.repo)
+            : std::string());
+  }
   repo::RepoExportRequest req;
-  req.repo = o.repo;
+  req.repo = loc->dir;
   req.exp = RequestOf(o);
   if (!o.out.empty()) {
     std::error_code ec;
@@ -256,7 +269,7 @@ int RunExport(const ExportOptions& o) {
   int rc = kExitOk;
   auto r = o.repo.empty() ? FromCluster(o, rc) : FromRepo(o, rc);
   if (!r.ok()) {
-    PrintError(r.status().message());
+    if (!r.status().message().empty()) PrintError(r.status().message());  // empty: printed already
     return rc;
   }
   if (o.by_transaction && r->order == recovery::TxOrder::kConflict && !Quiet()) {

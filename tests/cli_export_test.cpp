@@ -267,6 +267,16 @@ TEST_CASE("export refusals and their exit codes: 1 a cut not consistent, 2 usage
   e = run(fmt::format("export '{}/pruned' --from-cut 0 --to-cut 6", kSamples), 1);
   CHECK(e.find("node ") != std::string::npos);
   CHECK(e.find("segments before it were removed") != std::string::npos);
+  // --repo: a directory or file://PATH; S3 is refused, another scheme is
+  // never taken for a path (nothing is created in the working directory).
+  CHECK(run(fmt::format("export --repo 's3://bkt/r' --from-cut 1 --to-cut 2"), 2) ==
+        "walcut: export --repo s3://bkt/r: export reads a repository in a directory, not in S3 (restore --repo reads "
+        "S3; copy the artifacts into a directory to export from them)");
+  CHECK(run(fmt::format("export --repo 'gs://bkt/r' --from-cut 1 --to-cut 2"), 2).find("gs://") != std::string::npos);
+  CHECK_FALSE(fs::exists("gs:"));
+  CHECK_FALSE(fs::exists("s3:"));
+  CHECK(run(fmt::format("export --repo 'file://{}/none' --from-cut 1 --to-cut 2", t.path), 2).find(t.path + "/none") !=
+        std::string::npos);
   // A == B: nothing, exit 0.
   const Run same = Walcut(fmt::format("export '{}' --from-cut 3 --to-cut 3 --by-transaction", kHealthy));
   CHECK(same.code == 0);
