@@ -114,7 +114,7 @@ TEST_CASE("walcut help COMMAND, walcut version and -V") {
     }
   }
   CHECK(listed == std::vector<std::string>{"verify", "dump", "stats", "run", "cluster", "node", "load", "history",
-                                           "scan", "cuts", "cut", "diff", "restore", "snapshot", "check"});
+                                           "scan", "cuts", "cut", "diff", "export", "restore", "snapshot", "check"});
   const std::string paragraph = "Nodes are printed one after the other";
   CHECK(top.out.find(paragraph) == std::string::npos);  // dump's paragraph is not in the list
   CHECK(h.out.find(paragraph) != std::string::npos);    // but in `walcut help dump`
