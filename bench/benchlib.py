@@ -25,22 +25,24 @@ def run(cmd, stdout=subprocess.DEVNULL, env=None, check=True):
     return wall, float(user) + float(sys_s), int(kib) / 1024.0
 
 
-def run_threads(cmd, stdout=subprocess.DEVNULL, check=True, every=0.005):
-    """As run(), plus the number of threads that did work.
+def run_threads(cmd, stdout=subprocess.DEVNULL, check=True, every=0.005, window=0.05):
+    """As run(), plus the most threads that worked at once.
 
     The command runs under GNU time, as in run() (CPU time, user + sys of all
     threads, and peak RSS of the command alone). Meanwhile its threads' CPU
-    times are sampled from /proc/PID/task every `every` seconds; a thread
-    counts as busy when its last sample holds at least 2 % of the sampled CPU
-    time (an idle signal-handling thread does not count; a short-lived writer
-    thread doing real work does, so threads that follow one another each
-    count)."""
+    times are sampled from /proc/PID/task every `every` seconds; at each
+    sample, the threads whose CPU time grew over the last `window` seconds
+    worked at once. The result is the most of them at any sample, or CPU
+    time / wall time rounded when that is more (at least 1): an idle
+    signal-handling thread never counts, a helper thread counts while it
+    works."""
     tick = os.sysconf("SC_CLK_TCK")
     with tempfile.NamedTemporaryFile("r") as f:
         t0 = time.monotonic()
         proc = subprocess.Popen(["/usr/bin/time", "-f", "%U %S %M", "-o", f.name] + cmd, stdout=stdout)
         child = None
-        per_thread = {}
+        history = []  # (time, {tid: cpu seconds})
+        most = 1
         while proc.poll() is None:
             try:
                 if child is None:
@@ -48,10 +50,20 @@ def run_threads(cmd, stdout=subprocess.DEVNULL, check=True, every=0.005):
                         kids = c.read().split()
                     child = kids[0] if kids else None
                 if child is not None:
+                    now = {}
                     for tid in os.listdir(f"/proc/{child}/task"):
-                        with open(f"/proc/{child}/task/{tid}/stat") as st:
-                            fields = st.read().rsplit(")", 1)[1].split()
-                        per_thread[tid] = (int(fields[11]) + int(fields[12])) / tick
+                        try:
+                            with open(f"/proc/{child}/task/{tid}/stat") as st:
+                                fields = st.read().rsplit(")", 1)[1].split()
+                            now[tid] = (int(fields[11]) + int(fields[12])) / tick
+                        except (OSError, IndexError, ValueError):
+                            pass
+                    t = time.monotonic()
+                    history.append((t, now))
+                    while len(history) > 1 and history[1][0] <= t - window:
+                        history.pop(0)
+                    then = history[0][1]
+                    most = max(most, sum(1 for tid, c in now.items() if c > then.get(tid, 0.0)))
             except (OSError, IndexError, ValueError):
                 pass
             time.sleep(every)
@@ -59,9 +71,12 @@ def run_threads(cmd, stdout=subprocess.DEVNULL, check=True, every=0.005):
         if check and proc.returncode != 0:
             sys.exit(f"{os.path.basename(sys.argv[0])}: {' '.join(cmd)} exited with {proc.returncode}")
         user, sys_s, kib = f.read().split()[-3:]
-    sampled = sum(per_thread.values())
-    busy = sum(1 for v in per_thread.values() if sampled > 0 and v >= 0.02 * sampled)
-    return wall, float(user) + float(sys_s), int(kib) / 1024.0, max(busy, 1)
+    cpu = float(user) + float(sys_s)
+    # A thread that lives less than a clock tick (dump's read-ahead, one per
+    # segment) can escape the samples: CPU / wall, rounded, when it is more.
+    if wall > 0:
+        most = max(most, round(cpu / wall))
+    return wall, cpu, int(kib) / 1024.0, most
 
 
 def loadavg():
