@@ -21,6 +21,7 @@
 
 #include <fmt/format.h>
 
+#include "s3_test_server.h"
 #include "scratch_dir.h"
 
 namespace walcut::test {
@@ -90,18 +91,7 @@ struct MotoServer {
       if (port == 0) continue;
       std::vector<std::string> args = {"timeout", "--kill-after=5", "300", binary,
                                        "-H",      "127.0.0.1",      "-p",  std::to_string(port)};
-      pid = ::fork();
-      if (pid == 0) {
-        std::vector<char*> argv;
-        for (auto& a : args) argv.push_back(a.data());
-        argv.push_back(nullptr);
-        const std::string log = (dir.path / "server.log").string();
-        if (std::freopen("/dev/null", "w", stdout) == nullptr || std::freopen(log.c_str(), "w", stderr) == nullptr) {
-          ::_exit(126);
-        }
-        ::execvp("timeout", argv.data());
-        ::_exit(127);
-      }
+      pid = SpawnLogged(args, (dir.path / "server.log").string());
       const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
       while (std::chrono::steady_clock::now() < deadline) {
         if (Accepts(port)) return;

@@ -22,6 +22,23 @@
 
 namespace walcut::test {
 
+// Forks and executes args[0] (found on PATH) with args: stdout to /dev/null,
+// stderr to `log`. Returns the child's pid (-1 when fork fails).
+inline pid_t SpawnLogged(std::vector<std::string> args, const std::string& log) {
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    std::vector<char*> argv;
+    for (auto& a : args) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    if (std::freopen("/dev/null", "w", stdout) == nullptr || std::freopen(log.c_str(), "w", stderr) == nullptr) {
+      ::_exit(126);
+    }
+    ::execvp(argv[0], argv.data());
+    ::_exit(127);
+  }
+  return pid;
+}
+
 inline bool HavePython3() {
   static const bool have = std::system("command -v python3 >/dev/null 2>&1") == 0;
   return have;
@@ -41,18 +58,7 @@ struct S3TestServer {
                                      "--port-file",   port_file,
                                      "--max-seconds", "120"};
     args.insert(args.end(), options.begin(), options.end());
-    pid = ::fork();
-    if (pid == 0) {
-      std::vector<char*> argv;
-      for (auto& a : args) argv.push_back(a.data());
-      argv.push_back(nullptr);
-      const std::string log = (dir.path / "server.log").string();
-      if (std::freopen("/dev/null", "w", stdout) == nullptr || std::freopen(log.c_str(), "w", stderr) == nullptr) {
-        ::_exit(126);
-      }
-      ::execvp("python3", argv.data());
-      ::_exit(127);
-    }
+    pid = SpawnLogged(args, (dir.path / "server.log").string());
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
     while (std::chrono::steady_clock::now() < deadline) {
       std::ifstream in(port_file);
