@@ -237,13 +237,7 @@ struct SnapshotStreamWriter::Helper {
       Full f = std::move(todo.front());
       const bool failed = !error.ok();
       lock.unlock();
-      Status st;
-      if (!failed) {
-        const std::string_view entries = std::string_view(f.bytes).substr(f.hash_from);
-        crc = crc32c::Extend(crc, entries.data(), entries.size());
-        fnv = FnvExtend(fnv, entries);
-        st = WriteAll(fd, f.bytes, path);
-      }
+      const Status st = failed ? Status::Ok() : Consume(f.bytes, f.hash_from);
       f.bytes.clear();
       lock.lock();
       todo.pop_front();  // only now: Flush counts what is in flight by todo
@@ -251,6 +245,15 @@ struct SnapshotStreamWriter::Helper {
       spare.push_back(std::move(f.bytes));
       cv.notify_all();
     }
+  }
+
+  // A buffer's entries (from hash_from on) into the checksum and the
+  // fingerprint, and the whole buffer into the file.
+  Status Consume(std::string_view bytes, size_t hash_from) {
+    const std::string_view entries = bytes.substr(hash_from);
+    crc = crc32c::Extend(crc, entries.data(), entries.size());
+    fnv = FnvExtend(fnv, entries);
+    return WriteAll(fd, bytes, path);
   }
 
   static Status WriteAll(int fd, std::string_view bytes, const std::string& path) {
@@ -330,10 +333,7 @@ Status SnapshotStreamWriter::Flush() {
   Helper& hp = *helper_;
   if (!hp.thread.joinable()) {  // no helper thread: the same work, here
     if (!hp.error.ok()) return hp.error;
-    const std::string_view entries = std::string_view(buf_).substr(hash_from_);
-    hp.crc = crc32c::Extend(hp.crc, entries.data(), entries.size());
-    hp.fnv = FnvExtend(hp.fnv, entries);
-    hp.error = Helper::WriteAll(fd_, buf_, path_);
+    hp.error = hp.Consume(buf_, hash_from_);
     buf_.clear();
     hash_from_ = 0;
     return hp.error;
