@@ -33,7 +33,10 @@ int RunRestoreRepo(const RepoRestoreCliOptions& o) {
     PrintError(p);
     return kExitUsage;
   }
-  auto r = loc->s3 ? repo::RestoreFromS3(rq, RemoteOf(o.access, o.jobs)) : repo::RestoreFromRepository(rq);
+  int key_rc = 0;
+  const auto remote = RemoteFor(o.access, *loc, o.jobs, key_rc);
+  if (!remote) return key_rc;
+  auto r = repo::RestoreAt(*loc, rq, *remote);
   if (!r.ok()) {
     PrintError(r.status().message());
     switch (r.status().code()) {

@@ -179,8 +179,11 @@ int RunRepoCheck(const RepoCheckCliOptions& o) {
       return kExitUsage;
     }
   }
+  int key_rc = 0;
+  const auto remote = RemoteFor(o.access, *loc, o.jobs, key_rc);
+  if (!remote) return key_rc;
   const auto started = std::chrono::steady_clock::now();
-  auto r = loc->s3 ? repo::CheckS3Repository(ro, RemoteOf(o.access, o.jobs)) : repo::CheckRepository(ro);
+  auto r = repo::CheckAt(*loc, ro, *remote);
   if (!r.ok()) {
     PrintError(r.status().message());
     switch (r.status().code()) {
@@ -205,8 +208,7 @@ int RunRepoCheck(const RepoCheckCliOptions& o) {
     fmt::print("{}", doc);
   }
   if (o.metrics.empty()) return rc;
-  auto listing =
-      loc->s3 ? repo::ListS3Repository(loc->url, RemoteOf(o.access, o.jobs)) : repo::ListRepository(loc->dir);
+  auto listing = repo::ListAt(*loc, *remote);
   if (!listing.ok()) {
     PrintError(listing.status().message());
     return kExitIo;

@@ -72,7 +72,10 @@ int RunCreate(const CreateOptions& o) {
   rq.name = o.name;
   rq.zstd_level = o.level;
   rq.jobs = o.jobs;
-  auto r = loc->s3 ? repo::CreateS3Artifact(rq, RemoteOf(o.access, o.jobs)) : repo::CreateArtifact(rq);
+  int key_rc = 0;
+  const auto remote = RemoteFor(o.access, *loc, o.jobs, key_rc);
+  if (!remote) return key_rc;
+  auto r = repo::CreateAt(*loc, rq, *remote);
   if (!r.ok()) {
     // A refusal (inconsistent cut, missing segments, another cluster) is a finding.
     PrintError(fmt::format("snapshot create refused: {}", r.status().message()));

@@ -23,8 +23,10 @@ struct ExpireOptions {
 int RunExpire(const ExpireOptions& o) {
   const auto loc = RepoLocationOf(o.repo);
   if (!loc) return kExitUsage;
-  auto r = loc->s3 ? repo::ExpireS3(loc->url, o.keep_full, o.dry_run, RemoteOf(o.access, 0))
-                   : repo::Expire(loc->dir, o.keep_full, o.dry_run);
+  int rc = 0;
+  const auto remote = RemoteFor(o.access, *loc, 0, rc);
+  if (!remote) return rc;
+  auto r = repo::ExpireAt(*loc, o.keep_full, o.dry_run, *remote);
   if (!r.ok()) {
     PrintError(r.status().message());
     return ExitForStatus(r.status());

@@ -81,7 +81,10 @@ nlohmann::json ArtifactJson(const repo::Artifact& a) {
 int RunList(const ListOptions& o) {
   const auto loc = RepoLocationOf(o.repo);
   if (!loc) return kExitUsage;
-  auto l = loc->s3 ? repo::ListS3Repository(loc->url, RemoteOf(o.access, 0)) : repo::ListRepository(loc->dir);
+  int rc = 0;
+  const auto remote = RemoteFor(o.access, *loc, 0, rc);
+  if (!remote) return rc;
+  auto l = repo::ListAt(*loc, *remote);
   if (!l.ok()) {
     PrintError(l.status().message());
     return ExitForStatus(l.status());

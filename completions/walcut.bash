@@ -32,14 +32,14 @@ _walcut_options() {
     "cut start") echo "-h --help --format -q --quiet" ;;
     diff) echo "-h --help --format -n --limit --max-bytes -q --quiet" ;;
     export) echo "-h --help --repo --from-cut --to-cut --format --net --by-transaction --keys --node -o --output -j --jobs --progress --no-progress -q --quiet" ;;
-    restore) echo "-h --help --repo --s3-endpoint --s3-region --cut --latest --before --base -o --out --dry-run --force -j --jobs --io-threads --check --clean-stale --keys --partition --verdict --summaries --node --cluster-json --format --progress --no-progress -q --quiet" ;;
+    restore) echo "-h --help --repo --s3-endpoint --s3-region --encrypt-key-file --cut --latest --before --base -o --out --dry-run --force -j --jobs --io-threads --check --clean-stale --keys --partition --verdict --summaries --node --cluster-json --format --progress --no-progress -q --quiet" ;;
     "restore assemble") echo "-h --help --check --clean-stale --format -q --quiet" ;;
     snapshot) echo "-h --help" ;;
-    "snapshot check") echo "-h --help --s3-endpoint --s3-region --restore -o --output --metrics -j --jobs --check --cluster --max-findings --format -q --quiet" ;;
+    "snapshot check") echo "-h --help --s3-endpoint --s3-region --encrypt-key-file --restore -o --output --metrics -j --jobs --check --cluster --max-findings --format -q --quiet" ;;
     "snapshot show") echo "-h --help --node -k --keys --max-bytes --format -q --quiet" ;;
-    "snapshot create") echo "-h --help --repo --s3-endpoint --s3-region --break-lock --full --incremental --from --cut --latest --parent --name --zstd-level -j --jobs --format -q --quiet" ;;
-    "snapshot list") echo "-h --help --s3-endpoint --s3-region --format -q --quiet" ;;
-    "snapshot expire") echo "-h --help --s3-endpoint --s3-region --break-lock --keep-full --dry-run --format -q --quiet" ;;
+    "snapshot create") echo "-h --help --repo --s3-endpoint --s3-region --encrypt-key-file --break-lock --full --incremental --from --cut --latest --parent --name --zstd-level -j --jobs --format -q --quiet" ;;
+    "snapshot list") echo "-h --help --s3-endpoint --s3-region --encrypt-key-file --format -q --quiet" ;;
+    "snapshot expire") echo "-h --help --s3-endpoint --s3-region --encrypt-key-file --break-lock --keep-full --dry-run --format -q --quiet" ;;
     check) echo "-h --help --cut --all --level --format -o --output --metrics --state --full --from-genesis -j --jobs --node --verdict --base --progress --no-progress -q --quiet" ;;
     "check merge") echo "-h --help --format -o --output --metrics -q --quiet" ;;
     history) echo "-h --help" ;;
@@ -63,7 +63,7 @@ _walcut_values() {  # COMMAND OPTION
     --wal-retention) echo "words:keep after-snapshot" ;;
     --sync) echo "words:always group off" ;;
     -t|--type) echo "words:$_walcut_record_types" ;;
-    -o|--out|--output|--metrics|--svg|--state|--verdict-out|--verdict|--summaries|--cluster-json|--history) echo "files" ;;
+    -o|--out|--output|--metrics|--svg|--state|--verdict-out|--verdict|--summaries|--cluster-json|--history|--encrypt-key-file) echo "files" ;;
     --repo|--cluster) echo "dirs" ;;
     --base)
       case $1 in

@@ -139,6 +139,12 @@ void Join(recovery::ExportResult& part, recovery::ExportResult& r, std::vector<W
 
 Result<recovery::ExportResult> ExportFromRepository(const RepoExportRequest& req) {
   const recovery::ExportRequest& e = req.exp;
+  if (IsEncryptedRepository(req.repo)) {
+    return Status::InvalidArgument(fmt::format(
+        "export --repo {}: the repository is encrypted, and export reads increments' segments where they lie without "
+        "decrypting them; export from the cluster's WAL instead (restore --repo --encrypt-key-file reads it)",
+        req.repo));
+  }
   auto l = ListRepository(req.repo);
   if (!l.ok()) return l.status();
   auto span = FindSpan(*l, e);

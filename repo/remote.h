@@ -17,6 +17,8 @@
 
 namespace walcut::repo {
 
+struct RepoKey;  // repo/crypt.h: the key of an encrypted repository
+
 struct RepoLocation {
   bool s3 = false;
   std::string dir;  // a directory: the path (file:// removed)
@@ -33,7 +35,31 @@ struct RemoteOptions {
   std::string s3_region;    // --s3-region; else AWS_REGION / AWS_DEFAULT_REGION / us-east-1
   bool break_lock = false;  // --break-lock: remove a stale lock (never a live one)
   unsigned jobs = 0;        // parallel transfers (0: one per core, at most 16)
+  // --encrypt-key-file: the key of an encrypted repository (REPOSITORY.md,
+  // "Encryption"); null for a plain one.
+  std::shared_ptr<const RepoKey> key;
 };
+
+// The key file (REPOSITORY.md, "Encryption": 32 bytes, or 64 hex digits and
+// an optional newline; mode 0600 or 0400). kInvalidArgument naming the file.
+walfmt::Result<std::shared_ptr<const RepoKey>> LoadRepoKey(const std::string& path);
+// Whether the key given (o.key, or none) fits the repository's marker, read
+// alone (nothing decrypted, nothing written): kInvalidArgument for an
+// encrypted repository without the key or with another key, and for a key
+// given to a plain repository. Ok when there is no marker yet.
+walfmt::Status CheckKeyAt(const RepoLocation& loc, const RemoteOptions& o);
+
+// The commands on a repository wherever it lives: S3 (below), a directory
+// encrypted with o.key (each command decrypts what it reads into a private
+// directory and runs the directory code there; create encrypts what it
+// built), or a plain directory (repository.h).
+walfmt::Result<RepoListing> ListAt(const RepoLocation& loc, const RemoteOptions& o);
+walfmt::Result<CreateResult> CreateAt(const RepoLocation& loc, const CreateRequest& req, const RemoteOptions& o);
+walfmt::Result<ExpireResult> ExpireAt(const RepoLocation& loc, uint64_t keep_full, bool dry_run,
+                                      const RemoteOptions& o);
+walfmt::Result<RepoCheckReport> CheckAt(const RepoLocation& loc, const RepoCheckOptions& opts, const RemoteOptions& o);
+walfmt::Result<RepoRestoreResult> RestoreAt(const RepoLocation& loc, const RepoRestoreRequest& req,
+                                            const RemoteOptions& o);
 
 // `snapshot list`: the manifests (and each artifact's cluster.json, for its
 // epoch) read from the bucket; leftovers are artifact prefixes without a

@@ -10,6 +10,7 @@
 
 #include <fmt/format.h>
 
+#include "repo/crypt.h"
 #include "repo/manifest.h"
 #include "walfmt/cluster_layout.h"
 #include "walfmt/file_io.h"
@@ -42,6 +43,10 @@ Status CheckMarker(const std::string& dir) {
   const std::string schema = f.OptionalString(j, "schema", "").value_or("");
   const bool v1 = f.OptionalString(j, "format", "") == std::optional<std::string>(kRepoFormatV1);
   if (!f.ok()) return f.status();
+  if (schema == kRepoSchemaEncrypted) {
+    return Status::InvalidArgument(fmt::format(
+        "{}: the repository is encrypted ({}); give its key with --encrypt-key-file FILE", dir, kCipherName));
+  }
   if (schema != kRepoSchema && !v1) {
     if (schema.rfind("walcut.repository/", 0) == 0) {
       return Status::InvalidArgument(
@@ -62,9 +67,20 @@ Status CheckMarker(const std::string& dir) {
 
 }  // namespace
 
+bool IsEncryptedRepository(const std::string& dir) {
+  if (!IsRepository(dir)) return false;
+  auto text = ReadSmall(walfmt::JoinPath(dir, kMarkerFile));
+  return text.ok() && MarkerIsEncrypted(*text);
+}
+
 Status InitRepository(const std::string& dir) {
-  std::error_code ec;
   if (IsRepository(dir)) return CheckMarker(dir);
+  return InitRepository(dir, PlainMarkerText());
+}
+
+Status InitRepository(const std::string& dir, const std::string& marker_text) {
+  std::error_code ec;
+  if (IsRepository(dir)) return Status::Ok();
   if (fs::exists(dir, ec)) {
     if (!fs::is_directory(dir, ec)) return Status::InvalidArgument(fmt::format("{}: not a directory", dir));
     // Empty, or holding only what a killed InitRepository left (a temporary marker).
@@ -80,8 +96,7 @@ Status InitRepository(const std::string& dir) {
     fs::create_directories(dir, ec);
     if (ec) return Status::Io(fmt::format("{}: cannot create: {}", dir, ec.message()));
   }
-  json j = {{"schema", kRepoSchema}, {"artifact_schema", kArtifactSchema}};
-  return walfmt::WriteFileAtomic(walfmt::JoinPath(dir, kMarkerFile), walfmt::DumpJson(j, 2) + "\n");
+  return walfmt::WriteFileAtomic(walfmt::JoinPath(dir, kMarkerFile), marker_text);
 }
 
 const Artifact* RepoListing::Find(std::string_view name) const {

@@ -53,6 +53,12 @@ bool IsRepository(const std::string& dir);
 // already is a repository; kInvalidArgument when DIR is a non-empty directory
 // that is not one.
 walfmt::Status InitRepository(const std::string& dir);
+// The same with the marker `marker_text` for a new repository (an encrypted
+// one's); Ok without reading the marker when DIR already is a repository.
+walfmt::Status InitRepository(const std::string& dir, const std::string& marker_text);
+// Whether DIR's marker is an encrypted repository's (REPOSITORY.md,
+// "Encryption"); the plain directory code refuses such a repository.
+bool IsEncryptedRepository(const std::string& dir);
 
 struct ArtifactFile {
   std::string path;  // relative to the artifact directory

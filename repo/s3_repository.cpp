@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 
 #include "repo/artifact_io.h"
+#include "repo/crypt.h"
 #include "repo/manifest.h"
 #include "repo/remote.h"
 #include "repo/s3_store.h"
@@ -64,11 +65,17 @@ Result<std::unique_ptr<Staging>> PrivateDir(const std::string& beside = "") {
   return s;
 }
 
-// The marker, and each artifact's manifest.json and cluster.json, into `dir`.
-Status MirrorManifests(const S3Repo& r, const S3RepoObjects& objs, const std::string& dir) {
+// The marker, and each artifact's manifest.json and cluster.json, into `dir`;
+// decrypted with `key` when given (the marker then checked against it and
+// mirrored as a plain repository's; a file failing authentication recorded
+// in `failures` and left out).
+Status MirrorManifests(const S3Repo& r, const S3RepoObjects& objs, const std::string& dir, const RepoKey* key,
+                       DecryptFailures& failures) {
   auto marker = r.client->GetObject(r.url.bucket, r.Key(kMarkerFile));
   if (!marker.ok()) return marker.status();
-  if (Status st = walfmt::WriteNewFile(walfmt::JoinPath(dir, kMarkerFile), *marker, walfmt::Durability::kUnsynced);
+  if (Status st = CheckMarkerKey(*marker, key, r.display); !st.ok()) return st;
+  if (Status st = walfmt::WriteNewFile(walfmt::JoinPath(dir, kMarkerFile), key ? PlainMarkerText() : *marker,
+                                       walfmt::Durability::kUnsynced);
       !st.ok())
     return st;
   std::vector<std::pair<std::string, std::string>> files;  // artifact, file
@@ -80,12 +87,26 @@ Status MirrorManifests(const S3Repo& r, const S3RepoObjects& objs, const std::st
       if (o.key == "cluster.json") files.emplace_back(name, o.key);
     }
   }
-  return ParallelFor(files.size(), r.jobs, [&](size_t i) {
+  std::vector<std::string> forged(files.size());
+  Status st = ParallelFor(files.size(), r.jobs, [&](size_t i) {
     const std::string rel = files[i].first + "/" + files[i].second;
     auto text = r.client->GetObject(r.url.bucket, r.Key(rel));
     if (!text.ok()) return text.status();
+    if (key) {
+      auto plain = DecryptBytes(*key, rel, *text, r.Where(rel));
+      if (plain.status().code() == walfmt::ErrorCode::kCorruption) {
+        forged[i] = plain.status().message();
+        return Status::Ok();
+      }
+      if (!plain.ok()) return plain.status();
+      text = std::move(plain);
+    }
     return walfmt::WriteNewFile(walfmt::JoinPath(dir, rel), *text, walfmt::Durability::kUnsynced);
   });
+  for (size_t i = 0; i < files.size(); ++i) {
+    if (!forged[i].empty()) failures.files[files[i].first + "/" + files[i].second] = forged[i];
+  }
+  return st;
 }
 
 Status NotARepository(const S3Repo& r) {
@@ -98,15 +119,29 @@ struct Session {
   S3RepoObjects objs;
   std::unique_ptr<Staging> mirror;
   std::unique_ptr<RepoLock> lock;
-  std::set<std::string> whole;  // artifacts downloaded whole into the mirror
+  std::set<std::string> whole;   // artifacts downloaded whole into the mirror
+  const RepoKey* key = nullptr;  // an encrypted repository: what is downloaded is decrypted
+  DecryptFailures failures;
 
   Status Rename(const Status& st) const { return Renamed(st, mirror->dir, r.display); }
-  // Artifact `name` whole (instead of its manifest alone).
+  // Artifact `name` whole (instead of its manifest alone); decrypted (every
+  // file authenticated) through mirror/.cipher when encrypted.
   Status Download(const std::string& name) {
     if (!whole.insert(name).second) return Status::Ok();
     std::error_code ec;
     fs::remove_all(walfmt::JoinPath(mirror->dir, name), ec);
-    return DownloadArtifact(r, objs, name, mirror->dir);
+    if (!key) return DownloadArtifact(r, objs, name, mirror->dir);
+    const std::string cipher = walfmt::JoinPath(mirror->dir, ".cipher");
+    if (!fs::is_directory(cipher, ec)) {
+      if (Status st = MakeDir(cipher); !st.ok()) return st;
+    }
+    Status st = DownloadArtifact(r, objs, name, cipher);
+    if (st.ok()) {
+      st = DecryptTree(*key, name, walfmt::JoinPath(cipher, name), walfmt::JoinPath(mirror->dir, name), r.Where(name),
+                       failures);
+    }
+    fs::remove_all(walfmt::JoinPath(cipher, name), ec);
+    return st;
   }
   void RenameListing(RepoListing& l) const {
     l.dir = r.display;
@@ -115,6 +150,7 @@ struct Session {
       a.status = Rename(a.status);
     }
     l.leftovers = objs.Leftovers();
+    failures.ApplyTo(l);
   }
 };
 
@@ -126,6 +162,14 @@ Result<Session> Begin(const std::string& url, const RemoteOptions& o, const std:
   auto r = OpenS3Repo(url, o);
   if (!r.ok()) return r.status();
   s.r = std::move(r.value());
+  s.key = o.key.get();
+  // The key against the marker first: a wrong key or none takes no lock and
+  // writes nothing.
+  if (auto marker = s.r.client->GetObject(s.r.url.bucket, s.r.Key(kMarkerFile)); marker.ok()) {
+    if (Status st = CheckMarkerKey(*marker, s.key, s.r.display); !st.ok()) return st;
+  } else if (marker.status().code() != walfmt::ErrorCode::kNotFound) {
+    return marker.status();
+  }
   if (!lock_for.empty()) {
     auto lock = LockS3(s.r, o.break_lock, lock_for);
     if (!lock.ok()) return lock.status();
@@ -138,7 +182,7 @@ Result<Session> Begin(const std::string& url, const RemoteOptions& o, const std:
   if (!dir.ok()) return dir.status();
   s.mirror = std::move(dir.value());
   if (!s.objs.has_marker) return s;
-  if (Status st = MirrorManifests(s.r, s.objs, s.mirror->dir); !st.ok()) return st;
+  if (Status st = MirrorManifests(s.r, s.objs, s.mirror->dir, s.key, s.failures); !st.ok()) return st;
   return s;
 }
 
@@ -163,12 +207,11 @@ Status InitS3(Session& s) {
     return Status::InvalidArgument(
         fmt::format("{}: not a walcut repository (no {}) and not empty; refusing to use it", s.r.display, kMarkerFile));
   }
-  const nlohmann::json j = {{"schema", kRepoSchema}, {"artifact_schema", kArtifactSchema}};
-  auto put = s.r.client->PutObject(s.r.url.bucket, s.r.Key(kMarkerFile), walfmt::DumpJson(j, 2) + "\n",
-                                   S3PutMode::kCreateOnly);
+  auto put = s.r.client->PutObject(s.r.url.bucket, s.r.Key(kMarkerFile),
+                                   s.key ? EncryptedMarkerText(*s.key) : PlainMarkerText(), S3PutMode::kCreateOnly);
   if (!put.ok()) return put.status();
   s.objs.has_marker = true;
-  return MirrorManifests(s.r, s.objs, s.mirror->dir);
+  return MirrorManifests(s.r, s.objs, s.mirror->dir, s.key, s.failures);
 }
 
 // Every file of the built artifact, manifest.json last (create-only: a name
@@ -208,9 +251,12 @@ Result<CreateResult> CreateS3Artifact(const CreateRequest& req, const RemoteOpti
       if (!a.status.ok() || a.m.cut != req.cut) continue;
       auto chain = ChainOf(*l, a.name);
       if (!chain.ok()) continue;
+      std::vector<std::string> names;
       for (const auto* c : *chain) {
+        names.push_back(c->name);
         if (Status st = s->Download(c->name); !st.ok()) return st;
       }
+      if (Status st = s->failures.FirstOf(names); !st.ok()) return st;
     }
   }
   CreateRequest local = req;
@@ -220,7 +266,13 @@ Result<CreateResult> CreateS3Artifact(const CreateRequest& req, const RemoteOpti
   if (s->objs.artifacts.count(r->m.name)) {  // a leftover of that name (a complete one was refused)
     if (Status st = DeleteArtifactObjects(s->r, s->objs, r->m.name); !st.ok()) return st;
   }
-  if (Status st = Upload(*s, r->m, r->dir); !st.ok()) return s->Rename(st);
+  std::string from = r->dir;  // what is uploaded: the artifact, or its encrypted copy
+  if (s->key) {
+    from = walfmt::JoinPath(s->mirror->dir, ".cipher-" + r->m.name);
+    if (Status st = MakeDir(from); !st.ok()) return s->Rename(st);
+    if (Status st = EncryptTree(*s->key, r->m.name, r->dir, from, true); !st.ok()) return s->Rename(st);
+  }
+  if (Status st = Upload(*s, r->m, from); !st.ok()) return s->Rename(st);
   r->dir = s->r.Where(r->m.name);
   return r;
 }
@@ -244,8 +296,6 @@ Result<ExpireResult> ExpireS3(const std::string& url, uint64_t keep_full, bool d
   return r;
 }
 
-namespace {
-
 void RenameReport(RepoCheckReport& rep, const std::string& from, const std::string& to) {
   const auto fix = [&](std::string& x) { x = ReplaceAll(std::move(x), from, to); };
   fix(rep.dir);
@@ -262,7 +312,17 @@ void RenameReport(RepoCheckReport& rep, const std::string& from, const std::stri
   }
 }
 
-}  // namespace
+Status FixRestoredRepositoryDir(const std::string& out, const std::string& from, const std::string& to) {
+  // OUT's manifest names the repository it came from ("repository.dir"): the
+  // repository, not the private directory that is about to go.
+  const std::string path = walfmt::JoinPath(out, kManifestFile);
+  auto text = walfmt::ReadWholeFile(path, kMaxManifestBytes);
+  if (text.status().code() == walfmt::ErrorCode::kNotFound) return Status::Ok();  // a full alone: its files copied
+  if (!text.ok()) return text.status();
+  const std::string fixed = ReplaceAll(*text, nlohmann::json(from).dump(), nlohmann::json(to).dump());
+  if (fixed == *text) return Status::Ok();
+  return walfmt::WriteFileAtomic(path, fixed);
+}
 
 Result<RepoCheckReport> CheckS3Repository(const RepoCheckOptions& opts, const RemoteOptions& o) {
   auto s = Begin(opts.repo, o, "");
@@ -286,6 +346,7 @@ Result<RepoCheckReport> CheckS3Repository(const RepoCheckOptions& opts, const Re
   auto rep = CheckRepository(local);
   if (!rep.ok()) return s->Rename(rep.status());
   RenameReport(*rep, s->mirror->dir, s->r.display);
+  s->failures.ApplyTo(*rep);
   std::vector<std::string> notes;
   for (const auto& left : s->objs.Leftovers()) {
     notes.push_back(fmt::format("{}: left by a create or expire that did not finish; not an artifact (ignored)", left));
@@ -312,9 +373,12 @@ Result<RepoRestoreResult> RestoreFromS3(const RepoRestoreRequest& req, const Rem
   if (!req.dry_run) {
     auto chain = ChainOf(*l, (*target)->name);
     if (!chain.ok()) return s->Rename(chain.status());
+    std::vector<std::string> names;  // every file of the chain authenticated before anything is restored
     for (const auto* c : *chain) {
+      names.push_back(c->name);
       if (Status st = s->Download(c->name); !st.ok()) return s->Rename(st);
     }
+    if (Status st = s->failures.FirstOf(names); !st.ok()) return st;
   }
   RepoRestoreRequest local = req;
   local.repo = s->mirror->dir;
@@ -325,16 +389,7 @@ Result<RepoRestoreResult> RestoreFromS3(const RepoRestoreRequest& req, const Rem
   auto r = RestoreFromRepository(local);
   if (!r.ok()) return s->Rename(r.status());
   if (!req.dry_run) {
-    // OUT's manifest names the repository it came from ("repository.dir"): the
-    // s3:// location, not the private directory that is about to go.
-    const std::string path = walfmt::JoinPath(req.out, kManifestFile);
-    auto text = walfmt::ReadWholeFile(path, kMaxManifestBytes);
-    if (text.status().code() == walfmt::ErrorCode::kNotFound) return r;  // a full alone: its files copied
-    if (!text.ok()) return text.status();
-    const std::string fixed = ReplaceAll(*text, nlohmann::json(s->mirror->dir).dump(), nlohmann::json(req.repo).dump());
-    if (fixed != *text) {
-      if (Status st = walfmt::WriteFileAtomic(path, fixed); !st.ok()) return st;
-    }
+    if (Status st = FixRestoredRepositoryDir(req.out, s->mirror->dir, req.repo); !st.ok()) return st;
   }
   return r;
 }

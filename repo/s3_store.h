@@ -82,5 +82,10 @@ walfmt::Result<std::unique_ptr<RepoLock>> LockS3(const S3Repo& r, bool break_loc
 // private directory's path by the s3:// location it mirrors).
 walfmt::Status Renamed(const walfmt::Status& st, const std::string& from, const std::string& to);
 std::string ReplaceAll(std::string s, const std::string& from, const std::string& to);
+// The same in every path and message of a check's report.
+void RenameReport(RepoCheckReport& rep, const std::string& from, const std::string& to);
+// OUT's manifest.json naming the repository `to` instead of the private
+// directory `from` it was restored from ("repository.dir").
+walfmt::Status FixRestoredRepositoryDir(const std::string& out, const std::string& from, const std::string& to);
 
 }  // namespace walcut::repo

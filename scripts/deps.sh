@@ -7,8 +7,9 @@ set -euo pipefail
 # Configuring (CMakeLists.txt: fmt, zstd, CLI11, nlohmann_json, Catch2 for
 # the tests' targets, libxxhash for repo/, standalone Asio for node/'s real
 # cluster, libcurl for repo/'s S3 client: HTTP(S) with AWS SigV4 signing, and
-# OpenSSL's libcrypto for the SHA-256 of what it uploads) and
-# compiling walcut.
+# OpenSSL's libcrypto (libssl-dev, listed on its own though libcurl's package
+# pulls it in) for the SHA-256 of what it uploads and for the AES-256-GCM of
+# an encrypted repository, repo/crypt.h) and compiling walcut.
 pkgs=(cmake ninja-build g++ libcli11-dev libzstd-dev libfmt-dev nlohmann-json3-dev catch2 libxxhash-dev libasio-dev
   libcurl4-openssl-dev libssl-dev ccache)
 if [ "${1:-}" != demo ]; then
