@@ -325,7 +325,7 @@ TEST_CASE("repo crypt: key files of the wrong shape, kind or mode are refused wi
 }
 
 TEST_CASE(
-    "repo crypt: an encrypted directory repository gives the plain one's list, check, restore and expire; it "
+    "repo crypt: an encrypted directory repository gives the plain one's list, check, restore and expire, and "
     "holds only ciphertext",
     "[repo][crypt]") {
   Dir t;
@@ -393,7 +393,8 @@ TEST_CASE(
   REQUIRE(q.code == 0);
   CHECK(json::parse(q.out)["removed"] == json::parse(p.out)["removed"]);
   CHECK(json::parse(q.out)["removed"].size() == 3);
-  for (const auto& name : json::parse(q.out)["removed"]) CHECK(!fs::exists(enc + "/" + name.get<std::string>()));
+  const json removed = json::parse(q.out)["removed"];
+  for (const auto& name : removed) CHECK(!fs::exists(enc + "/" + name.get<std::string>()));
   CHECK(Walcut(env, fmt::format("snapshot check '{}' {}", enc, key)).code == 0);
   CHECK(Entries(t.path + "/tmp") == 0);  // no plaintext left behind in TMPDIR
 }
@@ -518,8 +519,9 @@ TEST_CASE(
     INFO(r.out << r.err);
     CHECK(r.code == 1);
     bool named = false;
-    for (const auto& item : json::parse(r.out)["items"]) {
-      for (const auto& f : item.value("findings", json::array())) {
+    const json report = json::parse(r.out);
+    for (const auto& item : report["items"]) {
+      for (const auto& f : item["findings"]) {
         named = named || (f["check"] == "authentication" &&
                           f["message"].get<std::string>().find(copy + "/" + d.artifact + "/" + d.file) == 0);
       }
