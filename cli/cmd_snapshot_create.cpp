@@ -8,6 +8,7 @@
 #include "cli/numbers.h"
 #include "cli/output.h"
 #include "cli/repo_access.h"
+#include "cli/repo_commands.h"
 #include "repo/repository.h"
 #include "walfmt/text_escape.h"
 
@@ -28,9 +29,27 @@ struct CreateOptions {
   unsigned jobs = 0;
   Format format = Format::kText;
   RepoAccess access;
+  CreatePartsCliOptions parts;  // --node / --verdict / --assemble (cli/cmd_snapshot_create_parts.cpp)
 };
 
+// An increment made where the WAL lives: a node's part, or the assembly.
+int RunCreateFromParts(const CreateOptions& o) {
+  CreatePartsCliOptions p = o.parts;
+  p.node_dir = o.cluster;
+  p.repo = o.repo;
+  p.incremental = o.incremental;
+  p.other = o.full || !o.from.empty() || o.cut || o.latest;
+  p.parent = o.parent;
+  p.name = o.name;
+  p.level = o.level;
+  p.jobs = o.jobs;
+  p.json = o.format == Format::kJson;
+  p.access = o.access;
+  return RunCreateParts(p);
+}
+
 int RunCreate(const CreateOptions& o) {
+  if (o.parts.assemble || !o.parts.verdict.empty() || o.parts.node >= 0) return RunCreateFromParts(o);
   if (o.full == o.incremental) {
     PrintError("give exactly one of --full and --incremental");
     return kExitUsage;
@@ -136,9 +155,14 @@ void RegisterSnapshotCreate(CLI::App& root, Registry& reg) {
       "(--cut K or --latest), as .wal.zst, with the cut's evidence. Built in a staging directory and\n"
       "renamed into place: a crash leaves no artifact or a complete one (on S3: uploaded with manifest.json\n"
       "last). One writer at a time: a second create or expire fails at once while the repository is locked.\n"
-      "Exit 0 created, 1 refused (cut not consistent, missing WAL segments, parent of another cluster), 2\n"
-      "usage, 3 I/O error (also: the repository is locked).");
-  cmd->add_option("CLUSTER", o->cluster, "Cluster directory (optional for a synthetic full the repository serves)");
+      "Where the WAL lives (docs/scale-out.md): --incremental --verdict V NODE_DIR uploads node I's part of\n"
+      "the increment of the verdict's cut (its WAL checked against V first; no lock, hosts upload at once);\n"
+      "--incremental --assemble --verdict V makes the artifact once every node's part is there.\n"
+      "Exit 0 created, 1 refused (cut not consistent, missing WAL segments, parent of another cluster, a\n"
+      "part's bytes not matching its checksums), 2 usage (also: a WAL not matching the verdict, a part\n"
+      "missing, twice or of another verdict), 3 I/O error (also: the repository is locked).");
+  cmd->add_option("CLUSTER", o->cluster,
+                  "Cluster directory (optional for a synthetic full the repository serves); with --verdict: NODE_DIR");
   cmd->add_option("--repo", o->repo, "Repository: a directory, file://PATH or s3://BUCKET/PREFIX")->required();
   cmd->add_flag("--full", o->full, "A full artifact");
   cmd->add_flag("--incremental", o->incremental, "An incremental artifact");
@@ -150,6 +174,13 @@ void RegisterSnapshotCreate(CLI::App& root, Registry& reg) {
   AddNumber(cmd, "--zstd-level", o->level, {1, 19},
             "zstd level for the WAL segments (default 1: as small as 3 on WAL, about twice as fast)");
   AddNumber(cmd, "-j,--jobs", o->jobs, kJobsRange, "Threads (default: one per core)");
+  cmd->add_option("--verdict", o->parts.verdict,
+                  "Incremental, where the WAL lives: the cut's verdict (walcut cuts ... --verdict-out FILE); with "
+                  "NODE_DIR, upload node I's part; with --assemble, make the artifact of the parts");
+  AddNumber(cmd, "--node", o->parts.node, kNodeIdRange,
+            "With --verdict and NODE_DIR: the node id (default: from NODE_DIR's name node-<i>)");
+  cmd->add_flag("--assemble", o->parts.assemble,
+                "With --incremental --verdict: the artifact made of every node's uploaded part");
   AddRepoAccessOptions(cmd, o->access, true);
   AddFormatOption(cmd, o->format);
   reg.Add(cmd, [o] { return RunCreate(*o); });

@@ -126,6 +126,7 @@ int RunList(const ListOptions& o) {
                 {"artifacts", arts},
                 {"restore_targets", tj},
                 {"leftovers", l->leftovers},
+                {"pending_parts", l->pending_parts},
                 {"summary",
                  {{"full", fulls},
                   {"incremental", incs},
@@ -165,6 +166,9 @@ int RunList(const ListOptions& o) {
                Chain(t.chain));
   }
   for (const auto& left : l->leftovers) fmt::print("note: {}: left by an unfinished create or expire\n", left);
+  for (const auto& p : l->pending_parts) {
+    fmt::print("note: pending part .parts/{}: a node's part of an increment, not yet assembled\n", p);
+  }
   return kExitOk;
 }
 

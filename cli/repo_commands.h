@@ -45,4 +45,24 @@ struct RepoRestoreCliOptions {
 // `walcut restore --repo REPO (NAME | --cut K | --latest | --before TIME) --out OUT`.
 int RunRestoreRepo(const RepoRestoreCliOptions& o);
 
+struct CreatePartsCliOptions {
+  std::string node_dir;  // CLUSTER's place: NODE_DIR
+  int node = -1;
+  std::string verdict;
+  bool assemble = false;
+  std::string repo;
+  bool incremental = false;
+  bool other = false;  // --full, --from, --cut or --latest given
+  std::string parent;
+  std::string name;
+  int level = 1;
+  unsigned jobs = 0;
+  bool json = false;
+  RepoAccess access;
+};
+// `walcut snapshot create NODE_DIR --repo REPO --incremental --verdict V
+// [--node I]` (a part) and `snapshot create --repo REPO --incremental
+// --assemble --verdict V` (repo/parts.h).
+int RunCreateParts(const CreatePartsCliOptions& o);
+
 }  // namespace walcut::cli

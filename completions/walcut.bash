@@ -37,7 +37,7 @@ _walcut_options() {
     snapshot) echo "-h --help" ;;
     "snapshot check") echo "-h --help --s3-endpoint --s3-region --encrypt-key-file --restore -o --output --metrics -j --jobs --check --cluster --max-findings --format -q --quiet" ;;
     "snapshot show") echo "-h --help --node -k --keys --max-bytes --format -q --quiet" ;;
-    "snapshot create") echo "-h --help --repo --s3-endpoint --s3-region --encrypt-key-file --break-lock --full --incremental --from --cut --latest --parent --name --zstd-level -j --jobs --format -q --quiet" ;;
+    "snapshot create") echo "-h --help --repo --s3-endpoint --s3-region --encrypt-key-file --break-lock --full --incremental --from --cut --latest --parent --name --zstd-level -j --jobs --verdict --node --assemble --format -q --quiet" ;;
     "snapshot list") echo "-h --help --s3-endpoint --s3-region --encrypt-key-file --format -q --quiet" ;;
     "snapshot expire") echo "-h --help --s3-endpoint --s3-region --encrypt-key-file --break-lock --keep-full --dry-run --format -q --quiet" ;;
     check) echo "-h --help --cut --all --level --format -o --output --metrics --state --full --from-genesis -j --jobs --node --verdict --base --progress --no-progress -q --quiet" ;;

@@ -289,7 +289,7 @@ walfmt::Result<RestoreResult> RestorePart(const PartRequest& req) {
   r.cluster_json = v.cluster_json;
 
   detail::NodeJob job = PlanPartJob(req);
-  if (v.base_kind == BaseKind::kFull) {
+  if (v.base_kind == BaseKind::kFull && !(req.wal_only && req.dry_run)) {
     if (Status st = CheckPartBase(req, *head, job); !st.ok()) return st;
     r.base.dir = req.base_dir;
   }

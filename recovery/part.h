@@ -46,6 +46,10 @@ struct PartRequest {
   std::string base_dir;  // full base: the directory holding its node-<I>.snap
   bool force = false;    // restore a cut the verdict says is not consistent
   bool dry_run = false;
+  // With dry_run: the WAL alone is checked against the verdict, the base
+  // file is not looked at (`snapshot create --node`: an increment holds the
+  // WAL, not the base; the base's SNAPSHOT record in the WAL is checked).
+  bool wal_only = false;
   std::string out;  // must not exist; the node file is staged beside it until WritePart
   std::function<void(uint64_t bytes)> progress;
 };

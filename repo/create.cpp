@@ -12,6 +12,7 @@
 #include "cut/load.h"
 #include "recovery/restore.h"
 #include "repo/artifact_io.h"
+#include "repo/increment_build.h"
 #include "repo/manifest.h"
 #include "repo/remote.h"
 #include "repo/repository.h"
@@ -32,8 +33,6 @@ using walfmt::JsonFields;
 using walfmt::Lsn;
 using walfmt::Result;
 using walfmt::Status;
-
-namespace {
 
 void FillCutEvidence(const cut::GlobalCut& g, Manifest& m) {
   m.verdict = cut::CutStatusName(g.status);
@@ -85,6 +84,8 @@ Status CheckName(const std::string& name) {
   }
   return Status::Ok();
 }
+
+namespace {
 
 // m.name: --name, else `default_name`; refused when not a valid name or taken.
 Status NameArtifact(const CreateRequest& req, const RepoListing& l, std::string default_name, Manifest& m) {
@@ -332,11 +333,13 @@ Result<CreateResult> CreateSyntheticFull(const CreateRequest& req, const RepoLis
   return Finish(s, req.repo, m);
 }
 
+}  // namespace
+
 // ---- an increment -----------------------------------------------------------
 
 using NodeSegments = std::vector<std::vector<walfmt::SegmentFile>>;
 
-std::string RangeText(uint64_t a, uint64_t b) {
+static std::string RangeText(uint64_t a, uint64_t b) {
   return a == b ? fmt::format("{:016X}", a) : fmt::format("{:016X}..{:016X}", a, b);
 }
 
@@ -348,9 +351,8 @@ std::string RangeText(uint64_t a, uint64_t b) {
 // transaction counts or digests: the restore needs the cuts' positions and
 // sets, and the cross-node checks were made at creation against the whole
 // WAL (`snapshot check` re-derives them from the increment's segments).
-cut::NodeSummary PlanSummary(const cut::ClusterCuts& cc, size_t i, const Artifact& parent, uint64_t k,
+cut::NodeSummary PlanSummary(const cut::NodeSummary& live, const Artifact& parent, uint64_t k,
                              const std::vector<walfmt::SegmentFile>& segs) {
-  const cut::NodeSummary& live = cc.nodes[i];
   cut::NodeSummary s;
   s.node = live.node;
   s.cluster_known = live.cluster_known;
@@ -426,7 +428,7 @@ bool AfterParent(const Artifact& parent, const cut::GlobalCut& g) {
 }
 
 // The cut of an increment: --cut K, or the latest consistent cut after the parent.
-Result<uint64_t> IncrementCut(const CreateRequest& req, const cut::ClusterCuts& cc, const Artifact& parent) {
+static Result<uint64_t> IncrementCut(const CreateRequest& req, const cut::ClusterCuts& cc, const Artifact& parent) {
   if (req.cut) return *req.cut;
   uint64_t k = 0;
   for (const auto& g : cc.cuts) {
@@ -439,34 +441,41 @@ Result<uint64_t> IncrementCut(const CreateRequest& req, const cut::ClusterCuts& 
   return k;
 }
 
+std::vector<walfmt::SegmentFile> NodeIncrementSegments(const std::string& wal_dir, size_t i, Lsn from,
+                                                       const cut::NodeCut* kc, uint64_t k, std::string& missed) {
+  std::vector<walfmt::SegmentFile> segs;
+  auto listed = walfmt::ListSegments(wal_dir, [](const walfmt::Problem&) {});
+  std::map<uint64_t, walfmt::SegmentFile> have;
+  if (listed.ok()) {
+    for (const auto& s : *listed) have[s.index] = s;
+  }
+  const bool known = kc && kc->finished;
+  const uint64_t last = known ? kc->finish.segment : (have.empty() ? from.segment : have.rbegin()->first);
+  const std::string upto = known ? kc->finish.ToString() : fmt::format("CUT_FINISH({})", k);
+  std::optional<uint64_t> gap_start;
+  for (uint64_t x = from.segment; x <= last + 1; ++x) {
+    const bool present = x > last || have.count(x);
+    if (!present && !gap_start) gap_start = x;
+    if (present && gap_start) {
+      missed += fmt::format("{}node {}: {} (needed for {}..{})", missed.empty() ? "" : "; ", i,
+                            RangeText(*gap_start, x - 1), from.ToString(), upto);
+      gap_start.reset();
+    }
+    if (x <= last && present) segs.push_back(have[x]);
+  }
+  return segs;
+}
+
 // The segments each node needs: [R_i(parent), CUT_FINISH_i(K)], whole;
 // refused naming every node's missing range.
-Result<NodeSegments> IncrementSegments(const cut::ClusterLayout& layout, const Artifact& parent,
-                                       const cut::GlobalCut& g, uint64_t k) {
+static Result<NodeSegments> IncrementSegments(const cut::ClusterLayout& layout, const Artifact& parent,
+                                              const cut::GlobalCut& g, uint64_t k) {
   const size_t n = layout.wal_dirs.size();
   NodeSegments segs(n);
   std::string missed;
   for (size_t i = 0; i < n; ++i) {
-    const Lsn from = parent.m.nodes[i].continue_from;
-    auto listed = walfmt::ListSegments(layout.wal_dirs[i], [](const walfmt::Problem&) {});
-    std::map<uint64_t, walfmt::SegmentFile> have;
-    if (listed.ok()) {
-      for (const auto& s : *listed) have[s.index] = s;
-    }
-    const bool known = i < g.nodes.size() && g.nodes[i] && g.nodes[i]->finished;
-    const uint64_t last = known ? g.nodes[i]->finish.segment : (have.empty() ? from.segment : have.rbegin()->first);
-    const std::string upto = known ? g.nodes[i]->finish.ToString() : fmt::format("CUT_FINISH({})", k);
-    std::optional<uint64_t> gap_start;
-    for (uint64_t x = from.segment; x <= last + 1; ++x) {
-      const bool present = x > last || have.count(x);
-      if (!present && !gap_start) gap_start = x;
-      if (present && gap_start) {
-        missed += fmt::format("{}node {}: {} (needed for {}..{})", missed.empty() ? "" : "; ", i,
-                              RangeText(*gap_start, x - 1), from.ToString(), upto);
-        gap_start.reset();
-      }
-      if (x <= last && present) segs[i].push_back(have[x]);
-    }
+    const cut::NodeCut* kc = i < g.nodes.size() ? g.nodes[i] : nullptr;
+    segs[i] = NodeIncrementSegments(layout.wal_dirs[i], i, parent.m.nodes[i].continue_from, kc, k, missed);
   }
   if (!missed.empty()) {
     return Status::InvalidArgument(
@@ -476,32 +485,31 @@ Result<NodeSegments> IncrementSegments(const cut::ClusterLayout& layout, const A
 }
 
 // Node i of an increment from `parent` to cut g.
-ArtifactNode IncrementNode(size_t i, const Artifact& parent, const cut::GlobalCut& g,
-                           const std::vector<walfmt::SegmentFile>& segs) {
+ArtifactNode IncrementNode(size_t i, Lsn from, const cut::NodeCut& kc, const std::vector<walfmt::SegmentFile>& segs) {
   ArtifactNode an;
   an.node = static_cast<uint32_t>(i);
   an.has_wal = true;
-  an.wal_from = parent.m.nodes[i].continue_from;
-  an.wal_to = g.nodes[i]->finish;
+  an.wal_from = from;
+  an.wal_to = kc.finish;
   an.first_segment = an.wal_from.segment;
   an.last_segment = an.wal_to.segment;
-  an.continue_from = g.nodes[i]->ContinueFrom();
-  FillNodeEvidence(*g.nodes[i], an);
+  an.continue_from = kc.ContinueFrom();
+  FillNodeEvidence(kc, an);
   for (const auto& seg : segs) an.segments.push_back(SegmentName(seg.index));
   return an;
 }
 
 // Into the staging directory: node-<i>/wal/ with the segments, cluster.json
 // and node i's restore plan; m.nodes and m.files.
-Status StageIncrement(const CreateRequest& req, const cut::ClusterCuts& cc, const Artifact& parent,
-                      const cut::GlobalCut& g, const NodeSegments& segs, const std::string& cluster_json,
-                      const std::string& stage, Manifest& m) {
+static Status StageIncrement(const CreateRequest& req, const cut::ClusterCuts& cc, const Artifact& parent,
+                             const cut::GlobalCut& g, const NodeSegments& segs, const std::string& cluster_json,
+                             const std::string& stage, Manifest& m) {
   const size_t n = segs.size();
   for (size_t i = 0; i < n; ++i) {
     const std::string nd = fmt::format("node-{}", i);
     if (Status st = MakeDir(walfmt::JoinPath(stage, nd)); !st.ok()) return st;
     if (Status st = MakeDir(walfmt::JoinPath(stage, nd + "/wal")); !st.ok()) return st;
-    m.nodes.push_back(IncrementNode(i, parent, g, segs[i]));
+    m.nodes.push_back(IncrementNode(i, parent.m.nodes[i].continue_from, *g.nodes[i], segs[i]));
   }
   // The segments, compressed on `jobs` threads (one segment each at a time);
   // listed in the manifest in node and segment order whatever order they
@@ -520,7 +528,7 @@ Status StageIncrement(const CreateRequest& req, const cut::ClusterCuts& cc, cons
   }
   if (Status st = AddFile(stage, "cluster.json", walfmt::CurrentClusterJsonText(cluster_json), m); !st.ok()) return st;
   for (size_t i = 0; i < n; ++i) {
-    const std::string plan = cut::SummaryToJson(PlanSummary(cc, i, parent, g.cut_id, segs[i]));
+    const std::string plan = cut::SummaryToJson(PlanSummary(cc.nodes[i], parent, g.cut_id, segs[i]));
     if (Status st = AddFile(stage, PlanFile(i), plan, m); !st.ok()) return st;
   }
   return Status::Ok();
@@ -539,6 +547,8 @@ Status CheckIncrementCut(const cut::GlobalCut& g, const Artifact& parent) {
   }
   return Status::Ok();
 }
+
+namespace {
 
 Result<CreateResult> CreateIncrement(const CreateRequest& req, const RepoListing& l, Manifest m) {
   if (req.cluster_dir.empty()) return Status::InvalidArgument("an increment needs the cluster directory");

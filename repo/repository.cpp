@@ -12,6 +12,7 @@
 
 #include "repo/crypt.h"
 #include "repo/manifest.h"
+#include "repo/parts.h"
 #include "walfmt/cluster_layout.h"
 #include "walfmt/file_io.h"
 #include "walfmt/json_fields.h"
@@ -128,6 +129,7 @@ Result<RepoListing> ListRepository(const std::string& dir) {
   if (ec) return Status::Io(fmt::format("{}: cannot list: {}", dir, ec.message()));
   std::sort(names.begin(), names.end());
   std::sort(l.leftovers.begin(), l.leftovers.end());
+  l.pending_parts = PendingParts(PartFiles(dir));
   for (const auto& name : names) {
     Artifact a;
     a.name = name;

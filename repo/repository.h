@@ -127,6 +127,9 @@ struct RepoListing {
   std::string dir;
   std::vector<Artifact> artifacts;     // by seq (unreadable ones last, by name)
   std::vector<std::string> leftovers;  // staging / expiring directories left by a killed writer
+  // Parts of increments not yet assembled (repo/parts.h): "<artifact>/<part>",
+  // " (incomplete)" added while its manifest.json is missing.
+  std::vector<std::string> pending_parts;
   const Artifact* Find(std::string_view name) const;
 };
 walfmt::Result<RepoListing> ListRepository(const std::string& dir);

@@ -12,6 +12,7 @@
 #include "repo/artifact_io.h"
 #include "repo/crypt.h"
 #include "repo/manifest.h"
+#include "repo/parts.h"
 #include "repo/remote.h"
 #include "repo/s3_store.h"
 #include "walfmt/file_io.h"
@@ -195,6 +196,7 @@ Result<RepoListing> ListS3Repository(const std::string& url, const RemoteOptions
   auto l = ListRepository(s->mirror->dir);
   if (!l.ok()) return s->Rename(l.status());
   s->RenameListing(*l);
+  l->pending_parts = PendingParts(s->objs.others);
   return l;
 }
 

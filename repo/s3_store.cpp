@@ -84,7 +84,8 @@ std::vector<std::string> S3RepoObjects::Leftovers() const {
   }
   for (const auto& u : uploads) {
     const size_t slash = u.key.find('/');
-    if (slash != std::string::npos) out.insert(u.key.substr(0, slash + 1));
+    // An upload under a dot-name is no artifact's: .parts/ (parts.h) are left alone.
+    if (slash != std::string::npos && u.key[0] != '.') out.insert(u.key.substr(0, slash + 1));
   }
   return {out.begin(), out.end()};
 }
