@@ -174,6 +174,17 @@ class Handler(socketserver.StreamRequestHandler):
         self.answer(status, reason, [("Content-Type", "application/xml"), ("Content-Length", len(body))], body)
 
     def forward(self, method, target, headers, body):
+        # A kept-alive upstream connection the server closed meanwhile fails
+        # at once: then once more on a new one (never an unscheduled fault).
+        reused = self.upstream is not None
+        try:
+            return self.forward_once(method, target, headers, body)
+        except (OSError, http.client.HTTPException):
+            if not reused:
+                raise
+            return self.forward_once(method, target, headers, body)
+
+    def forward_once(self, method, target, headers, body):
         if self.upstream is None:
             self.upstream = http.client.HTTPConnection(ARGS.upstream_host, ARGS.upstream_port, timeout=120)
         up = self.upstream
