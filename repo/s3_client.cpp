@@ -224,6 +224,17 @@ Result<std::string> S3Client::CreateMultipartUpload(const std::string& bucket, c
   if (!root.ok()) return root.status();
   std::string id = root->ChildText("UploadId");
   if (id.empty() || id.size() > kMaxTokenBytes) return Malformed(req, "no UploadId");
+  if (resp->maybe_applied_before) {
+    // An earlier attempt (reset, 5xx) may have begun an upload that nobody
+    // would complete: abort the key's other open uploads (best effort; what
+    // stays open is a leftover that `expire` aborts).
+    auto open = ListMultipartUploads(bucket, key);
+    if (open.ok()) {
+      for (const auto& u : *open) {
+        if (u.key == key && u.upload_id != id) (void)AbortMultipartUpload(bucket, key, u.upload_id);
+      }
+    }
+  }
   return id;
 }
 

@@ -99,7 +99,10 @@ class S3Client {
                                         const std::string& delimiter = "", int page_size = 1000);
 
   // Multipart: each part but the last at least 5 MiB on AWS; parts may be
-  // uploaded in any order and on several threads.
+  // uploaded in any order and on several threads. The caller is the key's
+  // one writer: when an attempt that got no answer (or a 5xx) may have begun
+  // an upload too, every other open upload of the key is aborted, so that a
+  // retried create leaves none behind.
   walfmt::Result<std::string> CreateMultipartUpload(const std::string& bucket, const std::string& key);
   walfmt::Result<S3Part> UploadPart(const std::string& bucket, const std::string& key, const std::string& upload_id,
                                     int part_number, std::string_view data);

@@ -293,7 +293,11 @@ Result<ExpireResult> ExpireS3(const std::string& url, uint64_t keep_full, bool d
   for (const auto& left : s->objs.Leftovers()) {
     r->leftovers_removed.push_back(left);
     if (dry_run) continue;
-    if (Status st = DeleteArtifactObjects(s->r, s->objs, left.substr(0, left.size() - 1)); !st.ok()) return st;
+    // "<name>/": no manifest, every object goes; "<name>/<path>": an open
+    // upload under a whole artifact, which stays.
+    Status st = left.back() == '/' ? DeleteArtifactObjects(s->r, s->objs, left.substr(0, left.size() - 1))
+                                   : AbortUploadsOf(s->r, s->objs, left);
+    if (!st.ok()) return st;
   }
   return r;
 }

@@ -85,7 +85,9 @@ std::vector<std::string> S3RepoObjects::Leftovers() const {
   for (const auto& u : uploads) {
     const size_t slash = u.key.find('/');
     // An upload under a dot-name is no artifact's: .parts/ (parts.h) are left alone.
-    if (slash != std::string::npos && u.key[0] != '.') out.insert(u.key.substr(0, slash + 1));
+    if (slash == std::string::npos || u.key[0] == '.') continue;
+    const std::string name = u.key.substr(0, slash);
+    out.insert(Complete(name) ? u.key : name + "/");  // under a whole artifact: the upload's key alone
   }
   return {out.begin(), out.end()};
 }
@@ -257,6 +259,14 @@ Status UploadFile(const S3Repo& r, const std::string& key, const std::string& pa
   if (st.ok()) st = r.client->CompleteMultipartUpload(r.url.bucket, key, *id, parts);
   if (!st.ok()) (void)r.client->AbortMultipartUpload(r.url.bucket, key, *id);
   return st;
+}
+
+Status AbortUploadsOf(const S3Repo& r, const S3RepoObjects& objs, const std::string& rel) {
+  for (const auto& u : objs.uploads) {
+    if (u.key != rel) continue;
+    if (Status st = r.client->AbortMultipartUpload(r.url.bucket, r.Key(u.key), u.upload_id); !st.ok()) return st;
+  }
+  return Status::Ok();
 }
 
 Status DeleteArtifactObjects(const S3Repo& r, const S3RepoObjects& objs, const std::string& name) {

@@ -53,7 +53,9 @@ struct S3RepoObjects {
   std::vector<S3Upload> uploads;    // multipart uploads begun and never completed
   bool Complete(const std::string& name) const;
   // Artifact prefixes without a manifest.json, and names that only have an
-  // open upload: what an interrupted create or expire left.
+  // open upload ("<name>/"): what an interrupted create or expire left; an
+  // open upload under a whole artifact is named by its key ("<name>/<path>"),
+  // never as the artifact.
   std::vector<std::string> Leftovers() const;
 };
 walfmt::Result<S3RepoObjects> ListS3Objects(const S3Repo& r);
@@ -70,6 +72,8 @@ walfmt::Status DownloadArtifact(const S3Repo& r, const S3RepoObjects& objs, cons
 // The file `path` as the object `key`: one PUT, or a multipart upload whose
 // parts go up on r.jobs threads (aborted when a part fails).
 walfmt::Status UploadFile(const S3Repo& r, const std::string& key, const std::string& path, unsigned jobs);
+// Aborts the open uploads of the key `rel` (relative to PREFIX).
+walfmt::Status AbortUploadsOf(const S3Repo& r, const S3RepoObjects& objs, const std::string& rel);
 // Every object of artifact `name`, manifest.json first (so that an
 // interruption leaves a leftover, never an artifact missing files), and its
 // open uploads.

@@ -1,7 +1,7 @@
 // A real S3-compatible server for the end-to-end repository tests: moto's
 // moto_server (Python package moto; WALCUT_MOTO_SERVER names it, else it is
 // looked up on PATH and in ~/.pyenv/shims) on a free loopback port, run under
-// timeout(1) so that it never outlives 300 s, and stopped by PID (SIGTERM to
+// timeout(1) so that it never outlives 300 s (or the seconds given), and stopped by PID (SIGTERM to
 // timeout, which passes it on; then waited for) in the destructor, so also
 // when a test fails. moto accepts any credentials.
 #pragma once
@@ -26,10 +26,11 @@
 
 namespace walcut::test {
 
-// moto_server's path, or "" when it is not installed.
+// moto_server's path, or "" when it is not installed (or WALCUT_MOTO_SERVER=none).
 inline std::string FindMotoServer() {
   namespace fs = std::filesystem;
   std::vector<std::string> candidates;
+  if (const char* e = std::getenv("WALCUT_MOTO_SERVER"); e && std::string(e) == "none") return "";
   if (const char* e = std::getenv("WALCUT_MOTO_SERVER"); e && *e) candidates.emplace_back(e);
   if (const char* path = std::getenv("PATH")) {
     std::string p = path;
@@ -84,13 +85,14 @@ struct MotoServer {
   int port = 0;
   std::string error;
 
-  explicit MotoServer(const std::string& binary) {
+  explicit MotoServer(const std::string& binary, int max_seconds = 300) {
     std::filesystem::create_directories(dir.path);
     for (int attempt = 0; attempt < 3 && pid < 0; ++attempt) {
       port = FreeLoopbackPort();
       if (port == 0) continue;
-      std::vector<std::string> args = {"timeout", "--kill-after=5", "300", binary,
-                                       "-H",      "127.0.0.1",      "-p",  std::to_string(port)};
+      std::vector<std::string> args = {
+          "timeout", "--kill-after=5",    std::to_string(max_seconds), binary, "-H", "127.0.0.1",
+          "-p",      std::to_string(port)};
       pid = SpawnLogged(args, (dir.path / "server.log").string());
       const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
       while (std::chrono::steady_clock::now() < deadline) {
