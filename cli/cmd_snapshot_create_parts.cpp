@@ -124,6 +124,16 @@ int RunCreateParts(const CreatePartsCliOptions& o) {
   }
   const auto loc = RepoLocationOf(o.repo);
   if (!loc) return kExitUsage;
+  int key_rc = 0;  // a wrong key, or none for an encrypted repository, is named as every command names it
+  const auto remote = RemoteFor(o.access, *loc, o.jobs, key_rc);
+  if (!remote) return key_rc;
+  if (remote->key) {
+    PrintError(fmt::format(
+        "{}: the repository is encrypted, and per-node parts (--verdict, --assemble) do not encrypt yet; make "
+        "the increment on one host: snapshot create CLUSTER --repo REPO --incremental --encrypt-key-file FILE",
+        o.repo));
+    return kExitUsage;
+  }
   const std::string repo = loc->s3 ? loc->url : loc->dir;
   return o.assemble ? RunAssemble(o, repo) : RunPart(o, repo);
 }
