@@ -16,6 +16,7 @@
 #include "repo/artifact_io.h"
 #include "repo/crypt.h"
 #include "repo/manifest.h"
+#include "repo/mirror_restore.h"
 #include "repo/remote.h"
 #include "repo/s3_store.h"
 #include "walfmt/file_io.h"
@@ -260,30 +261,7 @@ Result<RepoRestoreResult> RestoreEncryptedDir(const RepoRestoreRequest& req, con
   if (!s.ok()) return s.status();
   auto l = s->List();
   if (!l.ok()) return l.status();
-  auto target = SelectTarget(*l, req);
-  if (!target.ok()) return target.status();
-  if (!req.dry_run) {  // every file of the chain authenticated before anything is restored
-    auto chain = ChainOf(*l, (*target)->name);
-    if (!chain.ok()) return chain.status();
-    std::vector<std::string> names;
-    for (const auto* c : *chain) {
-      names.push_back(c->name);
-      if (Status st = s->Download(c->name); !st.ok()) return s->Rename(st);
-    }
-    if (Status st = s->failures.FirstOf(names); !st.ok()) return st;
-  }
-  RepoRestoreRequest local = req;
-  local.repo = s->mirror->dir;
-  local.name = (*target)->name;
-  local.cut.reset();
-  local.latest = false;
-  local.before.reset();
-  auto r = RestoreFromRepository(local);
-  if (!r.ok()) return s->Rename(r.status());
-  if (!req.dry_run) {
-    if (Status st = FixRestoredRepositoryDir(req.out, s->mirror->dir, req.repo); !st.ok()) return st;
-  }
-  return r;
+  return RestoreThroughMirror(*s, *l, req);
 }
 
 }  // namespace

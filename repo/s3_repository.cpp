@@ -12,6 +12,7 @@
 #include "repo/artifact_io.h"
 #include "repo/crypt.h"
 #include "repo/manifest.h"
+#include "repo/mirror_restore.h"
 #include "repo/parts.h"
 #include "repo/remote.h"
 #include "repo/s3_store.h"
@@ -374,30 +375,7 @@ Result<RepoRestoreResult> RestoreFromS3(const RepoRestoreRequest& req, const Rem
   if (!s->objs.has_marker) return NotARepository(s->r);
   auto l = ListRepository(s->mirror->dir);
   if (!l.ok()) return s->Rename(l.status());
-  auto target = SelectTarget(*l, req);
-  if (!target.ok()) return s->Rename(target.status());
-  if (!req.dry_run) {
-    auto chain = ChainOf(*l, (*target)->name);
-    if (!chain.ok()) return s->Rename(chain.status());
-    std::vector<std::string> names;  // every file of the chain authenticated before anything is restored
-    for (const auto* c : *chain) {
-      names.push_back(c->name);
-      if (Status st = s->Download(c->name); !st.ok()) return s->Rename(st);
-    }
-    if (Status st = s->failures.FirstOf(names); !st.ok()) return st;
-  }
-  RepoRestoreRequest local = req;
-  local.repo = s->mirror->dir;
-  local.name = (*target)->name;
-  local.cut.reset();
-  local.latest = false;
-  local.before.reset();
-  auto r = RestoreFromRepository(local);
-  if (!r.ok()) return s->Rename(r.status());
-  if (!req.dry_run) {
-    if (Status st = FixRestoredRepositoryDir(req.out, s->mirror->dir, req.repo); !st.ok()) return st;
-  }
-  return r;
+  return RestoreThroughMirror(*s, *l, req);
 }
 
 }  // namespace walcut::repo
