@@ -124,35 +124,68 @@ Result<std::string> S3Client::GetObject(const std::string& bucket, const std::st
   return std::move(resp->body);
 }
 
-Result<std::string> S3Client::GetObjectRange(const std::string& bucket, const std::string& key, uint64_t offset,
-                                             uint64_t length) {
-  const std::string where = S3Where(bucket, key);
-  if (length == 0 || offset > UINT64_MAX - length || length > impl_->config.max_object_bytes) {
+namespace {
+
+Status CheckRangeArgs(const std::string& where, uint64_t offset, uint64_t length, uint64_t max_object_bytes) {
+  if (length == 0 || offset > UINT64_MAX - length || length > max_object_bytes) {
     return Status::InvalidArgument(
         fmt::format("{}: GET: a byte range of {} bytes at {} is not readable", where, length, offset));
   }
+  return Status::Ok();
+}
+
+// The answer to a GET of bytes [offset, offset + length): a 206 of exactly
+// those bytes (`got` of them received), else why not.
+Status CheckRangeAnswer(const S3Request& req, const S3Response& resp, uint64_t offset, uint64_t length,
+                        uint64_t got) {
+  const std::string where = S3Where(req.bucket, req.key);
   const uint64_t last = offset + length - 1;
-  // Room for an error's XML too; a 206 of another length is refused below.
-  S3Request req = Request("GET", bucket, key);
-  req.max_response_bytes = std::max<uint64_t>(length, 1 << 16);
-  req.headers.push_back(fmt::format("Range: bytes={}-{}", offset, last));
-  auto resp = impl_->Send(req);
-  if (!resp.ok()) return resp.status();
-  if (resp->status == 416) {
+  if (resp.status == 416) {
     return Status::InvalidArgument(
         fmt::format("{}: GET: bytes {}-{} are beyond the object's end (HTTP 416)", where, offset, last));
   }
-  if (resp->status != 206) return S3HttpError(req, *resp);
+  if (resp.status != 206) return S3HttpError(req, resp);
   const std::string want = fmt::format("bytes {}-{}/", offset, last);
-  if (resp->content_range.rfind(want, 0) != 0 || resp->body.size() != length) {
-    if (resp->content_range.rfind(fmt::format("bytes {}-", offset), 0) == 0 && resp->body.size() < length) {
+  if (resp.content_range.rfind(want, 0) != 0 || got != length) {
+    if (resp.content_range.rfind(fmt::format("bytes {}-", offset), 0) == 0 && got < length) {
       return Status::InvalidArgument(fmt::format("{}: GET: bytes {}-{} are beyond the object's end ({})", where, offset,
-                                                 last, resp->content_range));
+                                                 last, resp.content_range));
     }
-    return Malformed(req, fmt::format("asked bytes {}-{}, got {} bytes with Content-Range '{}'", offset, last,
-                                      resp->body.size(), resp->content_range.substr(0, 100)));
+    return Malformed(req, fmt::format("asked bytes {}-{}, got {} bytes with Content-Range '{}'", offset, last, got,
+                                      resp.content_range.substr(0, 100)));
   }
+  return Status::Ok();
+}
+
+}  // namespace
+
+Result<std::string> S3Client::GetObjectRange(const std::string& bucket, const std::string& key, uint64_t offset,
+                                             uint64_t length) {
+  if (Status st = CheckRangeArgs(S3Where(bucket, key), offset, length, impl_->config.max_object_bytes); !st.ok())
+    return st;
+  // Room for an error's XML too; a 206 of another length is refused.
+  S3Request req = Request("GET", bucket, key);
+  req.max_response_bytes = std::max<uint64_t>(length, 1 << 16);
+  req.headers.push_back(fmt::format("Range: bytes={}-{}", offset, offset + length - 1));
+  auto resp = impl_->Send(req);
+  if (!resp.ok()) return resp.status();
+  if (Status st = CheckRangeAnswer(req, *resp, offset, length, resp->body.size()); !st.ok()) return st;
   return std::move(resp->body);
+}
+
+Status S3Client::GetObjectRangeToFile(const std::string& bucket, const std::string& key, uint64_t offset,
+                                      uint64_t length, int fd, const std::string& path) {
+  if (Status st = CheckRangeArgs(S3Where(bucket, key), offset, length, impl_->config.max_object_bytes); !st.ok())
+    return st;
+  S3Request req = Request("GET", bucket, key);
+  req.max_response_bytes = std::max<uint64_t>(length, 1 << 16);
+  req.headers.push_back(fmt::format("Range: bytes={}-{}", offset, offset + length - 1));
+  req.sink_fd = fd;
+  req.sink_offset = offset;
+  req.sink_path = path;
+  auto resp = impl_->Send(req);
+  if (!resp.ok()) return resp.status();
+  return CheckRangeAnswer(req, *resp, offset, length, resp->sink_bytes);
 }
 
 Result<S3ObjectInfo> S3Client::HeadObject(const std::string& bucket, const std::string& key) {

@@ -90,6 +90,11 @@ class S3Client {
   // `length` bytes from `offset`; the object must hold them all (else InvalidArgument).
   walfmt::Result<std::string> GetObjectRange(const std::string& bucket, const std::string& key, uint64_t offset,
                                              uint64_t length);
+  // The same bytes written to `fd` (named `path` in messages) at file offset
+  // `offset` as they arrive, never held in memory whole; a retried attempt
+  // writes them again from the start.
+  walfmt::Status GetObjectRangeToFile(const std::string& bucket, const std::string& key, uint64_t offset,
+                                      uint64_t length, int fd, const std::string& path);
   // NotFound when the key does not exist.
   walfmt::Result<S3ObjectInfo> HeadObject(const std::string& bucket, const std::string& key);
   // Ok also when the key did not exist (as S3 answers).

@@ -1,10 +1,13 @@
 #include "repo/s3_http.h"
 
 #include <curl/curl.h>
+#include <unistd.h>
 #include <openssl/evp.h>
 
 #include <algorithm>
 #include <cctype>
+#include <cerrno>
+#include <cstdlib>
 #include <chrono>
 #include <cstring>
 #include <thread>
@@ -40,12 +43,36 @@ std::string Printable(std::string_view s) {
 struct Sink {
   std::string* out;
   uint64_t max;
+  S3Response* resp = nullptr;
+  int fd = -1;  // a 2xx body goes here, at offset + resp->sink_bytes
+  uint64_t offset = 0;
   bool overflow = false;
+  int write_errno = 0;
 };
 
 size_t WriteCb(char* p, size_t size, size_t n, void* ud) {
   auto* sink = static_cast<Sink*>(ud);
   const size_t len = size * n;
+  const long status = sink->resp->header_status;
+  if (sink->fd >= 0 && status >= 200 && status < 300) {
+    uint64_t& done = sink->resp->sink_bytes;
+    if (done + len > sink->max) {
+      sink->overflow = true;
+      return 0;
+    }
+    size_t put = 0;
+    while (put < len) {
+      const ssize_t w = ::pwrite(sink->fd, p + put, len - put, static_cast<off_t>(sink->offset + done + put));
+      if (w < 0 && errno == EINTR) continue;
+      if (w <= 0) {
+        sink->write_errno = w < 0 ? errno : ENOSPC;
+        return 0;
+      }
+      put += static_cast<size_t>(w);
+    }
+    done += len;
+    return len;
+  }
   if (sink->out->size() + len > sink->max) {
     sink->overflow = true;
     return 0;
@@ -80,6 +107,8 @@ size_t HeaderCb(char* p, size_t size, size_t n, void* ud) {
   const std::string_view line(p, size * n);
   if (line.substr(0, 5) == "HTTP/") {  // a new answer (after a 100 Continue): forget the last one's headers
     resp->etag.clear(), resp->content_range.clear(), resp->content_length.clear();
+    const size_t sp = line.find(' ');
+    resp->header_status = sp == std::string_view::npos ? 0 : std::atol(std::string(line.substr(sp + 1, 3)).c_str());
   }
   const size_t colon = line.find(':');
   if (colon == std::string_view::npos) return size * n;
@@ -261,14 +290,21 @@ Result<S3Response> S3Client::Impl::Send(const S3Request& req) {
   for (int attempt = 1;; ++attempt) {
     resp.body.clear();
     resp.attempts = attempt;
+    resp.header_status = 0;
+    resp.sink_bytes = 0;
     Attempt a;
-    Sink sink{&resp.body, req.max_response_bytes};
+    Sink sink{&resp.body, req.max_response_bytes, &resp, req.sink_fd, req.sink_offset};
     Source src{req.body};
     SetOptions(h, config, req, url, sigv4, list, a.error, &sink, &src, &resp);
     ++requests;
     a.code = curl_easy_perform(h);
     bool retry = false;
     if (a.code != CURLE_OK) {
+      if (sink.write_errno != 0) {
+        Release(h);
+        curl_slist_free_all(list);
+        return Status::Io(fmt::format("{}: cannot write: {}", req.sink_path, std::strerror(sink.write_errno)));
+      }
       if (sink.overflow) {
         Release(h);
         curl_slist_free_all(list);

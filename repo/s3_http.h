@@ -25,6 +25,12 @@ struct S3Request {
   std::string_view body;
   std::vector<std::string> headers;  // extra "Name: value" lines
   uint64_t max_response_bytes = 32 << 20;
+  // A 2xx answer's body written to this file at `sink_offset` (pwrite, as it
+  // arrives; each attempt from the start again) instead of kept in memory;
+  // any other answer's body is kept as usual. `sink_path` names the file.
+  int sink_fd = -1;
+  uint64_t sink_offset = 0;
+  std::string sink_path;
   bool error_in_200 = false;  // CompleteMultipartUpload: a 200 may carry <Error> (then retried as a 500)
 };
 
@@ -34,6 +40,8 @@ struct S3Response {
   std::string etag;
   std::string content_range;
   std::string content_length;
+  long header_status = 0;    // the status line's code, as the headers arrive
+  uint64_t sink_bytes = 0;   // body bytes written to sink_fd by the last attempt
   int attempts = 0;
   // An earlier attempt got no answer or a 5xx: it may have been applied.
   bool maybe_applied_before = false;

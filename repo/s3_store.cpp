@@ -3,6 +3,7 @@
 #include "repo/s3_store.h"
 
 #include <fcntl.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -148,29 +149,48 @@ Status ParallelFor(size_t n, unsigned jobs, const std::function<Status(size_t)>&
 
 namespace {
 
-Status WriteAll(int fd, const std::string& data, uint64_t offset, const std::string& path) {
-  size_t done = 0;
-  while (done < data.size()) {
-    const ssize_t w = ::pwrite(fd, data.data() + done, data.size() - done, static_cast<off_t>(offset + done));
-    if (w < 0 && errno == EINTR) continue;
-    if (w <= 0) return Status::Io(fmt::format("{}: cannot write: {}", path, std::strerror(errno)));
-    done += static_cast<size_t>(w);
+// Bytes [offset, offset + length) of a file for an upload: mapped from the
+// page cache (no zeroed buffer, no copy), else read into memory.
+class FileRange {
+ public:
+  FileRange() = default;
+  FileRange(const FileRange&) = delete;
+  FileRange& operator=(const FileRange&) = delete;
+  ~FileRange() {
+    if (map_ != nullptr) ::munmap(map_, map_len_);
   }
-  return Status::Ok();
-}
+  Status Open(int fd, uint64_t offset, uint64_t length, const std::string& path) {
+    if (length == 0) return Status::Ok();
+    const uint64_t page = static_cast<uint64_t>(::sysconf(_SC_PAGESIZE));
+    const uint64_t start = offset / page * page;
+    const size_t map_len = static_cast<size_t>(offset - start + length);
+    void* p = ::mmap(nullptr, map_len, PROT_READ, MAP_SHARED | MAP_POPULATE, fd, static_cast<off_t>(start));
+    if (p != MAP_FAILED) {
+      map_ = p;
+      map_len_ = map_len;
+      view_ = std::string_view(static_cast<const char*>(p) + (offset - start), static_cast<size_t>(length));
+      return Status::Ok();
+    }
+    copy_.resize(static_cast<size_t>(length));
+    size_t done = 0;
+    while (done < length) {
+      const ssize_t n = ::pread(fd, copy_.data() + done, length - done, static_cast<off_t>(offset + done));
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0) return Status::Io(fmt::format("{}: cannot read: {}", path, std::strerror(errno)));
+      if (n == 0) return Status::Io(fmt::format("{}: shorter than expected (changed while uploading?)", path));
+      done += static_cast<size_t>(n);
+    }
+    view_ = copy_;
+    return Status::Ok();
+  }
+  std::string_view view() const { return view_; }
 
-Result<std::string> ReadAt(int fd, uint64_t offset, uint64_t length, const std::string& path) {
-  std::string buf(length, '\0');
-  size_t done = 0;
-  while (done < length) {
-    const ssize_t n = ::pread(fd, buf.data() + done, length - done, static_cast<off_t>(offset + done));
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) return Status::Io(fmt::format("{}: cannot read: {}", path, std::strerror(errno)));
-    if (n == 0) return Status::Io(fmt::format("{}: shorter than expected (changed while uploading?)", path));
-    done += static_cast<size_t>(n);
-  }
-  return buf;
-}
+ private:
+  void* map_ = nullptr;
+  size_t map_len_ = 0;
+  std::string copy_;
+  std::string_view view_;
+};
 
 // A relative key safe as a path under a directory: no empty, "." or ".." segment.
 bool SafeRelative(const std::string& rel) {
@@ -200,9 +220,7 @@ Status DownloadToFile(const S3Repo& r, const std::string& key, uint64_t size, co
   if (f.fd < 0) return Status::Io(fmt::format("{}: cannot create: {}", path, std::strerror(errno)));
   for (uint64_t off = 0; off < size; off += r.transfer.piece_bytes) {
     const uint64_t len = std::min(r.transfer.piece_bytes, size - off);
-    auto piece = r.client->GetObjectRange(r.url.bucket, key, off, len);
-    if (!piece.ok()) return piece.status();
-    if (Status st = WriteAll(f.fd, *piece, off, path); !st.ok()) return st;
+    if (Status st = r.client->GetObjectRangeToFile(r.url.bucket, key, off, len, f.fd, path); !st.ok()) return st;
   }
   return Status::Ok();
 }
@@ -237,9 +255,9 @@ Status UploadFile(const S3Repo& r, const std::string& key, const std::string& pa
   const uint64_t size = fs::file_size(path, ec);
   if (ec) return Status::Io(fmt::format("{}: cannot stat: {}", path, ec.message()));
   if (size <= r.transfer.multipart_threshold) {
-    auto data = ReadAt(f.fd, 0, size, path);
-    if (!data.ok()) return data.status();
-    auto put = r.client->PutObject(r.url.bucket, key, *data);
+    FileRange data;
+    if (Status st = data.Open(f.fd, 0, size, path); !st.ok()) return st;
+    auto put = r.client->PutObject(r.url.bucket, key, data.view());
     return put.status();
   }
   auto id = r.client->CreateMultipartUpload(r.url.bucket, key);
@@ -249,9 +267,9 @@ Status UploadFile(const S3Repo& r, const std::string& key, const std::string& pa
   if (n > 10000) return Status::InvalidArgument(fmt::format("{}: {} bytes need more than 10000 parts", path, size));
   std::vector<S3Part> parts(n);
   Status st = ParallelFor(n, jobs, [&](size_t i) {
-    auto data = ReadAt(f.fd, i * part, std::min(part, size - i * part), path);
-    if (!data.ok()) return data.status();
-    auto p = r.client->UploadPart(r.url.bucket, key, *id, static_cast<int>(i + 1), *data);
+    FileRange data;
+    if (Status st = data.Open(f.fd, i * part, std::min(part, size - i * part), path); !st.ok()) return st;
+    auto p = r.client->UploadPart(r.url.bucket, key, *id, static_cast<int>(i + 1), data.view());
     if (!p.ok()) return p.status();
     parts[i] = *p;
     return Status::Ok();

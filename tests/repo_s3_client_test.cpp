@@ -5,6 +5,9 @@
 // not retried, credentials from the environment and the shared file, URL and
 // configuration refusals, and hostile XML answers. The tests that need the
 // server skip (with a message) only when python3 is absent.
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <array>
 #include <barrier>
 #include <filesystem>
@@ -289,6 +292,36 @@ TEST_CASE("s3: put, get, a byte range, head, delete", "[s3]") {
   past = s3->GetObjectRange("test", key, 100000, 1);
   REQUIRE_FALSE(past.ok());
   CHECK_THAT(past.status().message(), Catch::Contains("(HTTP 416)"));
+
+  // The same range written into a file at its offset, as it arrives.
+  walcut::test::ScratchDir dir("s3-range-file");
+  std::filesystem::create_directories(dir.path);
+  const std::string path = (dir.path / "piece").string();
+  const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  REQUIRE(fd >= 0);
+  REQUIRE(s3->GetObjectRangeToFile("test", key, 1000, 5000, fd, path).ok());
+  REQUIRE(s3->GetObjectRangeToFile("test", key, 99999, 1, fd, path).ok());
+  std::string got(100000, '\0');
+  REQUIRE(::pread(fd, got.data(), got.size(), 0) == 100000);
+  CHECK(got.substr(1000, 5000) == data.substr(1000, 5000));
+  CHECK(got.substr(99999) == data.substr(99999));
+  CHECK(got.substr(0, 1000) == std::string(1000, '\0'));
+  // An error's body is never written into the file.
+  auto missing = s3->GetObjectRangeToFile("test", "missing", 0, 10, fd, path);
+  CHECK(missing.code() == ErrorCode::kNotFound);
+  CHECK(::lseek(fd, 0, SEEK_END) == 100000);
+  REQUIRE(::pread(fd, got.data(), got.size(), 0) == 100000);
+  CHECK(got.substr(0, 1000) == std::string(1000, '\0'));
+  CHECK_THAT(s3->GetObjectRangeToFile("test", key, 99990, 20, fd, path).message(),
+             Catch::Contains("bytes 99990-100009 are beyond the object's end"));
+  ::close(fd);
+  // A file that cannot be written: the write's error, naming the file.
+  const int ro = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  REQUIRE(ro >= 0);
+  auto bad = s3->GetObjectRangeToFile("test", key, 0, 100, ro, path);
+  ::close(ro);
+  CHECK(bad.code() == ErrorCode::kIo);
+  CHECK_THAT(bad.message(), Catch::Contains(path + ": cannot write: Bad file descriptor"));
 
   REQUIRE(s3->DeleteObject("test", key).ok());
   REQUIRE(s3->DeleteObject("test", key).ok());  // deleting nothing is fine, as on S3

@@ -103,6 +103,10 @@ def signing_key(secret, date, region):
 class Handler(http.server.BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     server_version = "walcut-s3-test"
+    # An answer's headers and body go out in separate writes: with Nagle's
+    # algorithm on, the body waits for the client's delayed ACK (40 ms) on a
+    # kept-alive connection, which real S3 endpoints do not do.
+    disable_nagle_algorithm = True
 
     def log_message(self, fmt, *args):
         if ARGS.verbose:
