@@ -1,14 +1,14 @@
 #include "repo/s3_http.h"
 
 #include <curl/curl.h>
-#include <unistd.h>
 #include <openssl/evp.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cctype>
 #include <cerrno>
-#include <cstdlib>
 #include <chrono>
+#include <cstdlib>
 #include <cstring>
 #include <thread>
 

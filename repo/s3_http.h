@@ -40,8 +40,8 @@ struct S3Response {
   std::string etag;
   std::string content_range;
   std::string content_length;
-  long header_status = 0;    // the status line's code, as the headers arrive
-  uint64_t sink_bytes = 0;   // body bytes written to sink_fd by the last attempt
+  long header_status = 0;   // the status line's code, as the headers arrive
+  uint64_t sink_bytes = 0;  // body bytes written to sink_fd by the last attempt
   int attempts = 0;
   // An earlier attempt got no answer or a 5xx: it may have been applied.
   bool maybe_applied_before = false;
