@@ -136,8 +136,7 @@ Status CheckRangeArgs(const std::string& where, uint64_t offset, uint64_t length
 
 // The answer to a GET of bytes [offset, offset + length): a 206 of exactly
 // those bytes (`got` of them received), else why not.
-Status CheckRangeAnswer(const S3Request& req, const S3Response& resp, uint64_t offset, uint64_t length,
-                        uint64_t got) {
+Status CheckRangeAnswer(const S3Request& req, const S3Response& resp, uint64_t offset, uint64_t length, uint64_t got) {
   const std::string where = S3Where(req.bucket, req.key);
   const uint64_t last = offset + length - 1;
   if (resp.status == 416) {
