@@ -519,7 +519,11 @@ static Status StageIncrement(const CreateRequest& req, const cut::ClusterCuts& c
     for (const auto& seg : segs[i])
       tasks.push_back({&seg, fmt::format("node-{}/wal/{}", i, SegmentName(seg.index)), {}});
   }
-  if (Status st = StoreSegments(stage, tasks, req.zstd_level, req.jobs); !st.ok()) return st;
+  SegmentStored stored;
+  if (req.segment_stored) {
+    stored = [&](const SegmentTask& t, const std::string& path) { return req.segment_stored(m.name, t.rel, path); };
+  }
+  if (Status st = StoreSegments(stage, tasks, req.zstd_level, req.jobs, stored); !st.ok()) return st;
   for (auto& t : tasks) m.files.push_back(std::move(t.entry));
   for (size_t i = 0; i < n; ++i) {
     const std::string nd = fmt::format("node-{}", i);

@@ -162,6 +162,13 @@ struct CreateRequest {
   std::string name;             // "" : f-<snapshot>, f-cut-<K>, i-cut-<K>
   int zstd_level = 1;
   unsigned jobs = 0;
+  // Increments: called on the storing thread as each WAL segment is written
+  // into the staging directory, with the artifact's name, the segment's path
+  // in the artifact and its staged file (valid during the call); an error
+  // fails the create. An S3 repository uploads the segment there, while the
+  // other threads go on compressing.
+  std::function<walfmt::Status(const std::string& name, const std::string& rel, const std::string& staged)>
+      segment_stored;
 };
 
 struct CreateResult {

@@ -37,20 +37,8 @@ Result<std::unique_ptr<Staging>> PrivateRoot() {
 
 // The files of `m` (built in `dir`) as objects under PREFIX/<rel_dir>,
 // manifest.json last with a create-only PUT.
-Status UploadTree(const S3Repo& r, const std::string& rel_dir, const Manifest& m, const std::string& dir) {
-  std::vector<const ArtifactFile*> small, large;
-  for (const auto& f : m.files) (f.bytes > r.transfer.multipart_threshold ? large : small).push_back(&f);
-  const auto key = [&](const std::string& rel) { return r.Key(rel_dir + rel); };
-  Status st = ParallelFor(small.size(), r.jobs, [&](size_t i) {
-    return UploadFile(r, key(small[i]->path), walfmt::JoinPath(dir, small[i]->path), 1);
-  });
-  if (!st.ok()) return st;
-  for (const auto* f : large) {
-    if (Status st2 = UploadFile(r, key(f->path), walfmt::JoinPath(dir, f->path), r.jobs); !st2.ok()) return st2;
-  }
-  auto text = walfmt::ReadWholeFile(walfmt::JoinPath(dir, kManifestFile), kMaxManifestBytes);
-  if (!text.ok()) return text.status();
-  auto put = r.client->PutObject(r.url.bucket, key(kManifestFile), *text, S3PutMode::kCreateOnly);
+Status UploadPartTree(const S3Repo& r, const std::string& rel_dir, const Manifest& m, const std::string& dir) {
+  auto put = UploadTree(r, rel_dir, m, dir);
   if (!put.ok()) return put.status();
   if (*put == S3PutOutcome::kAlreadyExists) {
     return Status::InvalidArgument(fmt::format("{}: already exists", r.Where(rel_dir + kManifestFile)));
@@ -98,7 +86,7 @@ Result<IncrementPartResult> CreateS3Part(const IncrementPartRequest& req, const 
   if (Status st = BuildPart(*in, s.dir, req.zstd_level, req.jobs, pm); !st.ok()) return st;
   if (Status st = Publish(s, (*root)->dir, pm); !st.ok()) return st;
   const std::string rel = fmt::format("{}/{}/{}/", kPartsDir, in->artifact, in->part_name);
-  if (Status st = UploadTree(*r, rel, pm, walfmt::JoinPath((*root)->dir, in->part_name)); !st.ok()) return st;
+  if (Status st = UploadPartTree(*r, rel, pm, walfmt::JoinPath((*root)->dir, in->part_name)); !st.ok()) return st;
   return PartResult(*in, pm, r->Where(rel.substr(0, rel.size() - 1)));
 }
 
@@ -134,7 +122,7 @@ Result<CreateResult> AssembleS3(const AssembleRequest& req, const RemoteOptions&
   if (!res.ok()) {
     return Renamed(Renamed(res.status(), parts, r->Where(top.substr(0, top.size() - 1))), out, r->display);
   }
-  if (Status st = UploadTree(*r, artifact + "/", res->m, res->dir); !st.ok()) return st;
+  if (Status st = UploadPartTree(*r, artifact + "/", res->m, res->dir); !st.ok()) return st;
   for (const auto& x : *objs) {
     if (Status st = r->client->DeleteObject(r->url.bucket, r->Key(x.key)); !st.ok()) return st;
   }

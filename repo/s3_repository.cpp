@@ -5,6 +5,7 @@
 // objects. Messages name s3:// locations, never the private directory.
 #include <algorithm>
 #include <filesystem>
+#include <mutex>
 #include <set>
 
 #include <fmt/format.h>
@@ -217,28 +218,29 @@ Status InitS3(Session& s) {
   return MirrorManifests(s.r, s.objs, s.mirror->dir, s.key, s.failures);
 }
 
-// Every file of the built artifact, manifest.json last (create-only: a name
-// published meanwhile is never overwritten).
-Status Upload(const Session& s, const Manifest& m, const std::string& dir) {
-  std::vector<const ArtifactFile*> small, large;
-  for (const auto& f : m.files) (f.bytes > s.r.transfer.multipart_threshold ? large : small).push_back(&f);
-  const auto key = [&](const std::string& rel) { return s.r.Key(m.name + "/" + rel); };
-  Status st = ParallelFor(small.size(), s.r.jobs, [&](size_t i) {
-    return UploadFile(s.r, key(small[i]->path), walfmt::JoinPath(dir, small[i]->path), 1);
-  });
-  if (!st.ok()) return st;
-  for (const auto* f : large) {
-    if (Status st2 = UploadFile(s.r, key(f->path), walfmt::JoinPath(dir, f->path), s.r.jobs); !st2.ok()) return st2;
+// Objects of an artifact of the same name that are no artifact (a leftover,
+// since a complete one was refused), removed once before the first upload.
+class LeftoverClearer {
+ public:
+  explicit LeftoverClearer(const Session& s) : s_(s) {}
+  Status Clear(const std::string& name) {
+    std::lock_guard lock(mu_);
+    if (!cleared_.insert(name).second || !s_.objs.artifacts.count(name)) return Status::Ok();
+    return DeleteArtifactObjects(s_.r, s_.objs, name);
   }
-  auto text = walfmt::ReadWholeFile(walfmt::JoinPath(dir, kManifestFile), kMaxManifestBytes);
-  if (!text.ok()) return text.status();
-  auto put = s.r.client->PutObject(s.r.url.bucket, key(kManifestFile), *text, S3PutMode::kCreateOnly);
-  if (!put.ok()) return put.status();
-  if (*put == S3PutOutcome::kAlreadyExists) {
-    return Status::InvalidArgument(fmt::format("{}: an artifact of that name already exists", s.r.Where(m.name)));
-  }
-  return Status::Ok();
-}
+
+ private:
+  const Session& s_;
+  std::mutex mu_;
+  std::set<std::string> cleared_;
+};
+
+// The segments of an increment go up as they are stored (on the compressing
+// threads, one thread a file), the rest after the build; manifest.json last.
+struct EarlyUploads {
+  std::mutex mu;
+  std::set<std::string> done;  // paths in the artifact
+};
 
 }  // namespace
 
@@ -264,18 +266,31 @@ Result<CreateResult> CreateS3Artifact(const CreateRequest& req, const RemoteOpti
   }
   CreateRequest local = req;
   local.repo = s->mirror->dir;
+  LeftoverClearer leftovers(*s);
+  EarlyUploads early;
+  if (!s->key) {  // an encrypted artifact is encrypted whole, then uploaded
+    local.segment_stored = [&](const std::string& name, const std::string& rel, const std::string& staged) {
+      if (Status st = leftovers.Clear(name); !st.ok()) return st;
+      if (Status st = UploadFile(s->r, s->r.Key(name + "/" + rel), staged, 1); !st.ok()) return st;
+      std::lock_guard lock(early.mu);
+      early.done.insert(rel);
+      return Status::Ok();
+    };
+  }
   auto r = CreateArtifact(local);
   if (!r.ok()) return s->Rename(r.status());
-  if (s->objs.artifacts.count(r->m.name)) {  // a leftover of that name (a complete one was refused)
-    if (Status st = DeleteArtifactObjects(s->r, s->objs, r->m.name); !st.ok()) return st;
-  }
+  if (Status st = leftovers.Clear(r->m.name); !st.ok()) return st;
   std::string from = r->dir;  // what is uploaded: the artifact, or its encrypted copy
   if (s->key) {
     from = walfmt::JoinPath(s->mirror->dir, ".cipher-" + r->m.name);
     if (Status st = MakeDir(from); !st.ok()) return s->Rename(st);
     if (Status st = EncryptTree(*s->key, r->m.name, r->dir, from, true); !st.ok()) return s->Rename(st);
   }
-  if (Status st = Upload(*s, r->m, from); !st.ok()) return s->Rename(st);
+  auto put = UploadTree(s->r, r->m.name + "/", r->m, from, early.done);
+  if (!put.ok()) return s->Rename(put.status());
+  if (*put == S3PutOutcome::kAlreadyExists) {
+    return Status::InvalidArgument(fmt::format("{}: an artifact of that name already exists", s->r.Where(r->m.name)));
+  }
   r->dir = s->r.Where(r->m.name);
   return r;
 }

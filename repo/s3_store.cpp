@@ -17,6 +17,7 @@
 
 #include <fmt/format.h>
 
+#include "repo/manifest.h"
 #include "repo/repository.h"
 #include "walfmt/file_io.h"
 #include "walfmt/strings.h"
@@ -277,6 +278,25 @@ Status UploadFile(const S3Repo& r, const std::string& key, const std::string& pa
   if (st.ok()) st = r.client->CompleteMultipartUpload(r.url.bucket, key, *id, parts);
   if (!st.ok()) (void)r.client->AbortMultipartUpload(r.url.bucket, key, *id);
   return st;
+}
+
+Result<S3PutOutcome> UploadTree(const S3Repo& r, const std::string& rel_dir, const Manifest& m, const std::string& dir,
+                                const std::set<std::string>& uploaded) {
+  std::vector<const ArtifactFile*> small, large;
+  for (const auto& f : m.files) {
+    if (!uploaded.count(f.path)) (f.bytes > r.transfer.multipart_threshold ? large : small).push_back(&f);
+  }
+  const auto key = [&](const std::string& rel) { return r.Key(rel_dir + rel); };
+  Status st = ParallelFor(small.size(), r.jobs, [&](size_t i) {
+    return UploadFile(r, key(small[i]->path), walfmt::JoinPath(dir, small[i]->path), 1);
+  });
+  if (!st.ok()) return st;
+  for (const auto* f : large) {
+    if (Status st2 = UploadFile(r, key(f->path), walfmt::JoinPath(dir, f->path), r.jobs); !st2.ok()) return st2;
+  }
+  auto text = walfmt::ReadWholeFile(walfmt::JoinPath(dir, kManifestFile), kMaxManifestBytes);
+  if (!text.ok()) return text.status();
+  return r.client->PutObject(r.url.bucket, key(kManifestFile), *text, S3PutMode::kCreateOnly);
 }
 
 Status AbortUploadsOf(const S3Repo& r, const S3RepoObjects& objs, const std::string& rel) {

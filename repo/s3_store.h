@@ -9,6 +9,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -72,6 +73,12 @@ walfmt::Status DownloadArtifact(const S3Repo& r, const S3RepoObjects& objs, cons
 // The file `path` as the object `key`: one PUT, or a multipart upload whose
 // parts go up on r.jobs threads (aborted when a part fails).
 walfmt::Status UploadFile(const S3Repo& r, const std::string& key, const std::string& path, unsigned jobs);
+// The files of `m` built in `dir` as objects under PREFIX/<rel_dir> (small
+// ones on r.jobs threads, then each large one in parallel parts), but those in
+// `uploaded` (gone up already), and manifest.json last with a create-only PUT:
+// its outcome is returned (kAlreadyExists: one of that key was there).
+walfmt::Result<S3PutOutcome> UploadTree(const S3Repo& r, const std::string& rel_dir, const Manifest& m,
+                                        const std::string& dir, const std::set<std::string>& uploaded = {});
 // Aborts the open uploads of the key `rel` (relative to PREFIX).
 walfmt::Status AbortUploadsOf(const S3Repo& r, const S3RepoObjects& objs, const std::string& rel);
 // Every object of artifact `name`, manifest.json first (so that an

@@ -77,7 +77,8 @@ Status CompressFile(ZSTD_CCtx* cctx, const std::string& path, int level, std::un
 
 }  // namespace
 
-Status StoreSegments(const std::string& stage, std::vector<SegmentTask>& tasks, int level, unsigned jobs) {
+Status StoreSegments(const std::string& stage, std::vector<SegmentTask>& tasks, int level, unsigned jobs,
+                     const SegmentStored& stored) {
   std::vector<Status> errors(tasks.size(), Status::Ok());
   std::atomic<size_t> next{0};
   std::atomic<bool> failed{false};
@@ -102,6 +103,7 @@ Status StoreSegments(const std::string& stage, std::vector<SegmentTask>& tasks, 
         st = walfmt::WriteNewFile(walfmt::JoinPath(stage, t.rel), z);
         if (st.ok()) t.entry = {t.rel, z.size(), Xxh3Hex(z)};
       }
+      if (st.ok() && stored) st = stored(t, walfmt::JoinPath(stage, t.rel));
       if (!st.ok()) {
         errors[x] = st;
         failed.store(true);

@@ -2,6 +2,7 @@
 // directory, compressed (zstd) or copied, on several threads.
 #pragma once
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -26,6 +27,11 @@ struct SegmentTask {
 // cores keep compressing while a thread waits for its fsync), each with its own
 // zstd context and buffer (memory: about one compressed segment a thread). The
 // first error in task order is returned; the others stop taking tasks.
-walfmt::Status StoreSegments(const std::string& stage, std::vector<SegmentTask>& tasks, int level, unsigned jobs);
+// `stored`, when set, is called on the storing thread after each segment's
+// file is written, with the task and the file's path; its error fails the
+// store as a write error would.
+using SegmentStored = std::function<walfmt::Status(const SegmentTask&, const std::string& path)>;
+walfmt::Status StoreSegments(const std::string& stage, std::vector<SegmentTask>& tasks, int level, unsigned jobs,
+                             const SegmentStored& stored = {});
 
 }  // namespace walcut::repo

@@ -297,14 +297,13 @@ def get_object(bucket, key, rng, head):
         meta = OBJECTS.get((bucket, key))
     if meta is None:
         raise Reply(404, "NoSuchKey", "The specified key does not exist.")
-    with open(meta["file"], "rb") as f:
-        data = f.read()
     headers = {"ETag": meta["etag"], "Last-Modified": http.server.BaseHTTPRequestHandler.date_time_string(None, meta["mtime"])}
+    size = meta["size"]
+    first, last, status = 0, size - 1, 200
     if rng:
         m = re.fullmatch(r"bytes=(\d*)-(\d*)", rng)
         if not m or (not m.group(1) and not m.group(2)):
             raise Reply(400, "InvalidArgument", "bad Range")
-        size = len(data)
         if m.group(1):
             first, last = int(m.group(1)), int(m.group(2)) if m.group(2) else size - 1
         else:
@@ -313,13 +312,14 @@ def get_object(bucket, key, rng, head):
             raise Reply(416, "InvalidRange", "The requested range is not satisfiable")
         last = min(last, size - 1)
         headers["Content-Range"] = "bytes %d-%d/%d" % (first, last, size)
-        data = data[first:last + 1]
         status = 206
-    else:
-        status = 200
     if head:
-        headers["Content-Length"] = len(data)
+        headers["Content-Length"] = last + 1 - first
         return (status, b"", headers)
+    # Only the bytes asked for are read (objects are written once, never changed).
+    with open(meta["file"], "rb") as f:
+        f.seek(first)
+        data = f.read(max(0, last + 1 - first))
     return (status, data, headers)
 
 
@@ -417,7 +417,7 @@ def complete_upload(bucket, key, uid, body):
     numbers = [int(n) for n, _ in asked]
     if numbers != sorted(set(numbers)):
         raise Reply(400, "InvalidPartOrder", "The list of parts was not in ascending order")
-    data, md5s = b"", b""
+    chunks, md5s = [], b""
     for i, (n, etag) in enumerate(asked):
         have = parts.get(int(n))
         if have is None or have[1] != etag.replace("&quot;", '"'):
@@ -426,9 +426,10 @@ def complete_upload(bucket, key, uid, body):
             raise Reply(400, "EntityTooSmall", "Your proposed upload is smaller than the minimum allowed size")
         with open(have[0], "rb") as f:
             chunk = f.read()
-        data += chunk
+        chunks.append(chunk)
         md5s += hashlib.md5(chunk).digest()
     etag = '"%s-%d"' % (hashlib.md5(md5s).hexdigest(), len(asked))
+    data = b"".join(chunks)
     path = store(data)
     with LOCK:
         if UPLOADS.pop(uid, None) is None:
