@@ -5,6 +5,7 @@
 // (concurrently for some seeds), assembled; the artifact equals the
 // single-host increment of the same cut byte for byte, and restores to the
 // same node files; on a directory and on an S3 server. Then the refusals.
+// An encrypted repository: repo_parts_crypt_test.cpp.
 #include <sys/wait.h>
 
 #include <filesystem>
@@ -204,34 +205,4 @@ TEST_CASE("repo parts: refusals (missing, twice, another verdict, a changed byte
   // Put right: assembled, equal to the single-host increment.
   Must(assemble);
   RequireSameFiles(fmt::format("{}/i-cut-{}", r1, k), fmt::format("{}/i-cut-{}", r2, k));
-}
-
-TEST_CASE(
-    "repo parts: an encrypted repository is refused by a part upload and by the assembly, with or without the key",
-    "[repo][parts][crypt]") {
-  const uint64_t seed = 9;
-  INFO("seed " << seed);
-  TempDir t;
-  const std::string c = MakeCluster(t.path, seed);
-  const std::string r = t.path + "/r", key = t.path + "/key";
-  std::string hex;
-  for (int i = 0; i < 32; ++i) hex += fmt::format("{:02x}", 0xA0 + i);
-  Spit(key, hex + "\n");
-  fs::permissions(key, fs::perms::owner_read | fs::perms::owner_write, fs::perm_options::replace);
-  Must(fmt::format("snapshot create '{}' --repo '{}' --full --from full-300 --encrypt-key-file '{}'", c, r, key));
-  const std::string v = t.path + "/v.json";
-  Verdict(t.path, c, 5, v);
-  const std::string part =
-      fmt::format("snapshot create '{}' --repo '{}' --incremental --verdict '{}'", NodeDir(t.path, 0), r, v);
-  const std::string assemble = fmt::format("snapshot create --repo '{}' --incremental --assemble --verdict '{}'", r, v);
-  for (const std::string& cmd : {part, assemble}) {
-    Run out = Must(cmd + fmt::format(" --encrypt-key-file '{}'", key), 2);
-    CHECK(out.err.find("per-node parts (--verdict, --assemble) do not encrypt yet") != std::string::npos);
-    out = Must(cmd, 2);
-    CHECK(out.err.find("give its key with --encrypt-key-file") != std::string::npos);
-  }
-  CHECK(!fs::exists(r + "/.parts"));
-  size_t entries = 0;
-  for (const auto& e : fs::directory_iterator(r)) entries += e.path().filename() != ".walcut-lock.lock";
-  CHECK(entries == 2);  // the marker and the full
 }
