@@ -157,10 +157,12 @@ void RegisterSnapshotCreate(CLI::App& root, Registry& reg) {
       "last). One writer at a time: a second create or expire fails at once while the repository is locked.\n"
       "Where the WAL lives (docs/scale-out.md): --incremental --verdict V NODE_DIR uploads node I's part of\n"
       "the increment of the verdict's cut (its WAL checked against V first; no lock, hosts upload at once);\n"
-      "--incremental --assemble --verdict V makes the artifact once every node's part is there.\n"
+      "--incremental --assemble --verdict V makes the artifact once every node's part is there; in an\n"
+      "encrypted repository both take --encrypt-key-file (each part stored encrypted, bound to its place).\n"
       "Exit 0 created, 1 refused (cut not consistent, missing WAL segments, parent of another cluster, a\n"
-      "part's bytes not matching its checksums), 2 usage (also: a WAL not matching the verdict, a part\n"
-      "missing, twice or of another verdict), 3 I/O error (also: the repository is locked).");
+      "part's bytes not matching its checksums or failing authentication), 2 usage (also: a WAL not\n"
+      "matching the verdict, a part missing, twice or of another verdict; no key or another key for an\n"
+      "encrypted repository), 3 I/O error (also: the repository is locked).");
   cmd->add_option("CLUSTER", o->cluster,
                   "Cluster directory (optional for a synthetic full the repository serves); with --verdict: NODE_DIR");
   cmd->add_option("--repo", o->repo, "Repository: a directory, file://PATH or s3://BUCKET/PREFIX")->required();
@@ -182,6 +184,10 @@ void RegisterSnapshotCreate(CLI::App& root, Registry& reg) {
   cmd->add_flag("--assemble", o->parts.assemble,
                 "With --incremental --verdict: the artifact made of every node's uploaded part");
   AddRepoAccessOptions(cmd, o->access, true);
+  cmd->get_option("--encrypt-key-file")
+      ->description(
+          "The key of an encrypted repository: 32 bytes, or 64 hex digits (mode 0600); a create into a new "
+          "repository encrypts it (AES-256-GCM); a part's upload (--verdict NODE_DIR) and --assemble need it too");
   AddFormatOption(cmd, o->format);
   reg.Add(cmd, [o] { return RunCreate(*o); });
 }

@@ -41,7 +41,7 @@ int PartsExit(const walfmt::Status& st) {
   }
 }
 
-int RunPart(const CreatePartsCliOptions& o, const std::string& repo) {
+int RunPart(const CreatePartsCliOptions& o, const std::string& repo, const repo::RemoteOptions& remote) {
   repo::IncrementPartRequest rq;
   rq.node_dir = o.node_dir;
   rq.node = o.node;
@@ -51,7 +51,7 @@ int RunPart(const CreatePartsCliOptions& o, const std::string& repo) {
   rq.name = o.name;
   rq.zstd_level = o.level;
   rq.jobs = o.jobs;
-  auto r = repo::CreateIncrementPart(rq, RemoteOf(o.access, o.jobs));
+  auto r = repo::CreateIncrementPart(rq, remote);
   if (!r.ok()) {
     PrintError(fmt::format("snapshot create refused: {}", r.status().message()));
     return PartsExit(r.status());
@@ -80,14 +80,14 @@ int RunPart(const CreatePartsCliOptions& o, const std::string& repo) {
   return kExitOk;
 }
 
-int RunAssemble(const CreatePartsCliOptions& o, const std::string& repo) {
+int RunAssemble(const CreatePartsCliOptions& o, const std::string& repo, const repo::RemoteOptions& remote) {
   repo::AssembleRequest rq;
   rq.repo = repo;
   rq.verdict = o.verdict;
   rq.parent = o.parent;
   rq.name = o.name;
   rq.jobs = o.jobs;
-  auto r = repo::AssembleIncrement(rq, RemoteOf(o.access, o.jobs));
+  auto r = repo::AssembleIncrement(rq, remote);
   if (!r.ok()) {
     PrintError(fmt::format("snapshot create refused: {}", r.status().message()));
     return PartsExit(r.status());
@@ -127,15 +127,8 @@ int RunCreateParts(const CreatePartsCliOptions& o) {
   int key_rc = 0;  // a wrong key, or none for an encrypted repository, is named as every command names it
   const auto remote = RemoteFor(o.access, *loc, o.jobs, key_rc);
   if (!remote) return key_rc;
-  if (remote->key) {
-    PrintError(fmt::format(
-        "{}: the repository is encrypted, and per-node parts (--verdict, --assemble) do not encrypt yet; make "
-        "the increment on one host: snapshot create CLUSTER --repo REPO --incremental --encrypt-key-file FILE",
-        o.repo));
-    return kExitUsage;
-  }
   const std::string repo = loc->s3 ? loc->url : loc->dir;
-  return o.assemble ? RunAssemble(o, repo) : RunPart(o, repo);
+  return o.assemble ? RunAssemble(o, repo, *remote) : RunPart(o, repo, *remote);
 }
 
 }  // namespace walcut::cli

@@ -114,6 +114,11 @@ walfmt::Status DecryptTree(const RepoKey& key, const std::string& name, const st
 // `with_manifest`, last.
 walfmt::Status EncryptTree(const RepoKey& key, const std::string& name, const std::string& from, const std::string& to,
                            bool with_manifest);
+// Every file under `from` encrypted as `name` (EncryptTree, manifest.json
+// last) into a staging directory beside `target`, renamed to `target`
+// (REPOSITORY.md, "Atomicity"); kInvalidArgument when `target` exists.
+walfmt::Status PublishEncryptedTree(const RepoKey& key, const std::string& name, const std::string& from,
+                                    const std::string& target);
 
 // A private directory (mode 0700) beside `beside`, else under TMPDIR named
 // after `tmp_name`: removed when done and on a termination signal.

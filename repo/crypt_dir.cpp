@@ -17,10 +17,10 @@
 #include "repo/crypt.h"
 #include "repo/manifest.h"
 #include "repo/mirror_restore.h"
+#include "repo/parts.h"
 #include "repo/remote.h"
 #include "repo/s3_store.h"
 #include "walfmt/file_io.h"
-#include "walfmt/staging.h"
 #include "walfmt/strings.h"
 
 namespace walcut::repo {
@@ -73,6 +73,7 @@ struct DirSession {
       a.status = Rename(a.status);
     }
     failures.ApplyTo(*l);
+    l->pending_parts = PendingParts(PartFiles(repo));  // their names are not encrypted
     return l;
   }
 };
@@ -163,16 +164,11 @@ Result<RepoListing> ListEncryptedDir(const std::string& repo, const RepoKey& key
 // repository and renamed into place (REPOSITORY.md, "Atomicity").
 Status PublishEncrypted(const DirSession& s, const CreateResult& r) {
   const std::string target = walfmt::JoinPath(s.repo, r.m.name);
-  Staging st{walfmt::TempNameBeside(target)};
-  if (Status x = OpenStaging(st); !x.ok()) return x;
-  if (Status x = EncryptTree(*s.key, r.m.name, r.dir, st.dir, true); !x.ok()) return x;
-  std::error_code ec;
-  if (fs::exists(target, ec)) {
+  Status st = PublishEncryptedTree(*s.key, r.m.name, r.dir, target);
+  if (st.code() == walfmt::ErrorCode::kInvalidArgument) {
     return Status::InvalidArgument(fmt::format("{}: an artifact of that name already exists", target));
   }
-  if (Status x = walfmt::CommitStaging(st.dir, target); !x.ok()) return x;
-  st.keep = true;
-  return Status::Ok();
+  return st;
 }
 
 Result<CreateResult> CreateEncryptedDir(const CreateRequest& req, const RepoKey& key) {

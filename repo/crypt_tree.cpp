@@ -12,6 +12,7 @@
 #include "repo/crypt.h"
 #include "repo/repository.h"
 #include "walfmt/file_io.h"
+#include "walfmt/staging.h"
 #include "walfmt/strings.h"
 
 namespace walcut::repo {
@@ -139,6 +140,18 @@ Status EncryptTree(const RepoKey& key, const std::string& name, const std::strin
     if (Status st = walfmt::WriteNewFile(walfmt::JoinPath(to, kManifestFile), sealed); !st.ok()) return st;
   }
   return walfmt::SyncDir(to);
+}
+
+Status PublishEncryptedTree(const RepoKey& key, const std::string& name, const std::string& from,
+                            const std::string& target) {
+  Staging st{walfmt::TempNameBeside(target)};
+  if (Status x = OpenStaging(st); !x.ok()) return x;
+  if (Status x = EncryptTree(key, name, from, st.dir, true); !x.ok()) return x;
+  std::error_code ec;
+  if (fs::exists(target, ec)) return Status::InvalidArgument(fmt::format("{}: already exists", target));
+  if (Status x = walfmt::CommitStaging(st.dir, target); !x.ok()) return x;
+  st.keep = true;
+  return Status::Ok();
 }
 
 }  // namespace walcut::repo

@@ -3,7 +3,8 @@
 // (increment_build.h: segments, node entry, restore plan) and published as
 // an artifact is (artifact_io.h), under REPO/.parts/<artifact>/; assembling
 // copies the parts' files into a new artifact, each checked against its
-// part's manifest, in the order the single-host create lists them.
+// part's manifest, in the order the single-host create lists them. In an
+// encrypted repository both go through a private directory (parts_crypt.cpp).
 #include "repo/parts.h"
 
 #include <algorithm>
@@ -19,6 +20,7 @@
 #include "recovery/part.h"
 #include "recovery/part_node_dir.h"
 #include "repo/artifact_io.h"
+#include "repo/crypt.h"
 #include "repo/increment_build.h"
 #include "repo/manifest.h"
 #include "repo/parts_internal.h"
@@ -233,8 +235,10 @@ std::vector<std::string> ExistingParts(const std::string& repo, const std::strin
   return out;
 }
 
-Result<IncrementPartResult> CreateDirPart(const IncrementPartRequest& req, const std::string& repo) {
-  auto l = ListRepository(repo);
+Result<IncrementPartResult> CreateDirPart(const IncrementPartRequest& req, const RepoLocation& loc,
+                                          const RemoteOptions& o) {
+  const std::string& repo = loc.dir;
+  auto l = ListAt(loc, o);  // the manifests decrypted in an encrypted repository
   if (!l.ok()) return l.status();
   auto in = PreparePart(req, *l);
   if (!in.ok()) return in.status();
@@ -253,9 +257,13 @@ Result<IncrementPartResult> CreateDirPart(const IncrementPartRequest& req, const
     }
     if (Status st = walfmt::SyncDir(parent); !st.ok()) return st;
   }
+  Manifest pm;
+  if (o.key) {  // built in a private directory, encrypted into place
+    if (Status st = PublishSealedPart(*o.key, *in, req.zstd_level, req.jobs, dir, pm); !st.ok()) return st;
+    return PartResult(*in, pm, walfmt::JoinPath(dir, in->part_name));
+  }
   Staging s{walfmt::TempNameBeside(walfmt::JoinPath(dir, in->part_name))};
   if (Status st = OpenStaging(s); !st.ok()) return st;
-  Manifest pm;
   if (Status st = BuildPart(*in, s.dir, req.zstd_level, req.jobs, pm); !st.ok()) return st;
   if (Status st = Publish(s, dir, pm); !st.ok()) return st;
   return PartResult(*in, pm, walfmt::JoinPath(dir, in->part_name));
@@ -266,8 +274,9 @@ Result<IncrementPartResult> CreateDirPart(const IncrementPartRequest& req, const
 Result<IncrementPartResult> CreateIncrementPart(const IncrementPartRequest& req, const RemoteOptions& o) {
   auto loc = ParseRepoLocation(req.repo);
   if (!loc.ok()) return loc.status();
+  // The key is checked against the marker by the listing, before anything is written.
   if (loc->s3) return CreateS3Part(req, o);
-  return CreateDirPart(req, loc->dir);
+  return CreateDirPart(req, *loc, o);
 }
 
 // ---- assembling ---------------------------------------------------------------
@@ -472,6 +481,9 @@ Result<CreateResult> AssembleInto(const RepoListing& l, const AssembleRequest& r
 Result<CreateResult> AssembleIncrement(const AssembleRequest& req, const RemoteOptions& o) {
   auto loc = ParseRepoLocation(req.repo);
   if (!loc.ok()) return loc.status();
+  // The key against the marker first: none or another takes no lock (the
+  // listing would check it too, but under the lock), writes nothing.
+  if (Status st = CheckKeyAt(*loc, o); !st.ok()) return st;
   if (loc->s3) return AssembleS3(req, o);
   const std::string& repo = loc->dir;
   if (!IsRepository(repo)) {
@@ -479,12 +491,13 @@ Result<CreateResult> AssembleIncrement(const AssembleRequest& req, const RemoteO
   }
   auto lock = LockDirectory(repo);  // one writer at a time: the seq is the next one
   if (!lock.ok()) return lock.status();
-  auto l = ListRepository(repo);
+  auto l = ListAt(*loc, o);
   if (!l.ok()) return l.status();
   auto v = IncrementVerdict(req.verdict);
   if (!v.ok()) return v.status();
-  const std::string parts_dir = walfmt::JoinPath(walfmt::JoinPath(repo, kPartsDir), ArtifactName(req.name, v->cut));
-  auto r = AssembleInto(*l, req, parts_dir, repo);
+  const std::string artifact = ArtifactName(req.name, v->cut);
+  const std::string parts_dir = walfmt::JoinPath(walfmt::JoinPath(repo, kPartsDir), artifact);
+  auto r = o.key ? AssembleSealed(*o.key, *l, req, artifact, parts_dir, repo) : AssembleInto(*l, req, parts_dir, repo);
   if (!r.ok()) return r;
   // The parts served: removed (the artifact is durable; a crash here leaves
   // parts of an artifact that exists, which a later assemble refuses).

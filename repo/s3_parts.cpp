@@ -2,7 +2,9 @@
 // directory under TMPDIR as for a directory and uploaded under
 // PREFIX/.parts/<artifact>/<part>/ with its manifest.json last (create-only);
 // assembling (under the lock) downloads the artifact's parts, assembles them
-// in a private directory and uploads the artifact, manifest.json last.
+// in a private directory and uploads the artifact, manifest.json last. In an
+// encrypted repository what is uploaded is encrypted first, what is
+// downloaded authenticated and decrypted (parts_crypt.cpp).
 #include <filesystem>
 #include <memory>
 #include <string>
@@ -12,6 +14,7 @@
 
 #include "recovery/part_node_dir.h"
 #include "repo/artifact_io.h"
+#include "repo/crypt.h"
 #include "repo/manifest.h"
 #include "repo/parts_internal.h"
 #include "repo/s3_store.h"
@@ -25,14 +28,19 @@ using walfmt::Status;
 
 namespace {
 
-// A private directory under TMPDIR, removed when done (walfmt/staging.h).
-Result<std::unique_ptr<Staging>> PrivateRoot() {
-  std::error_code ec;
-  const fs::path tmp = fs::temp_directory_path(ec);
-  if (ec) return Status::Io(fmt::format("no temporary directory: {}", ec.message()));
-  auto s = std::make_unique<Staging>(walfmt::TempNameBeside((tmp / "walcut-s3").string()));
-  if (Status st = OpenStaging(*s); !st.ok()) return st;
-  return s;
+// A private directory (mode 0700) under TMPDIR, removed when done (walfmt/staging.h).
+Result<std::unique_ptr<Staging>> PrivateRoot() { return PrivateDirFor("", "walcut-s3"); }
+
+// The tree `dir` (the artifact or part whose files have the identity
+// `identity`/REL) as it is uploaded: itself, or encrypted into
+// ROOT/.sealed-<its name> when `key` is given.
+Result<std::string> Sealed(const RepoKey* key, const std::string& identity, const std::string& dir,
+                           const std::string& root) {
+  if (!key) return dir;
+  const std::string to = walfmt::JoinPath(root, fmt::format(".sealed-{}", fs::path(dir).filename().string()));
+  if (Status st = MakeDir(to); !st.ok()) return st;
+  if (Status st = EncryptTree(*key, identity, dir, to, true); !st.ok()) return st;
+  return to;
 }
 
 // The files of `m` (built in `dir`) as objects under PREFIX/<rel_dir>,
@@ -86,7 +94,10 @@ Result<IncrementPartResult> CreateS3Part(const IncrementPartRequest& req, const 
   if (Status st = BuildPart(*in, s.dir, req.zstd_level, req.jobs, pm); !st.ok()) return st;
   if (Status st = Publish(s, (*root)->dir, pm); !st.ok()) return st;
   const std::string rel = fmt::format("{}/{}/{}/", kPartsDir, in->artifact, in->part_name);
-  if (Status st = UploadPartTree(*r, rel, pm, walfmt::JoinPath((*root)->dir, in->part_name)); !st.ok()) return st;
+  auto from = Sealed(o.key.get(), PartIdentity(in->artifact, in->part_name),
+                     walfmt::JoinPath((*root)->dir, in->part_name), (*root)->dir);
+  if (!from.ok()) return from.status();
+  if (Status st = UploadPartTree(*r, rel, pm, *from); !st.ok()) return st;
   return PartResult(*in, pm, r->Where(rel.substr(0, rel.size() - 1)));
 }
 
@@ -105,24 +116,32 @@ Result<CreateResult> AssembleS3(const AssembleRequest& req, const RemoteOptions&
   auto root = PrivateRoot();
   if (!root.ok()) return root.status();
   const std::string parts = walfmt::JoinPath((*root)->dir, "parts");
+  const std::string cipher = walfmt::JoinPath((*root)->dir, "cipher");  // encrypted: the download
   const std::string out = walfmt::JoinPath((*root)->dir, "out");
   if (Status st = MakeDir(out); !st.ok()) return st;
   const std::string top = fmt::format("{}/{}/", kPartsDir, artifact);
+  const std::string shown = r->Where(top.substr(0, top.size() - 1));
   for (const auto& x : *objs) {
     const std::string rel = x.key.substr(top.size());
     if (rel.empty() || rel.find("..") != std::string::npos || rel[0] == '/') {
       return Status::Corruption(fmt::format("{}: not a key a part holds", r->Where(x.key)));
     }
-    const fs::path local = fs::path(parts) / rel;
+    const fs::path local = fs::path(o.key ? cipher : parts) / rel;
     std::error_code ec;
     fs::create_directories(local.parent_path(), ec);
     if (Status st = DownloadToFile(*r, r->Key(x.key), x.size, local.string()); !st.ok()) return st;
   }
-  auto res = AssembleInto(*l, req, parts, out);
-  if (!res.ok()) {
-    return Renamed(Renamed(res.status(), parts, r->Where(top.substr(0, top.size() - 1))), out, r->display);
+  if (o.key) {  // every part file authenticated before anything is assembled
+    Status st = DecryptParts(*o.key, artifact, cipher, parts, shown);
+    std::error_code ec;
+    fs::remove_all(cipher, ec);
+    if (!st.ok()) return Renamed(Renamed(st, parts, shown), cipher, shown);
   }
-  if (Status st = UploadPartTree(*r, artifact + "/", res->m, res->dir); !st.ok()) return st;
+  auto res = AssembleInto(*l, req, parts, out);
+  if (!res.ok()) return Renamed(Renamed(res.status(), parts, shown), out, r->display);
+  auto from = Sealed(o.key.get(), artifact, res->dir, (*root)->dir);
+  if (!from.ok()) return Renamed(from.status(), (*root)->dir, r->display);
+  if (Status st = UploadPartTree(*r, artifact + "/", res->m, *from); !st.ok()) return st;
   for (const auto& x : *objs) {
     if (Status st = r->client->DeleteObject(r->url.bucket, r->Key(x.key)); !st.ok()) return st;
   }

@@ -5,23 +5,17 @@
 // (concurrently for some seeds), assembled; the artifact equals the
 // single-host increment of the same cut byte for byte, and restores to the
 // same node files; on a directory and on an S3 server. Then the refusals.
+// An encrypted repository: repo_parts_crypt_test.cpp.
 #include <sys/wait.h>
 
 #include <filesystem>
-#include <map>
-#include <memory>
 #include <string>
-#include <vector>
 
 #include <fmt/format.h>
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
-#include "cli_support.h"
-#include "repo/s3_client.h"
-#include "repo/s3_config.h"
-#include "s3_moto_server.h"
-#include "s3_test_server.h"
+#include "repo_parts_support.h"
 
 namespace fs = std::filesystem;
 using nlohmann::json;
@@ -30,118 +24,7 @@ using walcut::test::Slurp;
 using walcut::test::Spit;
 using walcut::test::TempDir;
 using walcut::test::Walcut;
-
-namespace {
-
-constexpr const char* kKey = "AKIDWALCUTTEST";  // tests/s3_server.py's key pair (moto takes any)
-constexpr const char* kSecret = "walcut-test-secret";
-
-Run Must(const std::string& args, int code = 0) {
-  const Run r = Walcut(args);
-  INFO("walcut " << args << "\n" << r.out << r.err);
-  REQUIRE(r.code == code);
-  return r;
-}
-
-// A cluster of `seed` (3 nodes, small segments, a runtime full snapshot
-// full-300) in DIR/cluster, each node copied into DIR/hosts/host-<i>/node-<i>
-// (nothing else of the cluster there).
-std::string MakeCluster(const std::string& dir, uint64_t seed) {
-  const std::string c = dir + "/cluster";
-  Must(
-      fmt::format("run '{}' --nodes 3 --backups 1 --txs 1200 --cuts 6 --full-snapshot-at 300 --seed {} "
-                  "--segment-size 64KiB --epoch 2026-11-30T12:00:00Z",
-                  c, seed));
-  for (int i = 0; i < 3; ++i) {
-    const fs::path host = fs::path(dir) / "hosts" / fmt::format("host-{}", i);
-    fs::create_directories(host);
-    fs::copy(fs::path(c) / fmt::format("node-{}", i), host / fmt::format("node-{}", i), fs::copy_options::recursive);
-  }
-  return c;
-}
-
-// Every node scanned on its host; the verdict of cut K (base: `base`, or chosen) into `out`.
-void Verdict(const std::string& dir, const std::string& c, uint64_t k, const std::string& out,
-             const std::string& base = "") {
-  std::string sums;
-  for (int i = 0; i < 3; ++i) {
-    const std::string s = fmt::format("{}/s{}.json", dir, i);
-    if (!fs::exists(s)) Must(fmt::format("scan '{}/hosts/host-{}/node-{}' --out '{}'", dir, i, i, s));
-    sums += " '" + s + "'";
-  }
-  Must(fmt::format("cuts{} --cluster-json '{}/cluster.json' --verdict-out '{}' --cut {}{}", sums, c, out, k,
-                   base.empty() ? "" : " --base " + base));
-}
-
-std::string NodeDir(const std::string& dir, int i) { return fmt::format("{}/hosts/host-{}/node-{}", dir, i, i); }
-
-// Every node's part uploaded: one after the other, or all at once (xargs -P).
-void UploadParts(const std::string& dir, const std::string& repo, const std::string& verdict, bool concurrent,
-                 const std::string& extra = "") {
-  if (!concurrent) {
-    for (int i = 0; i < 3; ++i) {
-      Must(fmt::format("snapshot create '{}' --repo '{}' --incremental --verdict '{}'{}", NodeDir(dir, i), repo,
-                       verdict, extra));
-    }
-    return;
-  }
-  const std::string cmd = fmt::format(
-      "ls -d '{}'/hosts/host-*/node-* | xargs -P 3 -I{{}} '{}' snapshot create {{}} --repo '{}' --incremental "
-      "--verdict '{}'{} >'{}/xargs.out' 2>&1",
-      dir, WALCUT_BIN, repo, verdict, extra, dir);
-  const int st = std::system(cmd.c_str());
-  INFO(cmd << "\n" << Slurp(dir + "/xargs.out"));
-  REQUIRE(WIFEXITED(st));
-  REQUIRE(WEXITSTATUS(st) == 0);
-}
-
-void RequireSameFiles(const std::string& a, const std::string& b) {
-  size_t files = 0;
-  for (const auto& e : fs::recursive_directory_iterator(a)) {
-    if (!e.is_regular_file()) continue;
-    const std::string rel = fs::relative(e.path(), a).string();
-    INFO(rel);
-    REQUIRE(fs::exists(b + "/" + rel));
-    CHECK(Slurp(e.path().string()) == Slurp(b + "/" + rel));
-    ++files;
-  }
-  size_t other = 0;
-  for (const auto& e : fs::recursive_directory_iterator(b)) other += e.is_regular_file();
-  CHECK(files == other);
-  CHECK(files > 0);
-}
-
-// Node files of two restores: the same bytes.
-void RequireSameNodes(const std::string& a, const std::string& b) {
-  for (int i = 0; i < 3; ++i) {
-    const std::string f = fmt::format("node-{}.snap", i);
-    INFO(f);
-    REQUIRE(fs::exists(a + "/" + f));
-    CHECK(Slurp(a + "/" + f) == Slurp(b + "/" + f));
-  }
-}
-
-// The single-host repository R1 and the one of parts R2, alike up to the
-// parent: the full of full-300, and for `chained` an increment of the first
-// consistent cut J. Returns {parent, K}: K the latest consistent cut, made an
-// increment of in R1 alone.
-std::pair<std::string, uint64_t> TwoRepos(const std::string& c, const std::string& r1, const std::string& r2,
-                                          bool chained) {
-  for (const auto& r : {r1, r2}) Must(fmt::format("snapshot create '{}' --repo '{}' --full --from full-300", c, r));
-  std::string parent = "f-full-300";
-  if (chained) {
-    for (uint64_t j = 1; j < 7 && parent == "f-full-300"; ++j) {
-      if (Walcut(fmt::format("snapshot create '{}' --repo '{}' --incremental --cut {}", c, r1, j)).code != 0) continue;
-      Must(fmt::format("snapshot create '{}' --repo '{}' --incremental --cut {}", c, r2, j));
-      parent = fmt::format("i-cut-{}", j);
-    }
-    REQUIRE(parent != "f-full-300");
-  }
-  const Run r = Must(fmt::format("snapshot create '{}' --repo '{}' --incremental --latest --format json", c, r1));
-  return {parent, json::parse(r.out)["cut"].get<uint64_t>()};
-}
-
-}  // namespace
+using namespace walcut::test::parts;
 
 TEST_CASE("repo parts: per-node parts assembled equal the single-host increment, and restore alike", "[repo][parts]") {
   for (uint64_t seed : {3, 8, 13, 21}) {
@@ -169,54 +52,6 @@ TEST_CASE("repo parts: per-node parts assembled equal the single-host increment,
     Must(fmt::format("snapshot expire '{}' --keep-full 1", r2));
   }
 }
-
-namespace {
-
-struct Store {
-  std::unique_ptr<walcut::test::MotoServer> moto;
-  std::unique_ptr<walcut::test::S3TestServer> py;
-  std::string endpoint;
-  std::unique_ptr<walcut::repo::S3Client> client;
-  std::string Env() const {
-    return fmt::format(
-        "env -u AWS_SESSION_TOKEN -u AWS_PROFILE -u AWS_ENDPOINT_URL_S3 AWS_ACCESS_KEY_ID={} "
-        "AWS_SECRET_ACCESS_KEY={} AWS_REGION=us-east-1 AWS_ENDPOINT_URL={}",
-        kKey, kSecret, endpoint);
-  }
-};
-
-// moto_server when installed, else tests/s3_server.py (said which).
-std::unique_ptr<Store> StartStore(const std::string& bucket) {
-  auto s = std::make_unique<Store>();
-  const std::string moto = walcut::test::FindMotoServer();
-  if (!moto.empty()) {
-    s->moto = std::make_unique<walcut::test::MotoServer>(moto);
-    if (!s->moto->error.empty()) FAIL(s->moto->error);
-    s->endpoint = s->moto->endpoint();
-  } else {
-    if (!walcut::test::HavePython3()) FAIL("these tests need python3 (tests/s3_server.py) or moto_server");
-    s->py = std::make_unique<walcut::test::S3TestServer>(
-        std::vector<std::string>{"--bucket", bucket, "--max-seconds", "300"});
-    if (!s->py->error.empty()) FAIL(s->py->error);
-    s->endpoint = s->py->endpoint();
-  }
-  WARN("S3 server: " << (moto.empty() ? "tests/s3_server.py" : moto) << " at " << s->endpoint);
-  const std::map<std::string, std::string> env = {
-      {"AWS_ACCESS_KEY_ID", kKey}, {"AWS_SECRET_ACCESS_KEY", kSecret}, {"AWS_ENDPOINT_URL", s->endpoint}};
-  auto config = walcut::repo::ResolveS3Config({}, [env](const std::string& n) -> std::optional<std::string> {
-    auto it = env.find(n);
-    if (it == env.end()) return std::nullopt;
-    return it->second;
-  });
-  REQUIRE(config.ok());
-  auto client = walcut::repo::S3Client::Create(std::move(config.value()));
-  REQUIRE(client.ok());
-  s->client = std::move(client.value());
-  if (s->moto) REQUIRE(s->client->CreateBucket(bucket).ok());
-  return s;
-}
-
-}  // namespace
 
 TEST_CASE("repo parts: on an S3 server, parts uploaded at once and assembled equal the single-host increment",
           "[repo][parts][s3]") {
@@ -287,22 +122,7 @@ TEST_CASE("repo parts: the flow of docs/scale-out.md (xargs -P) as written", "[r
   const std::string c = MakeCluster(t.path, seed);
   const std::string r1 = t.path + "/r1", r2 = t.path + "/r2";
   const auto [parent, k] = TwoRepos(c, r1, r2, false);
-  const std::string doc = Slurp(std::string(WALCUT_SOURCE_DIR) + "/docs/scale-out.md");
-  const size_t m = doc.find("<!-- tested: parts -->");
-  REQUIRE(m != std::string::npos);
-  const size_t open = doc.find("```sh\n", m);
-  REQUIRE(open != std::string::npos);
-  const size_t close = doc.find("```", open + 6);
-  Spit(t.path + "/flow.sh", doc.substr(open + 6, close - open - 6));
-  fs::create_directories(t.path + "/work");
-  const std::string cmd = fmt::format(
-      "env WALCUT='{}' HOSTS='{}/hosts' WORK='{}/work' CLUSTER_JSON='{}/cluster.json' CUT={} REPO='{}' sh '{}/flow.sh' "
-      ">'{}/flow.out' 2>&1 </dev/null",
-      WALCUT_BIN, t.path, t.path, c, k, r2, t.path, t.path);
-  const int st = std::system(cmd.c_str());
-  INFO(Slurp(t.path + "/flow.out"));
-  REQUIRE(WIFEXITED(st));
-  REQUIRE(WEXITSTATUS(st) == 0);
+  RunDocFlow(t.path, c, k, r2);
   RequireSameFiles(fmt::format("{}/i-cut-{}", r1, k), fmt::format("{}/i-cut-{}", r2, k));
 }
 
@@ -385,34 +205,4 @@ TEST_CASE("repo parts: refusals (missing, twice, another verdict, a changed byte
   // Put right: assembled, equal to the single-host increment.
   Must(assemble);
   RequireSameFiles(fmt::format("{}/i-cut-{}", r1, k), fmt::format("{}/i-cut-{}", r2, k));
-}
-
-TEST_CASE(
-    "repo parts: an encrypted repository is refused by a part upload and by the assembly, with or without the key",
-    "[repo][parts][crypt]") {
-  const uint64_t seed = 9;
-  INFO("seed " << seed);
-  TempDir t;
-  const std::string c = MakeCluster(t.path, seed);
-  const std::string r = t.path + "/r", key = t.path + "/key";
-  std::string hex;
-  for (int i = 0; i < 32; ++i) hex += fmt::format("{:02x}", 0xA0 + i);
-  Spit(key, hex + "\n");
-  fs::permissions(key, fs::perms::owner_read | fs::perms::owner_write, fs::perm_options::replace);
-  Must(fmt::format("snapshot create '{}' --repo '{}' --full --from full-300 --encrypt-key-file '{}'", c, r, key));
-  const std::string v = t.path + "/v.json";
-  Verdict(t.path, c, 5, v);
-  const std::string part =
-      fmt::format("snapshot create '{}' --repo '{}' --incremental --verdict '{}'", NodeDir(t.path, 0), r, v);
-  const std::string assemble = fmt::format("snapshot create --repo '{}' --incremental --assemble --verdict '{}'", r, v);
-  for (const std::string& cmd : {part, assemble}) {
-    Run out = Must(cmd + fmt::format(" --encrypt-key-file '{}'", key), 2);
-    CHECK(out.err.find("per-node parts (--verdict, --assemble) do not encrypt yet") != std::string::npos);
-    out = Must(cmd, 2);
-    CHECK(out.err.find("give its key with --encrypt-key-file") != std::string::npos);
-  }
-  CHECK(!fs::exists(r + "/.parts"));
-  size_t entries = 0;
-  for (const auto& e : fs::directory_iterator(r)) entries += e.path().filename() != ".walcut-lock.lock";
-  CHECK(entries == 2);  // the marker and the full
 }
