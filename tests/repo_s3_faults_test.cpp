@@ -71,7 +71,10 @@ std::unique_ptr<Upstream> StartUpstream() {
   auto u = std::make_unique<Upstream>();
   const std::string moto = walcut::test::FindMotoServer();
   if (!moto.empty()) {
-    u->moto = std::make_unique<MotoServer>(moto);
+    // One server for every case: 900 s as for the Python server, since the
+    // cases take about 300 s here and more under the sanitizers (moto's
+    // default bound, 300 s, stopped it mid-case there).
+    u->moto = std::make_unique<MotoServer>(moto, 900);
     if (!u->moto->error.empty()) FAIL(u->moto->error);
     u->endpoint = u->moto->endpoint();
     u->which = "moto_server (" + moto + ")";
