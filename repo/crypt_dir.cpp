@@ -177,17 +177,7 @@ Result<CreateResult> CreateEncryptedDir(const CreateRequest& req, const RepoKey&
   if (req.full && req.cut) {  // a synthetic full the repository may serve: the chains of cut K, whole
     auto l = s->List();
     if (!l.ok()) return l.status();
-    for (const auto& a : l->artifacts) {
-      if (!a.status.ok() || a.m.cut != req.cut) continue;
-      auto chain = ChainOf(*l, a.name);
-      if (!chain.ok()) continue;
-      std::vector<std::string> names;
-      for (const auto* c : *chain) {
-        names.push_back(c->name);
-        if (Status st = s->Download(c->name); !st.ok()) return st;
-      }
-      if (Status st = s->failures.FirstOf(names); !st.ok()) return st;
-    }
+    if (Status st = FetchServingChains(*s, *l, *req.cut); !st.ok()) return st;
   }
   CreateRequest local = req;
   local.repo = s->mirror->dir;

@@ -219,20 +219,22 @@ Status InitS3(Session& s) {
 }
 
 // Objects of an artifact of the same name that are no artifact (a leftover,
-// since a complete one was refused), removed once before the first upload.
+// since a complete one was refused), removed once, before the first upload.
 class LeftoverClearer {
  public:
   explicit LeftoverClearer(const Session& s) : s_(s) {}
   Status Clear(const std::string& name) {
     std::lock_guard lock(mu_);
-    if (!cleared_.insert(name).second || !s_.objs.artifacts.count(name)) return Status::Ok();
-    return DeleteArtifactObjects(s_.r, s_.objs, name);
+    if (cleared_ || !s_.objs.artifacts.count(name)) return Status::Ok();
+    Status st = DeleteArtifactObjects(s_.r, s_.objs, name);
+    cleared_ = st.ok();
+    return st;
   }
 
  private:
   const Session& s_;
   std::mutex mu_;
-  std::set<std::string> cleared_;
+  bool cleared_ = false;
 };
 
 // The segments of an increment go up as they are stored (on the compressing
@@ -252,17 +254,7 @@ Result<CreateResult> CreateS3Artifact(const CreateRequest& req, const RemoteOpti
     // A synthetic full the repository may serve: the chains of cut K, whole.
     auto l = ListRepository(s->mirror->dir);
     if (!l.ok()) return s->Rename(l.status());
-    for (const auto& a : l->artifacts) {
-      if (!a.status.ok() || a.m.cut != req.cut) continue;
-      auto chain = ChainOf(*l, a.name);
-      if (!chain.ok()) continue;
-      std::vector<std::string> names;
-      for (const auto* c : *chain) {
-        names.push_back(c->name);
-        if (Status st = s->Download(c->name); !st.ok()) return st;
-      }
-      if (Status st = s->failures.FirstOf(names); !st.ok()) return st;
-    }
+    if (Status st = FetchServingChains(*s, *l, *req.cut); !st.ok()) return st;
   }
   CreateRequest local = req;
   local.repo = s->mirror->dir;

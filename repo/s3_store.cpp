@@ -4,6 +4,7 @@
 
 #include <fcntl.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -150,49 +151,6 @@ Status ParallelFor(size_t n, unsigned jobs, const std::function<Status(size_t)>&
 
 namespace {
 
-// Bytes [offset, offset + length) of a file for an upload: mapped from the
-// page cache (no zeroed buffer, no copy), else read into memory.
-class FileRange {
- public:
-  FileRange() = default;
-  FileRange(const FileRange&) = delete;
-  FileRange& operator=(const FileRange&) = delete;
-  ~FileRange() {
-    if (map_ != nullptr) ::munmap(map_, map_len_);
-  }
-  Status Open(int fd, uint64_t offset, uint64_t length, const std::string& path) {
-    if (length == 0) return Status::Ok();
-    const uint64_t page = static_cast<uint64_t>(::sysconf(_SC_PAGESIZE));
-    const uint64_t start = offset / page * page;
-    const size_t map_len = static_cast<size_t>(offset - start + length);
-    void* p = ::mmap(nullptr, map_len, PROT_READ, MAP_SHARED | MAP_POPULATE, fd, static_cast<off_t>(start));
-    if (p != MAP_FAILED) {
-      map_ = p;
-      map_len_ = map_len;
-      view_ = std::string_view(static_cast<const char*>(p) + (offset - start), static_cast<size_t>(length));
-      return Status::Ok();
-    }
-    copy_.resize(static_cast<size_t>(length));
-    size_t done = 0;
-    while (done < length) {
-      const ssize_t n = ::pread(fd, copy_.data() + done, length - done, static_cast<off_t>(offset + done));
-      if (n < 0 && errno == EINTR) continue;
-      if (n < 0) return Status::Io(fmt::format("{}: cannot read: {}", path, std::strerror(errno)));
-      if (n == 0) return Status::Io(fmt::format("{}: shorter than expected (changed while uploading?)", path));
-      done += static_cast<size_t>(n);
-    }
-    view_ = copy_;
-    return Status::Ok();
-  }
-  std::string_view view() const { return view_; }
-
- private:
-  void* map_ = nullptr;
-  size_t map_len_ = 0;
-  std::string copy_;
-  std::string_view view_;
-};
-
 // A relative key safe as a path under a directory: no empty, "." or ".." segment.
 bool SafeRelative(const std::string& rel) {
   if (rel.empty()) return false;
@@ -214,6 +172,42 @@ struct Fd {
 };
 
 }  // namespace
+
+FileRange::~FileRange() {
+  if (map_ != nullptr) ::munmap(map_, map_len_);
+}
+
+Status FileRange::Open(int fd, uint64_t offset, uint64_t length, const std::string& path) {
+  if (length == 0) return Status::Ok();
+  const auto shorter = [&] {
+    return Status::Io(fmt::format("{}: shorter than expected (changed while uploading?)", path));
+  };
+  const uint64_t page = static_cast<uint64_t>(::sysconf(_SC_PAGESIZE));
+  const uint64_t start = offset / page * page;
+  const size_t map_len = static_cast<size_t>(offset - start + length);
+  void* p = ::mmap(nullptr, map_len, PROT_READ, MAP_SHARED | MAP_POPULATE, fd, static_cast<off_t>(start));
+  if (p != MAP_FAILED) {
+    map_ = p;
+    map_len_ = map_len;
+    // A page past the end of the file would be SIGBUS when read, not an error.
+    struct stat st {};
+    if (::fstat(fd, &st) != 0) return Status::Io(fmt::format("{}: cannot stat: {}", path, std::strerror(errno)));
+    if (static_cast<uint64_t>(st.st_size) < offset + length) return shorter();
+    view_ = std::string_view(static_cast<const char*>(p) + (offset - start), static_cast<size_t>(length));
+    return Status::Ok();
+  }
+  copy_.resize(static_cast<size_t>(length));
+  size_t done = 0;
+  while (done < length) {
+    const ssize_t n = ::pread(fd, copy_.data() + done, length - done, static_cast<off_t>(offset + done));
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return Status::Io(fmt::format("{}: cannot read: {}", path, std::strerror(errno)));
+    if (n == 0) return shorter();
+    done += static_cast<size_t>(n);
+  }
+  view_ = copy_;
+  return Status::Ok();
+}
 
 Status DownloadToFile(const S3Repo& r, const std::string& key, uint64_t size, const std::string& path) {
   Fd f;

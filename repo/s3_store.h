@@ -11,6 +11,7 @@
 #include <memory>
 #include <set>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "repo/remote.h"
@@ -63,6 +64,26 @@ walfmt::Result<S3RepoObjects> ListS3Objects(const S3Repo& r);
 
 // Runs f(0..n-1) on up to `jobs` threads; the first error wins (the rest still run).
 walfmt::Status ParallelFor(size_t n, unsigned jobs, const std::function<walfmt::Status(size_t)>& f);
+
+// Bytes [offset, offset + length) of the file `fd` (named `path` in
+// messages) for an upload: mapped from the page cache (no zeroed buffer, no
+// copy), else, when it cannot be mapped, read into memory. A file shorter
+// than offset + length is an error (kIo), never a SIGBUS.
+class FileRange {
+ public:
+  FileRange() = default;
+  FileRange(const FileRange&) = delete;
+  FileRange& operator=(const FileRange&) = delete;
+  ~FileRange();
+  walfmt::Status Open(int fd, uint64_t offset, uint64_t length, const std::string& path);
+  std::string_view view() const { return view_; }
+
+ private:
+  void* map_ = nullptr;
+  size_t map_len_ = 0;
+  std::string copy_;
+  std::string_view view_;
+};
 
 // The object `key` (of `size` bytes) into a new file `path`, piece by piece.
 walfmt::Status DownloadToFile(const S3Repo& r, const std::string& key, uint64_t size, const std::string& path);

@@ -22,6 +22,7 @@
 
 #include "repo/s3_client.h"
 #include "repo/s3_config.h"
+#include "repo/s3_store.h"
 #include "repo/s3_xml.h"
 #include "s3_test_server.h"
 #include "scratch_dir.h"
@@ -263,6 +264,43 @@ TEST_CASE("s3: the XML reader decodes references and refuses what S3 never sends
   CHECK_FALSE(walcut::repo::ParseXmlUint("18446744073709551616", v));
   CHECK_FALSE(walcut::repo::ParseXmlUint("-1", v));
   CHECK_FALSE(walcut::repo::ParseXmlUint("", v));
+}
+
+TEST_CASE("s3: an upload's file range is mapped at any offset, and a short or unreadable file is an error", "[s3]") {
+  walcut::test::ScratchDir dir("s3-file-range");
+  std::filesystem::create_directories(dir.path);
+  const std::string path = (dir.path / "f").string();
+  const std::string data = Bytes(3 * 4096 + 123, 7);
+  {
+    std::ofstream out(path, std::ios::binary);
+    out << data;
+  }
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  REQUIRE(fd >= 0);
+  for (const auto& [off, len] : std::vector<std::pair<uint64_t, uint64_t>>{
+           {0, data.size()}, {1, 4096}, {4095, 2}, {4096, 4096}, {5000, data.size() - 5000}, {data.size() - 1, 1}}) {
+    INFO("offset " << off << " length " << len);
+    walcut::repo::FileRange r;
+    REQUIRE(r.Open(fd, off, len, path).ok());
+    CHECK(r.view() == std::string_view(data).substr(off, len));
+  }
+  walcut::repo::FileRange empty;
+  REQUIRE(empty.Open(fd, 10, 0, path).ok());
+  CHECK(empty.view().empty());
+  // Past the end of the file: an error naming it, never a SIGBUS.
+  walcut::repo::FileRange past;
+  auto st = past.Open(fd, 4096, data.size(), path);
+  CHECK(st.code() == ErrorCode::kIo);
+  CHECK(st.message() == path + ": shorter than expected (changed while uploading?)");
+  ::close(fd);
+  // A descriptor that cannot be mapped for reading (write-only): read instead, which fails the same way.
+  const int wo = ::open(path.c_str(), O_WRONLY | O_CLOEXEC);
+  REQUIRE(wo >= 0);
+  walcut::repo::FileRange unreadable;
+  st = unreadable.Open(wo, 0, 100, path);
+  ::close(wo);
+  CHECK(st.code() == ErrorCode::kIo);
+  CHECK(st.message() == path + ": cannot read: Bad file descriptor");
 }
 
 TEST_CASE("s3: put, get, a byte range, head, delete", "[s3]") {
