@@ -306,6 +306,51 @@ TEST_CASE("repo s3: an interrupted create leaves a leftover that list and check 
   CHECK(json::parse(r.out)["leftovers"].empty());
 }
 
+TEST_CASE("repo s3: a segment upload refused during an incremental create leaves a leftover, never an artifact",
+          "[repo][s3]") {
+  Dir t;
+  auto store = StartStore(false, "test", {"--deny-key-suffix", ".wal.zst"});
+  const std::string c = MakeRunCluster(t.path);
+  const std::string env = store->Env() + " AWS_ENDPOINT_URL=" + store->endpoint;
+  const std::string url = "s3://test/r";
+  REQUIRE(Walcut(env, fmt::format("snapshot create '{}' --repo {} --full --from full-800", c, url)).code == 0);
+  // Segments go up while the increment is built: the first refused one stops it.
+  auto r = Walcut(env, fmt::format("snapshot create '{}' --repo {} --incremental --cut 3", c, url));
+  INFO(r.out << r.err);
+  CHECK(r.code == 3);
+  CHECK(r.err.find("snapshot create refused: s3://test/r/i-cut-3/node-") != std::string::npos);
+  CHECK(r.err.find(".wal.zst: PUT: HTTP 403 AccessDenied") != std::string::npos);
+  CHECK(Keys(*store, "test", "r/i-cut-3/manifest.json").empty());
+  CHECK(Keys(*store, "test", "r/.walcut-lock").empty());
+  r = Walcut(env, fmt::format("snapshot list {} --format json", url));
+  REQUIRE(r.code == 0);
+  CHECK(json::parse(r.out)["artifacts"].size() == 1);
+  r = Walcut(env, fmt::format("snapshot check {}", url));
+  CHECK(r.code == 0);
+}
+
+TEST_CASE("repo s3: a leftover under the name an incremental create takes is removed before its segments go up",
+          "[repo][s3]") {
+  Dir t;
+  auto store = StartStore(false, "test");
+  const std::string c = MakeRunCluster(t.path);
+  const std::string env = store->Env() + " AWS_ENDPOINT_URL=" + store->endpoint;
+  const std::string url = "s3://test/r";
+  REQUIRE(Walcut(env, fmt::format("snapshot create '{}' --repo {} --full --from full-800", c, url)).code == 0);
+  REQUIRE(store->client->PutObject("test", "r/i-cut-3/node-0/wal/stray.wal.zst", "left by a killed create").ok());
+  auto r = Walcut(env, fmt::format("snapshot list {} --format json", url));
+  CHECK(json::parse(r.out)["leftovers"] == json::array({"i-cut-3/"}));
+  r = Walcut(env, fmt::format("snapshot create '{}' --repo {} --incremental --cut 3", c, url));
+  INFO(r.out << r.err);
+  REQUIRE(r.code == 0);
+  CHECK(Keys(*store, "test", "r/i-cut-3/node-0/wal/stray.wal.zst").empty());
+  CHECK(!Keys(*store, "test", "r/i-cut-3/node-0/wal/").empty());
+  r = Walcut(env, fmt::format("snapshot check {}", url));
+  CHECK(r.code == 0);
+  r = Walcut(env, fmt::format("snapshot list {} --format json", url));
+  CHECK(json::parse(r.out)["leftovers"].empty());
+}
+
 TEST_CASE("repo s3: a changed byte of an object is caught by check and by restore", "[repo][s3]") {
   Dir t;
   auto store = StartStore(true, "walcut-bytes");
