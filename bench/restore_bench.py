@@ -15,8 +15,14 @@ directory under /dev/shm (removed after each run, outside the timing):
                                         (writes_applied / apply_cpu_seconds)
 Prints the median wall, CPU and peak RSS of each, the ratios first/last and
 from-base/from-genesis (median of the per-round ratios), the apply pass per
-round and per node, and checks that the restore from the base wrote the
-same node files as the one from genesis.
+round and per node, the whole process's writes per CPU second (issue 31:
+the writes applied over the CPU seconds, user + sys, of `restore --cut LAST
+-j1 --io-threads 0`, which runs on one thread), and checks that the restore
+from the base wrote the same node files as the one from genesis.
+
+--old BIN adds BIN's `restore --cut LAST -j1 --io-threads 0` to every round
+(an earlier walcut, for a side-by-side ratio), and checks that it writes the
+same node files.
 
 --partial (issue 32, partial restore): each round, whole restore of cut
 LAST, then the same with --keys PREFIX (default acct/01: 10,000 of the
@@ -49,6 +55,7 @@ def main():
     ap.add_argument("--partial", action="store_true")
     ap.add_argument("--keys", default="acct/01")
     ap.add_argument("--partition", type=int, default=0)
+    ap.add_argument("--old", help="an earlier walcut: its one-thread restore of LAST in the same rounds")
     a = ap.parse_args()
     if not os.path.isfile(os.path.join(a.data, "cluster.json")):
         sys.exit(f"restore_bench: {a.data} holds no cluster; bench/run_cuts.sh makes it")
@@ -69,11 +76,18 @@ def main():
                                                "--out", out, "-q"],
             f"restore --cut {a.last} -j1 (json)": [w, "restore", a.data, "--cut", str(a.last), "-j1", "--out", out,
                                                    "--format", "json", "-q"],
+            f"restore --cut {a.last} -j1 --io-threads 0": [w, "restore", a.data, "--cut", str(a.last), "-j1",
+                                                           "--io-threads", "0", "--out", out, "-q"],
         }
+        one = f"restore --cut {a.last} -j1 --io-threads 0"
+        if a.old:
+            cmds[one + " (old)"] = [a.old] + cmds[one][1:]
+            keep["old"] = os.path.join(scratch, "keep-old")
         apply = []  # per round: [(node, writes, cpu seconds)]
 
         def between(name):
-            for tag, suffix in (("genesis", f"--cut {a.last}"), ("base", f"--cut {a.last} --base")):
+            for tag, suffix in (("genesis", f"--cut {a.last}"), ("base", f"--cut {a.last} --base"),
+                                ("old", f"--cut {a.last} -j1 --io-threads 0 (old)")):
                 if name == f"restore {suffix}" and not os.path.exists(keep[tag]):
                     shutil.copytree(out, keep[tag])
             shutil.rmtree(out, ignore_errors=True)
@@ -83,8 +97,12 @@ def main():
             r = subprocess.run(cmds[f"restore --cut {a.last} -j1 (json)"], capture_output=True, text=True, check=True)
             shutil.rmtree(out, ignore_errors=True)
             apply.append([(n["node"], n["writes_applied"], n["apply_cpu_seconds"]) for n in json.loads(r.stdout)["nodes"]])
-        same = all(filecmp.cmp(os.path.join(keep["genesis"], f), os.path.join(keep["base"], f), shallow=False)
-                   for f in sorted(os.listdir(keep["genesis"])) if f.endswith(".snap"))
+        def same_files(x, y):
+            return all(filecmp.cmp(os.path.join(keep[x], f), os.path.join(keep[y], f), shallow=False)
+                       for f in sorted(os.listdir(keep[x])) if f.endswith(".snap"))
+
+        same = same_files("genesis", "base")
+        same_old = same_files("genesis", "old") if a.old else True
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
 
@@ -96,8 +114,17 @@ def main():
     print(f"apply pass, cut {a.last}, -j1, M writes per CPU second: rounds "
           + " / ".join(f"{v:.2f}" for v in per_round)
           + f" (median {statistics.median(per_round):.2f}); per node {min(per_node):.2f}-{max(per_node):.2f}")
+    writes = sum(x[1] for x in apply[0])
+    pairs = [one] + ([one + " (old)"] if a.old else [])
+    for name in pairs:
+        rates = [writes / r[1] / 1e6 for r in rows[name]]
+        print(f"whole process, {name}: M writes per CPU second {statistics.median(rates):.2f} "
+              f"({min(rates):.2f}-{max(rates):.2f}; {writes} writes)")
+    if a.old:
+        print_ratios(rows, [(one, one + " (old)")])
+        print(f"node files of cut {a.last} from the old walcut equal the new one's: {'yes' if same_old else 'NO'}")
     print(f"node files of cut {a.last} from the base equal those from genesis: {'yes' if same else 'NO'}")
-    if not same:
+    if not same or not same_old:
         sys.exit(1)
 
 

@@ -338,6 +338,9 @@ int CheckSubset(const RestoreOptions& o, const cut::ClusterLayout& layout) {
   return st.code() == walfmt::ErrorCode::kInvalidArgument ? kExitUsage : ExitForStatus(st);
 }
 
+int FinishRestore(const RestoreOptions& o, const recovery::CutVerdict& v, recovery::RestoreResult& r,
+                  const std::string& base_why);
+
 // RestoreWith's answer when a restore from a verdict not read from the
 // whole WAL failed: the caller decides again from the whole WAL, so that the
 // error is the one the whole WAL gives.
@@ -405,13 +408,20 @@ int RestoreWith(const RestoreOptions& o, const std::optional<walfmt::TimeArg>& b
     }
     return ExitForStatus(r.status());
   }
+  return FinishRestore(o, v, *r, base_why);
+}
+
+// A restore done (its node files staged unless a dry run): the workload
+// checks, OUT written, the result printed.
+int FinishRestore(const RestoreOptions& o, const recovery::CutVerdict& v, recovery::RestoreResult& r,
+                  const std::string& base_why) {
   std::vector<std::string> check_lines;
   bool check_failed = false;
   json check_json;
   if (!o.check.empty()) {
-    auto cj = CheckRestored(*r, o.dir, o.check, check_lines);
+    auto cj = CheckRestored(r, o.dir, o.check, check_lines);
     if (!cj.ok()) {
-      walfmt::RemoveStaging(r->stage_dir);
+      walfmt::RemoveStaging(r.stage_dir);
       PrintError(cj.status().message());
       return ExitForStatus(cj.status());
     }
@@ -420,14 +430,44 @@ int RestoreWith(const RestoreOptions& o, const std::optional<walfmt::TimeArg>& b
   }
   if (!o.dry_run) {
     const std::string extra = check_json.is_null() ? "" : walfmt::DumpJson(json({{"check", check_json}}));
-    if (auto st = recovery::WriteRestore(*r, o.out, extra); !st.ok()) {
+    if (auto st = recovery::WriteRestore(r, o.out, extra); !st.ok()) {
       PrintError(st.message());
       return ExitForStatus(st);
     }
   }
-  PrintRestore(o, v, *r, base_why, check_json, check_lines);
-  const bool forced = r->status != cut::CutStatus::kConsistent;
+  PrintRestore(o, v, r, base_why, check_json, check_lines);
+  const bool forced = r.status != cut::CutStatus::kConsistent;
   return forced || check_failed ? kExitFindings : kExitOk;
+}
+
+// --cut K from genesis: the verdict and the restore in one read of each WAL
+// (recovery::RestoreOnePass). kRetryWhole when that does not serve this
+// restore: the caller then decides and restores the two-pass way.
+int RestoreInOnePass(const RestoreOptions& o, const cut::ClusterLayout& layout) {
+  recovery::RestoreRequest req;
+  req.cluster_dir = o.dir;
+  req.cut = o.cut;
+  req.base = o.base;
+  req.force = o.force;
+  req.dry_run = o.dry_run;
+  req.out = o.out;
+  req.jobs = o.jobs;
+  req.io_threads = o.io_threads;
+  req.subset = o.Subset();
+  std::optional<recovery::OnePassRestore> one;
+  {
+    Progress progress("restore", 0);
+    cut::LoadOptions lo;
+    lo.jobs = o.jobs;
+    lo.progress = [&progress](uint64_t b) { progress.Update(b); };
+    one = recovery::RestoreOnePass(layout, req, lo);
+    progress.Finish();
+  }
+  if (!one) return kRetryWhole;
+  for (const auto& n : one->verdict.cuts.nodes) {
+    for (const auto& note : n.notes) PrintError("note: " + note);
+  }
+  return FinishRestore(o, one->verdict, one->result, o.base.empty() ? one->base_why : "given by --base");
 }
 
 // --before TIME, when given: kExitOk, or a usage error printed.
@@ -503,6 +543,7 @@ int RunRestore(const RestoreOptions& o) {
   // not show consistent (a refusal, --force) is decided as `walcut cuts`
   // decides it: from the whole WAL.
   if (o.cut > 0) {
+    if (const int rc = RestoreInOnePass(o, *layout); rc != kRetryWhole) return rc;
     std::optional<recovery::CutVerdict> verdict;
     {
       Progress scan_progress("scan", 0);

@@ -408,7 +408,13 @@ walfmt::Result<std::unique_ptr<NodeScan>> NodeScan::Open(const std::string& wal_
   };
   for (const auto& p : listing) st->sink(p);
   Scanner* scanner = &st->scanner;
-  if (opt.settle_cut != 0) {
+  if (RecordTap* tap = opt.tap) {
+    st->visit = [scanner, tap](const walfmt::RecordView& v) {
+      if (!scanner->Visit(v)) return false;
+      tap->Record(v);
+      return scanner->KeepReading();
+    };
+  } else if (opt.settle_cut != 0) {
     st->visit = [scanner](const walfmt::RecordView& v) { return scanner->Visit(v) && scanner->KeepReading(); };
   } else {
     st->visit = [scanner](const walfmt::RecordView& v) { return scanner->Visit(v); };

@@ -20,6 +20,17 @@
 
 namespace walcut::cut {
 
+// Sees every record a node scan visits, right after the scanner, while the
+// scan reads on (a restore applying the WAL in the same pass as its verdict
+// scan: recovery/restore_one_pass.cpp). It cannot stop the scan.
+class RecordTap {
+ public:
+  virtual void Record(const walfmt::RecordView& v) = 0;
+
+ protected:
+  ~RecordTap() = default;
+};
+
 struct ScanOptions {
   uint32_t node = 0;            // the node the WAL belongs to
   bool expect_cluster = false;  // check segment headers against cluster_id
@@ -66,6 +77,8 @@ struct ScanOptions {
   Lsn from;
   // Called now and then with the WAL bytes read so far (progress display).
   std::function<void(uint64_t bytes)> progress;
+  // Shown every record the scanner visited (nullptr: none); must outlive the scan.
+  RecordTap* tap = nullptr;
 };
 
 // The scan's logic without the reader: feed it the intact records of one

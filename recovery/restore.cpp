@@ -21,20 +21,8 @@ namespace walcut::recovery {
 namespace fs = std::filesystem;
 using walfmt::Status;
 
-namespace {
+namespace detail {
 
-using detail::BaseFile;
-using detail::CutRule;
-using detail::NodeJob;
-using detail::RuleOf;
-using detail::RunNode;
-
-walfmt::Result<std::string> ReadText(const std::string& path) {
-  return walfmt::ReadWholeFile(path, walfmt::kMaxJsonFileBytes);
-}
-
-// The cut can be restored as asked: it exists and is consistent (or forced),
-// every node started it (and finished it, unless forced), OUT is new.
 Status CheckRequest(const cut::GlobalCut* g, const cut::ClusterCuts& cc, const cut::ClusterLayout& layout,
                     const RestoreRequest& req) {
   if (!g) return Status::NotFound(fmt::format("cut {} is not in the WAL", req.cut));
@@ -64,6 +52,58 @@ Status CheckRequest(const cut::GlobalCut* g, const cut::ClusterCuts& cc, const c
   }
   return Status::Ok();
 }
+
+Status StageOutput(const RestoreRequest& req, RestoreResult& r) {
+  if (req.dry_run || req.out.empty()) return Status::Ok();
+  std::error_code ec;
+  const fs::path target = fs::absolute(req.out, ec);
+  auto lock = walfmt::OutputLock::Acquire(target.string());
+  if (!lock.ok()) return lock.status();
+  r.out_lock = std::move(lock.value());
+  if (fs::exists(fs::symlink_status(target, ec))) {
+    return Status::InvalidArgument(fmt::format("{}: already exists; refusing to overwrite", req.out));
+  }
+  const fs::path stage = walfmt::TempNameBeside(target.string());
+  walfmt::RegisterStaging(stage.string());  // before it exists: a signal from now on removes it
+  if (!fs::create_directories(stage, ec) || ec) {
+    walfmt::RemoveStaging(stage.string());
+    return Status::Io(fmt::format("{}: cannot create: {}", stage.string(), ec.message()));
+  }
+  r.stage_dir = stage.string();
+  return Status::Ok();
+}
+
+Status ReadClusterJsonAndSubset(const cut::ClusterLayout& layout, RestoreResult& r) {
+  if (layout.has_cluster_json) {
+    auto cj = walfmt::ReadWholeFile((fs::path(layout.dir) / "cluster.json").string(), walfmt::kMaxJsonFileBytes);
+    if (!cj.ok()) return cj.status();
+    r.cluster_json = std::move(cj.value());
+  }
+  return ResolveRequestSubset(layout, r);
+}
+
+Status ResolveRequestSubset(const cut::ClusterLayout& layout, RestoreResult& r) {
+  if (r.subset.whole()) return Status::Ok();
+  uint32_t partitions = 0;
+  if (!r.cluster_json.empty()) {
+    auto ci = walfmt::ParseClusterInfo(r.cluster_json, (fs::path(layout.dir) / "cluster.json").string());
+    if (!ci.ok()) return ci.status();
+    partitions = ci->partitions;
+  }
+  return ResolveSubset(r.subset, partitions, layout.dir);
+}
+
+}  // namespace detail
+
+namespace {
+
+using detail::BaseFile;
+using detail::CheckRequest;
+using detail::CutRule;
+using detail::NodeJob;
+using detail::RuleOf;
+using detail::RunNode;
+using detail::StageOutput;
 
 // One job per node: its WAL range from the base's position to CUT_FINISH(K),
 // the rules of cut K (and of the base's cut J), its base file.
@@ -103,31 +143,6 @@ walfmt::Result<std::vector<NodeJob>> PlanJobs(const cut::ClusterCuts& cc, const 
   return jobs;
 }
 
-// With an output directory, each node's file is written as soon as the node
-// is restored (into a staging directory next to OUT, renamed into place by
-// WriteRestore), so that only the nodes being restored are in memory.
-// OUT is locked first (walfmt/staging.h): a second restore into the same
-// OUT fails here, before it reads anything, and leaves nothing behind.
-Status StageOutput(const RestoreRequest& req, RestoreResult& r) {
-  if (req.dry_run || req.out.empty()) return Status::Ok();
-  std::error_code ec;
-  const fs::path target = fs::absolute(req.out, ec);
-  auto lock = walfmt::OutputLock::Acquire(target.string());
-  if (!lock.ok()) return lock.status();
-  r.out_lock = std::move(lock.value());
-  if (fs::exists(fs::symlink_status(target, ec))) {
-    return Status::InvalidArgument(fmt::format("{}: already exists; refusing to overwrite", req.out));
-  }
-  const fs::path stage = walfmt::TempNameBeside(target.string());
-  walfmt::RegisterStaging(stage.string());  // before it exists: a signal from now on removes it
-  if (!fs::create_directories(stage, ec) || ec) {
-    walfmt::RemoveStaging(stage.string());
-    return Status::Io(fmt::format("{}: cannot create: {}", stage.string(), ec.message()));
-  }
-  r.stage_dir = stage.string();
-  return Status::Ok();
-}
-
 // Where each job writes its node file (the staging directory), with the
 // header fields: the cluster_id is the layout's, read by the one
 // cluster.json parser.
@@ -144,19 +159,6 @@ void SetOutputs(std::vector<NodeJob>& jobs, const RestoreRequest& req, const Res
     job.header.time_us = job.out.cut_start_time_us;
     job.header.name = fmt::format("cut-{}", req.cut);
   }
-}
-
-// A partial restore's subset checked against the cluster: its partitions
-// come from cluster.json (none without one).
-Status ResolveRequestSubset(const cut::ClusterLayout& layout, RestoreResult& r) {
-  if (r.subset.whole()) return Status::Ok();
-  uint32_t partitions = 0;
-  if (!r.cluster_json.empty()) {
-    auto ci = walfmt::ParseClusterInfo(r.cluster_json, (fs::path(layout.dir) / "cluster.json").string());
-    if (!ci.ok()) return ci.status();
-    partitions = ci->partitions;
-  }
-  return ResolveSubset(r.subset, partitions, layout.dir);
 }
 
 // Runs the jobs on req.jobs workers (one per core by default), each reusing
@@ -208,12 +210,7 @@ walfmt::Result<RestoreResult> Restore(const cut::ClusterCuts& cc, const cut::Clu
   r.status = g->status;
   r.reason = g->reason;
   r.subset = req.subset;
-  if (layout.has_cluster_json) {
-    auto cj = ReadText((fs::path(layout.dir) / "cluster.json").string());
-    if (!cj.ok()) return cj.status();
-    r.cluster_json = std::move(cj.value());
-  }
-  if (Status st = ResolveRequestSubset(layout, r); !st.ok()) return st;
+  if (Status st = detail::ReadClusterJsonAndSubset(layout, r); !st.ok()) return st;
   std::vector<BaseFile> base_files;
   std::vector<std::optional<CutRule>> base_rules;
   auto base = detail::ResolveBase(cc, layout, req, r.subset, base_files, base_rules);

@@ -170,6 +170,27 @@ struct CutVerdict {
 std::optional<CutVerdict> ScanToCut(const cut::ClusterLayout& layout, uint64_t k, const std::string& base,
                                     const cut::LoadOptions& lo);
 
+// The verdict on cut req.cut and the restore of it from genesis in one read
+// of each node's WAL: each node's apply pass runs inside its verdict scan
+// (as ScanToCut scans, to where cut K is decided), deciding each commit
+// before cut K's sets are read and checking the decisions once they are.
+// Returns what ScanToCut and then Restore would (the verdict, the base's
+// reason when the base was chosen, the result with its node files staged),
+// or nullopt, with `why_not` saying why, when the request is not one it
+// serves (a dry run, a base other than genesis, a cluster with full
+// snapshot files) or its result is not certain to be theirs (cut K not
+// consistent, the base chosen is not genesis, a decision the sets
+// contradict, anything the two-pass restore would fail on): nothing of the
+// attempt is then left behind, and the caller restores the two-pass way,
+// which reports what is wrong exactly as before.
+struct OnePassRestore {
+  CutVerdict verdict;
+  RestoreResult result;
+  std::string base_why;  // with req.base empty: why genesis was chosen (ChooseBase)
+};
+std::optional<OnePassRestore> RestoreOnePass(const cut::ClusterLayout& layout, const RestoreRequest& req,
+                                             const cut::LoadOptions& lo, std::string* why_not = nullptr);
+
 struct BaseChoice {
   std::string base;  // "genesis" or a snapshot name (RestoreRequest::base)
   std::string why;

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <span>
 #include <string>
@@ -14,6 +15,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "cut/scan.h"
 #include "cut/summary.h"
 #include "recovery/restore.h"
 #include "walfmt/lsn.h"
@@ -105,6 +107,50 @@ struct NodeJob {
 // before it.
 walfmt::Status RunNode(NodeJob& job, bool dry_run, const std::function<void(uint64_t)>& progress,
                        StateTable* reuse = nullptr);
+
+// One node's restore of cut `cut` from genesis in the same read as its
+// verdict scan (recovery/restore_one_pass.cpp): passed to cut::ScanOptions
+// as the scan's tap, it applies the WAL as the scan reads it, deciding each
+// commit before cut K's sets are read and checking the decisions once they
+// are (recovery/node_restore.cpp says how). The job gives the node, the
+// filter and where the file goes; the rule, positions and counts are learnt.
+class OnePassNode final : public cut::RecordTap {
+ public:
+  OnePassNode(NodeJob& job, uint64_t cut, const std::function<void(uint64_t)>& progress, StateTable* reuse);
+  ~OnePassNode();
+  OnePassNode(const OnePassNode&) = delete;
+  OnePassNode& operator=(const OnePassNode&) = delete;
+  void Record(const walfmt::RecordView& v) override;
+  // After the scan: "" when the pass read through CUT_FINISH(K) and every
+  // decision held (job.out then has the counts, cut_start and to), else why
+  // the result is not usable.
+  std::string Finish();
+  // Writes the node file (job.stage_file, its header's position and time
+  // from CUT_START(K)) and keeps the state as the job says.
+  walfmt::Status Write();
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+// The cut can be restored as asked (recovery/restore.cpp): it exists and is
+// consistent (or forced), every node started it (and finished it, unless
+// forced), OUT is new.
+walfmt::Status CheckRequest(const cut::GlobalCut* g, const cut::ClusterCuts& cc, const cut::ClusterLayout& layout,
+                            const RestoreRequest& req);
+// With an output directory, each node's file is written as soon as the node
+// is restored (into a staging directory next to OUT, r.stage_dir, renamed
+// into place by WriteRestore), so that only the nodes being restored are in
+// memory. OUT is locked first (walfmt/staging.h): a second restore into the
+// same OUT fails here, before it reads anything, and leaves nothing behind.
+walfmt::Status StageOutput(const RestoreRequest& req, RestoreResult& r);
+// A partial restore's subset (r.subset) checked against the cluster: its
+// partitions come from cluster.json (r.cluster_json; none without one).
+walfmt::Status ResolveRequestSubset(const cut::ClusterLayout& layout, RestoreResult& r);
+// The layout's cluster.json into r.cluster_json (when it has one), then
+// ResolveRequestSubset.
+walfmt::Status ReadClusterJsonAndSubset(const cut::ClusterLayout& layout, RestoreResult& r);
 
 // A node's entry in a restore's manifest.json ("nodes"): the same in a
 // single-host restore, a per-node part and an assembled restore.
