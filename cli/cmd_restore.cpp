@@ -440,13 +440,13 @@ int FinishRestore(const RestoreOptions& o, const recovery::CutVerdict& v, recove
   return forced || check_failed ? kExitFindings : kExitOk;
 }
 
-// --cut K from genesis: the verdict and the restore in one read of each WAL
-// (recovery::RestoreOnePass). kRetryWhole when that does not serve this
-// restore: the caller then decides and restores the two-pass way.
+// --cut K or --latest from genesis: the verdict and the restore in one read
+// of each WAL (recovery::RestoreOnePass). kRetryWhole when that does not
+// serve this restore: the caller then decides and restores the two-pass way.
 int RestoreInOnePass(const RestoreOptions& o, const cut::ClusterLayout& layout) {
   recovery::RestoreRequest req;
   req.cluster_dir = o.dir;
-  req.cut = o.cut;
+  req.cut = o.latest ? 0 : o.cut;  // 0: the latest restorable cut
   req.base = o.base;
   req.force = o.force;
   req.dry_run = o.dry_run;
@@ -542,8 +542,10 @@ int RunRestore(const RestoreOptions& o) {
   // --latest and --before need every cut's verdict, and a cut that scan does
   // not show consistent (a refusal, --force) is decided as `walcut cuts`
   // decides it: from the whole WAL.
-  if (o.cut > 0) {
+  if (o.cut > 0 || o.latest) {
     if (const int rc = RestoreInOnePass(o, *layout); rc != kRetryWhole) return rc;
+  }
+  if (o.cut > 0) {
     std::optional<recovery::CutVerdict> verdict;
     {
       Progress scan_progress("scan", 0);

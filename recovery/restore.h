@@ -182,7 +182,11 @@ std::optional<CutVerdict> ScanToCut(const cut::ClusterLayout& layout, uint64_t k
 // consistent, the base chosen is not genesis, a decision the sets
 // contradict, anything the two-pass restore would fail on): nothing of the
 // attempt is then left behind, and the caller restores the two-pass way,
-// which reports what is wrong exactly as before.
+// which reports what is wrong exactly as before. With req.cut 0 it restores
+// the latest restorable cut (`restore --latest`): every WAL is read to its
+// end, as for the whole WAL's verdict, and the cut applied is the highest
+// one finished in the last segments of every node, used only when that
+// verdict names it the latest restorable cut.
 struct OnePassRestore {
   CutVerdict verdict;
   RestoreResult result;

@@ -41,7 +41,6 @@ bool HasSnapshotFiles(const cut::ClusterLayout& layout) {
 
 // Why the one-pass restore does not apply to `req` ("" when it does).
 std::string NotApplicable(const cut::ClusterLayout& layout, const RestoreRequest& req) {
-  if (req.cut == 0) return "no cut given";
   if (req.dry_run) return "a dry run";
   if (!req.base.empty() && req.base != "genesis") return "a base other than genesis";
   if (layout.wal_dirs.empty()) return "no nodes";
@@ -49,6 +48,37 @@ std::string NotApplicable(const cut::ClusterLayout& layout, const RestoreRequest
   std::error_code ec;
   if (!req.out.empty() && fs::exists(fs::symlink_status(req.out, ec))) return "OUT exists";
   return "";
+}
+
+// The highest cut finished on every node, from the tails of their WALs:
+// each node's segments are read from the last one back until one holds a
+// CUT_FINISH (at most a quarter of them, and at least two). The guess of
+// the latest restorable cut that a restore of the latest cut starts from;
+// only a guess: the whole WAL's verdict says whether it is right. nullopt
+// when a node's tail holds no CUT_FINISH or cannot be listed.
+std::optional<uint64_t> LatestFinishedCut(const cut::ClusterLayout& layout) {
+  std::optional<uint64_t> guess;
+  const walfmt::ProblemSink ignore = [](const walfmt::Problem&) {};
+  for (const auto& dir : layout.wal_dirs) {
+    auto segs = walfmt::ListSegments(dir, ignore);
+    if (!segs.ok() || segs->empty()) return std::nullopt;
+    const size_t most = std::max<size_t>(2, segs->size() / 4);
+    uint64_t last = 0;
+    for (size_t back = 1; back <= std::min(most, segs->size()) && last == 0; ++back) {
+      walfmt::ReadNodeWal(
+          {(*segs)[segs->size() - back]}, {},
+          [&last](const walfmt::RecordView& v) {
+            if (v.type != walfmt::RecordType::kCutFinish) return true;
+            auto rec = walfmt::DecodePayload(v.type, v.payload);
+            if (rec.ok()) last = std::max(last, std::get<walfmt::CutFinish>(*rec).cut_id);
+            return true;
+          },
+          ignore);
+    }
+    if (last == 0) return std::nullopt;
+    guess = guess ? std::min(*guess, last) : last;
+  }
+  return guess;
 }
 
 // One node's scan and apply pass, on a worker.
@@ -77,9 +107,10 @@ void RunNodePass(NodePass& p, const cut::ScanOptions& base_opt, uint64_t k, Stat
   if (Status st = apply.Write(); !st.ok()) p.why_not = st.message();
 }
 
-// Runs every node's pass on req.jobs workers (one per core by default),
-// each reusing one state table node after node, as Restore does.
-void RunPasses(std::vector<NodePass>& passes, const cut::ClusterLayout& layout, const RestoreRequest& req,
+// Runs every node's pass for cut k on lo.jobs workers (one per core by
+// default), each reusing one state table node after node, as Restore does;
+// with `latest` every scan reads its WAL to the end.
+void RunPasses(std::vector<NodePass>& passes, const cut::ClusterLayout& layout, uint64_t k, bool latest,
                const cut::LoadOptions& lo) {
   const size_t n = passes.size();
   std::vector<std::atomic<uint64_t>> done(n);
@@ -92,7 +123,7 @@ void RunPasses(std::vector<NodePass>& passes, const cut::ClusterLayout& layout, 
       so.node = static_cast<uint32_t>(i);
       so.expect_cluster = layout.has_cluster_json;
       so.cluster_id = layout.cluster_id;
-      so.settle_cut = req.cut;
+      so.settle_cut = latest ? 0 : k;
       if (lo.progress) {
         so.progress = [&, i](uint64_t b) {
           done[i].store(b, std::memory_order_relaxed);
@@ -102,7 +133,7 @@ void RunPasses(std::vector<NodePass>& passes, const cut::ClusterLayout& layout, 
           lo.progress(total);
         };
       }
-      RunNodePass(passes[i], so, req.cut, &state);
+      RunNodePass(passes[i], so, k, &state);
     }
   };
   unsigned threads = lo.jobs ? lo.jobs : std::max(1u, std::thread::hardware_concurrency());
@@ -112,7 +143,7 @@ void RunPasses(std::vector<NodePass>& passes, const cut::ClusterLayout& layout, 
 // The result of the passes, when the verdict and every pass say it is the
 // two-pass restore's; else why not.
 std::string Assemble(std::vector<NodePass>& passes, const cut::ClusterLayout& layout, const RestoreRequest& req,
-                     OnePassRestore& out) {
+                     bool latest, OnePassRestore& out) {
   const size_t n = passes.size();
   std::vector<cut::NodeSummary> sums;
   sums.reserve(n);
@@ -127,6 +158,11 @@ std::string Assemble(std::vector<NodePass>& passes, const cut::ClusterLayout& la
   auto cc = cut::Reconstruct(std::move(sums));
   if (!cc.ok()) return cc.status().message();
   if (whole && !cut::NameDisagreements(*cc, layout).ok()) return "the disagreements cannot be named";
+  if (latest && (!cc->window.any || cc->window.latest != req.cut)) {
+    return cc->window.any
+               ? fmt::format("cut {} is not the latest restorable cut (cut {} is)", req.cut, cc->window.latest)
+               : fmt::format("no cut can be restored: {}", cc->window.latest_limit);
+  }
   const cut::GlobalCut* g = cc->Find(req.cut);
   if (g == nullptr || g->status != cut::CutStatus::kConsistent) return fmt::format("cut {} is not consistent", req.cut);
   if (Status st = detail::CheckRequest(g, *cc, layout, req); !st.ok()) return st.message();
@@ -164,9 +200,20 @@ std::string Assemble(std::vector<NodePass>& passes, const cut::ClusterLayout& la
 
 }  // namespace
 
-std::optional<OnePassRestore> RestoreOnePass(const cut::ClusterLayout& layout, const RestoreRequest& req,
+std::optional<OnePassRestore> RestoreOnePass(const cut::ClusterLayout& layout, const RestoreRequest& asked,
                                              const cut::LoadOptions& lo, std::string* why_not) {
+  // The latest cut (req.cut 0): the whole WAL is read, as the two-pass
+  // restore reads it for every cut's verdict, with the guess applied.
+  const bool latest = asked.cut == 0;
+  RestoreRequest req = asked;
   std::string why = NotApplicable(layout, req);
+  if (why.empty() && latest) {
+    if (auto k = LatestFinishedCut(layout)) {
+      req.cut = *k;
+    } else {
+      why = "no CUT_FINISH in the last segments of every node";
+    }
+  }
   OnePassRestore out;
   RestoreResult& r = out.result;
   r.subset = req.subset;
@@ -195,12 +242,12 @@ std::optional<OnePassRestore> RestoreOnePass(const cut::ClusterLayout& layout, c
     job.header.name = fmt::format("cut-{}", req.cut);
   }
   try {
-    RunPasses(passes, layout, req, lo);
+    RunPasses(passes, layout, req.cut, latest, lo);
   } catch (...) {
     if (!r.stage_dir.empty()) walfmt::RemoveStaging(r.stage_dir);
     throw;
   }
-  why = Assemble(passes, layout, req, out);
+  why = Assemble(passes, layout, req, latest, out);
   if (!why.empty()) {
     // Nothing of the attempt stays: the two-pass restore starts afresh.
     if (!r.stage_dir.empty()) walfmt::RemoveStaging(r.stage_dir);
