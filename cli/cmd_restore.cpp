@@ -341,6 +341,21 @@ int CheckSubset(const RestoreOptions& o, const cut::ClusterLayout& layout) {
 int FinishRestore(const RestoreOptions& o, const recovery::CutVerdict& v, recovery::RestoreResult& r,
                   const std::string& base_why);
 
+// The restore of cut k of DIR from `base` the options ask for.
+recovery::RestoreRequest RequestFor(const RestoreOptions& o, uint64_t k, const std::string& base) {
+  recovery::RestoreRequest req;
+  req.cluster_dir = o.dir;
+  req.cut = k;
+  req.base = base;
+  req.force = o.force;
+  req.dry_run = o.dry_run;
+  req.out = o.out;
+  req.jobs = o.jobs;
+  req.io_threads = o.io_threads;
+  req.subset = o.Subset();
+  return req;
+}
+
 // RestoreWith's answer when a restore from a verdict not read from the
 // whole WAL failed: the caller decides again from the whole WAL, so that the
 // error is the one the whole WAL gives.
@@ -385,16 +400,7 @@ int RestoreWith(const RestoreOptions& o, const std::optional<walfmt::TimeArg>& b
     base_why = choice->why;
   }
   Progress progress(o.dry_run ? "plan" : "restore", 0);
-  recovery::RestoreRequest req;
-  req.cluster_dir = o.dir;
-  req.cut = k;
-  req.base = base;
-  req.force = o.force;
-  req.dry_run = o.dry_run;
-  req.out = o.out;
-  req.jobs = o.jobs;
-  req.io_threads = o.io_threads;
-  req.subset = o.Subset();
+  recovery::RestoreRequest req = RequestFor(o, k, base);
   req.progress = [&progress](uint64_t b) { progress.Update(b); };
   auto r = recovery::Restore(*cc, layout, req);
   progress.Finish();
@@ -444,16 +450,8 @@ int FinishRestore(const RestoreOptions& o, const recovery::CutVerdict& v, recove
 // of each WAL (recovery::RestoreOnePass). kRetryWhole when that does not
 // serve this restore: the caller then decides and restores the two-pass way.
 int RestoreInOnePass(const RestoreOptions& o, const cut::ClusterLayout& layout) {
-  recovery::RestoreRequest req;
-  req.cluster_dir = o.dir;
-  req.cut = o.latest ? 0 : o.cut;  // 0: the latest restorable cut
-  req.base = o.base;
-  req.force = o.force;
-  req.dry_run = o.dry_run;
-  req.out = o.out;
-  req.jobs = o.jobs;
-  req.io_threads = o.io_threads;
-  req.subset = o.Subset();
+  // Cut 0: the latest restorable cut.
+  const recovery::RestoreRequest req = RequestFor(o, o.latest ? 0 : o.cut, o.base);
   std::optional<recovery::OnePassRestore> one;
   {
     Progress progress("restore", 0);
@@ -580,9 +578,11 @@ void RegisterRestore(CLI::App& root, Registry& reg) {
   CLI::App* cmd = root.add_subcommand(
       "restore",
       "Restore every node to a cut: base state (genesis, a full snapshot, or an earlier restore) plus the\n"
-      "writes of exactly the transactions of the cut (the rule of docs/cut-rule.md), read from the WAL once.\n"
+      "writes of exactly the transactions of the cut (the rule of docs/cut-rule.md).\n"
       "--cut K decides the cut from each WAL up to where K is decided (from the positions of a restored\n"
-      "--base); --latest and --before read every WAL to the end, as `walcut cuts` does.\n"
+      "--base); --latest and --before read every WAL to the end, as `walcut cuts` does. From genesis,\n"
+      "--cut K and --latest apply the writes in that same read (each WAL is read once); otherwise each\n"
+      "node's range from its base to CUT_FINISH(K) is read once more.\n"
       "Writes OUT/node-<i>.snap and OUT/manifest.json through a temporary directory renamed at the end;\n"
       "never overwrites OUT and never modifies the input. An inconsistent or incomplete cut is refused\n"
       "(exit 1) unless --force, and then the manifest says what is wrong.\n"

@@ -426,11 +426,35 @@ walfmt::Result<NodeSummary> SummaryFromJson(const std::string& text, const std::
   return s;
 }
 
+ScanProgress::ScanProgress(size_t nodes, std::function<void(uint64_t bytes)> report)
+    : done_(nodes), report_(std::move(report)) {}
+
+std::function<void(uint64_t bytes)> ScanProgress::ForNode(size_t i) {
+  if (!report_) return {};
+  return [this, i](uint64_t b) {
+    done_[i].store(b, std::memory_order_relaxed);
+    uint64_t total = 0;
+    for (auto& d : done_) total += d.load(std::memory_order_relaxed);
+    std::lock_guard<std::mutex> lock(mu_);
+    report_(total);
+  };
+}
+
+ScanOptions NodeScanOptions(const ClusterLayout& layout, const LoadOptions& opt, size_t i, ScanProgress& bytes) {
+  ScanOptions so;
+  so.node = static_cast<uint32_t>(i);
+  so.expect_cluster = layout.has_cluster_json;
+  so.cluster_id = layout.cluster_id;
+  so.settle_cut = opt.settle_cut;
+  if (i < opt.from.size()) so.from = opt.from[i];
+  so.progress = bytes.ForNode(i);
+  return so;
+}
+
 walfmt::Result<std::vector<NodeSummary>> ScanCluster(const ClusterLayout& layout, const LoadOptions& opt) {
   const size_t n = layout.wal_dirs.size();
   std::vector<walfmt::Result<NodeSummary>> results(n, walfmt::Status::Internal("not scanned"));
-  std::vector<std::atomic<uint64_t>> done(n);
-  std::mutex progress_mu;
+  ScanProgress bytes(n, opt.progress);
   std::vector<std::unique_ptr<NodeScan>> scans(n);
   // Nodes waiting for their next segment. A worker takes a node, scans one
   // segment of it and puts it back at the end: with more nodes than workers
@@ -438,22 +462,7 @@ walfmt::Result<std::vector<NodeSummary>> ScanCluster(const ClusterLayout& layout
   std::deque<size_t> ready;
   std::mutex ready_mu;
   for (size_t i = 0; i < n; ++i) {
-    ScanOptions so;
-    so.node = static_cast<uint32_t>(i);
-    so.expect_cluster = layout.has_cluster_json;
-    so.cluster_id = layout.cluster_id;
-    so.settle_cut = opt.settle_cut;
-    if (i < opt.from.size()) so.from = opt.from[i];
-    if (opt.progress) {
-      so.progress = [&, i](uint64_t b) {
-        done[i].store(b, std::memory_order_relaxed);
-        uint64_t total = 0;
-        for (auto& d : done) total += d.load(std::memory_order_relaxed);
-        std::lock_guard<std::mutex> lock(progress_mu);
-        opt.progress(total);
-      };
-    }
-    auto scan = NodeScan::Open(layout.wal_dirs[i], so);
+    auto scan = NodeScan::Open(layout.wal_dirs[i], NodeScanOptions(layout, opt, i, bytes));
     if (!scan.ok()) {
       results[i] = scan.status();
       continue;

@@ -4,13 +4,16 @@
 // "walcut.summary/1", documented in README.md).
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
+#include <mutex>
 #include <string>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
+#include "cut/scan.h"
 #include "cut/summary.h"
 #include "walfmt/cluster_layout.h"
 #include "walfmt/status.h"
@@ -36,6 +39,25 @@ using walfmt::FindClusterLayout;
 
 // Scans every node of a cluster directory.
 walfmt::Result<std::vector<NodeSummary>> ScanCluster(const ClusterLayout& layout, const LoadOptions& opt);
+
+// The options ScanCluster scans node i of `layout` with: its id, the
+// cluster to check its segments against, opt's settle_cut and from[i], and
+// progress through `bytes`, which sums the nodes' counts for opt.progress.
+// For callers that run the node scans themselves (a restore in one pass).
+class ScanProgress {
+ public:
+  ScanProgress(size_t nodes, std::function<void(uint64_t bytes)> report);
+  ScanProgress(const ScanProgress&) = delete;
+  ScanProgress& operator=(const ScanProgress&) = delete;
+  // Node i's progress callback (empty without a report).
+  std::function<void(uint64_t bytes)> ForNode(size_t i);
+
+ private:
+  std::vector<std::atomic<uint64_t>> done_;
+  std::mutex mu_;
+  std::function<void(uint64_t bytes)> report_;
+};
+ScanOptions NodeScanOptions(const ClusterLayout& layout, const LoadOptions& opt, size_t i, ScanProgress& bytes);
 
 // `paths` is either one cluster directory or summary files (one per node,
 // each at most walfmt::kMaxJsonFileBytes).

@@ -8,12 +8,12 @@
 #include <algorithm>
 #include <atomic>
 #include <filesystem>
-#include <mutex>
 #include <thread>
 
 #include <fmt/format.h>
 
 #include "cut/evidence.h"
+#include "cut/load.h"
 #include "cut/scan.h"
 #include "recovery/restore.h"
 #include "recovery/restore_node.h"
@@ -113,27 +113,14 @@ void RunNodePass(NodePass& p, const cut::ScanOptions& base_opt, uint64_t k, Stat
 void RunPasses(std::vector<NodePass>& passes, const cut::ClusterLayout& layout, uint64_t k, bool latest,
                const cut::LoadOptions& lo) {
   const size_t n = passes.size();
-  std::vector<std::atomic<uint64_t>> done(n);
-  std::mutex progress_mu;
+  cut::LoadOptions scan_opt;
+  scan_opt.settle_cut = latest ? 0 : k;
+  cut::ScanProgress bytes(n, lo.progress);
   std::atomic<size_t> next{0};
   auto work = [&] {
     StateTable state;
     for (size_t i; (i = next.fetch_add(1)) < n;) {
-      cut::ScanOptions so;
-      so.node = static_cast<uint32_t>(i);
-      so.expect_cluster = layout.has_cluster_json;
-      so.cluster_id = layout.cluster_id;
-      so.settle_cut = latest ? 0 : k;
-      if (lo.progress) {
-        so.progress = [&, i](uint64_t b) {
-          done[i].store(b, std::memory_order_relaxed);
-          uint64_t total = 0;
-          for (auto& d : done) total += d.load(std::memory_order_relaxed);
-          std::lock_guard<std::mutex> lock(progress_mu);
-          lo.progress(total);
-        };
-      }
-      RunNodePass(passes[i], so, k, &state);
+      RunNodePass(passes[i], cut::NodeScanOptions(layout, scan_opt, i, bytes), k, &state);
     }
   };
   unsigned threads = lo.jobs ? lo.jobs : std::max(1u, std::thread::hardware_concurrency());
