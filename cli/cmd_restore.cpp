@@ -539,7 +539,8 @@ int RunRestore(const RestoreOptions& o) {
   // (from a restored base's positions when it has them): recovery::ScanToCut.
   // --latest and --before need every cut's verdict, and a cut that scan does
   // not show consistent (a refusal, --force) is decided as `walcut cuts`
-  // decides it: from the whole WAL.
+  // decides it: from the whole WAL. From genesis, --cut K and --latest first
+  // try to apply the WAL in the verdict's own read (RestoreInOnePass).
   if (o.cut > 0 || o.latest) {
     if (const int rc = RestoreInOnePass(o, *layout); rc != kRetryWhole) return rc;
   }

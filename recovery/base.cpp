@@ -228,20 +228,23 @@ std::optional<CutVerdict> ScanToCut(const cut::ClusterLayout& layout, uint64_t k
   }
   auto sums = cut::ScanCluster(layout, opt);
   if (!sums.ok()) return std::nullopt;
+  auto v = detail::VerdictOfScan(std::move(sums.value()), layout, ro);
+  if (v && v->scan == VerdictScan::kToCut && !ConsistentIn(v->cuts, k)) return std::nullopt;
+  return v;
+}
+
+std::optional<CutVerdict> detail::VerdictOfScan(std::vector<cut::NodeSummary> sums, const cut::ClusterLayout& layout,
+                                                const cut::ReconstructOptions& ro) {
   // No node's scan stopped early: this was the whole WAL's scan (cut k is
   // the last, not in the WAL, or something before it stays unfinished).
-  const bool whole = std::none_of(sums->begin(), sums->end(), [](const cut::NodeSummary& s) { return s.settled_cut; });
-  auto cc = cut::Reconstruct(std::move(sums.value()), ro);
+  const bool whole = std::none_of(sums.begin(), sums.end(), [](const cut::NodeSummary& s) { return s.settled_cut; });
+  auto cc = cut::Reconstruct(std::move(sums), ro);
   if (!cc.ok()) return std::nullopt;
   const uint64_t bytes = BytesScanned(*cc);
-  if (whole) {
-    // As `walcut cuts` reads a cluster directory (cut::ReadCuts): the
-    // transactions behind a disagreement named.
-    if (!cut::NameDisagreements(*cc, layout).ok()) return std::nullopt;
-    return CutVerdict{std::move(cc.value()), VerdictScan::kWhole, bytes};
-  }
-  if (!ConsistentIn(*cc, k)) return std::nullopt;
-  return CutVerdict{std::move(cc.value()), VerdictScan::kToCut, bytes};
+  // As `walcut cuts` reads a cluster directory (cut::ReadCuts): the
+  // transactions behind a disagreement named.
+  if (whole && !cut::NameDisagreements(*cc, layout).ok()) return std::nullopt;
+  return CutVerdict{std::move(cc.value()), whole ? VerdictScan::kWhole : VerdictScan::kToCut, bytes};
 }
 
 walfmt::Result<BaseChoice> ChooseBaseFromSummaries(

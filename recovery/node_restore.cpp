@@ -20,16 +20,23 @@ using walfmt::TxId;
 
 namespace detail {
 
-CutRule RuleOf(const cut::NodeCut& nc) {
+CutRule MakeRule(Lsn start, std::vector<TxId> before, std::vector<TxId> after) {
   CutRule r;
-  r.start = nc.start;
-  for (const auto& t : nc.before) r.before.push_back(t.tx);
-  for (const auto& t : nc.after) r.after.push_back(t.tx);
+  r.start = start;
+  r.before = std::move(before);
+  r.after = std::move(after);
   std::sort(r.before.begin(), r.before.end());
   std::sort(r.after.begin(), r.after.end());
   for (const auto& t : r.before) r.before_bits |= CutRule::Bit(t);
   for (const auto& t : r.after) r.after_bits |= CutRule::Bit(t);
   return r;
+}
+
+CutRule RuleOf(const cut::NodeCut& nc) {
+  std::vector<TxId> before, after;
+  for (const auto& t : nc.before) before.push_back(t.tx);
+  for (const auto& t : nc.after) after.push_back(t.tx);
+  return MakeRule(nc.start, std::move(before), std::move(after));
 }
 
 namespace {

@@ -86,11 +86,10 @@ struct OnePassNode::Impl : ApplyCore {
   }
 
   __attribute__((always_inline)) void OnCommit(const walfmt::RecordView& v) {
-    TxId t;
-    if (!PeekTx(v.payload, t)) return;  // as the two-pass restore: not a commit it can place
     walfmt::TxOutcomeView x;
     if (!walfmt::ParseTxOutcome(walfmt::RecordType::kTxCommit, v.payload, x)) [[unlikely]]
       return Unusable(fmt::format("TX_COMMIT at {} does not decode", v.lsn.ToString()));
+    const TxId& t = x.tx;
     uint32_t b = 0;
     const bool found = pending_.Erase(t, b);
     if (phase_ == Phase::kBefore) {
@@ -135,10 +134,9 @@ struct OnePassNode::Impl : ApplyCore {
   // CUT_FINISH(K) at `at`: the guesses checked against its sets, the held
   // commits decided by the rule, the pass done.
   void Close(const walfmt::CutFinish& cf, Lsn at) {
-    std::vector<TxId> before = cf.before;
-    std::vector<TxId> after = cf.after;
-    std::sort(before.begin(), before.end());
-    std::sort(after.begin(), after.end());
+    rule_ = MakeRule(start_, cf.before, cf.after);
+    const std::vector<TxId>& before = rule_.before;
+    const std::vector<TxId>& after = rule_.after;
     std::vector<TxId> held;
     held.reserve(held_.size());
     for (const Held& h : held_) held.push_back(h.t);
@@ -168,11 +166,6 @@ struct OnePassNode::Impl : ApplyCore {
         return Unusable(fmt::format("{} of before({}) was not in flight at CUT_START({})", t.ToString(), cut_, cut_));
       }
     }
-    rule_.start = start_;
-    rule_.before = std::move(before);
-    rule_.after = std::move(after);
-    for (const auto& t : rule_.before) rule_.before_bits |= CutRule::Bit(t);
-    for (const auto& t : rule_.after) rule_.after_bits |= CutRule::Bit(t);
     o_.to = at;
     for (const Held& h : held_) {
       if (!Decide(h.t, h.at, rule_.In(h.t, h.at), true, h.b)) return Failed();

@@ -49,6 +49,15 @@ struct CutRule {
 };
 
 CutRule RuleOf(const cut::NodeCut& nc);
+// The rule of a cut that starts at `start` with these sets (in any order).
+CutRule MakeRule(walfmt::Lsn start, std::vector<walfmt::TxId> before, std::vector<walfmt::TxId> after);
+
+// The verdict of a scan up to a cut (recovery/base.cpp): the summaries
+// reconstructed, read whole when no node's scan stopped early (the
+// disagreements then named, as `walcut cuts` names them), else "to-cut".
+// nullopt when they cannot be reconstructed or named.
+std::optional<CutVerdict> VerdictOfScan(std::vector<cut::NodeSummary> sums, const cut::ClusterLayout& layout,
+                                        const cut::ReconstructOptions& ro);
 
 // A record the pass must meet at a given position (the per-node restore
 // checks that the summaries it was given describe this WAL): its type and

@@ -12,7 +12,6 @@
 
 #include <fmt/format.h>
 
-#include "cut/evidence.h"
 #include "cut/load.h"
 #include "cut/scan.h"
 #include "recovery/restore.h"
@@ -140,11 +139,10 @@ std::string Assemble(std::vector<NodePass>& passes, const cut::ClusterLayout& la
     sums.push_back(std::move(p.summary.value()));
     sums.back().epoch_unix_us = layout.epoch_unix_us;
   }
-  // As ScanToCut: no node's scan stopped early means the whole WAL was read.
-  const bool whole = std::none_of(sums.begin(), sums.end(), [](const cut::NodeSummary& s) { return s.settled_cut; });
-  auto cc = cut::Reconstruct(std::move(sums));
-  if (!cc.ok()) return cc.status().message();
-  if (whole && !cut::NameDisagreements(*cc, layout).ok()) return "the disagreements cannot be named";
+  // As ScanToCut decides it.
+  auto v = detail::VerdictOfScan(std::move(sums), layout, {});
+  if (!v) return "the summaries cannot be reconstructed";
+  const cut::ClusterCuts* cc = &v->cuts;
   if (latest && (!cc->window.any || cc->window.latest != req.cut)) {
     return cc->window.any
                ? fmt::format("cut {} is not the latest restorable cut (cut {} is)", req.cut, cc->window.latest)
@@ -179,9 +177,7 @@ std::string Assemble(std::vector<NodePass>& passes, const cut::ClusterLayout& la
     r.bytes_read += o.bytes_to_read;
     r.nodes.push_back(std::move(o));
   }
-  out.verdict.scan = whole ? VerdictScan::kWhole : VerdictScan::kToCut;
-  for (const auto& s : cc->nodes) out.verdict.bytes_scanned += s.bytes;
-  out.verdict.cuts = std::move(cc.value());
+  out.verdict = std::move(*v);
   return "";
 }
 

@@ -397,6 +397,27 @@ TEST_CASE("one pass: a decision the cut's sets contradict makes the pass unusabl
     w.Start(1);
     CHECK(w.Pass(1, state, out) == "node 0: the scan ended before CUT_FINISH(1)");
   }
+  SECTION("a TX_COMMIT that does not decode (its marker cannot be read)") {
+    HandWal w(d.path);
+    w.Data(a, "x", "a");
+    const std::vector<uint8_t> bad = {0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 7};  // tx 0:1, then too short
+    w.Raw(walfmt::RecordType::kTxCommit, bad);
+    w.Start(1);
+    w.Finish(1, {}, {});
+    const std::string why = w.Pass(1, state, out);
+    CHECK(why.rfind("node 0: TX_COMMIT at 0/", 0) == 0);
+    CHECK(why.find(" does not decode") == why.size() - 16);
+  }
+  SECTION("a cut record that does not decode") {
+    HandWal w(d.path);
+    const std::vector<uint8_t> bad = {1, 2, 3};
+    w.Raw(walfmt::RecordType::kCutStart, bad);
+    w.Start(1);
+    w.Finish(1, {}, {});
+    const std::string why = w.Pass(1, state, out);
+    CHECK(why.rfind("node 0: CUT_START at 0/", 0) == 0);
+    CHECK(why.find(" does not decode") == why.size() - 16);
+  }
   SECTION("a transaction of the cut whose TX_DATA does not decode") {
     HandWal w(d.path);
     std::vector<uint8_t> bad = {0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};  // tx 0:1, then garbage
