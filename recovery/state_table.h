@@ -250,9 +250,13 @@ void SortByKey(Item* items, size_t n, Item* scratch, KeyOf&& key_of, Hint&& hint
     const Group g = work.back();
     work.pop_back();
     // Straight past the bytes the whole group shares: each round splits it.
+    // This reads every key of a group whose keys share a prefix (all of
+    // them, for a state of keys like "acct/000000001234"), scattered as
+    // they are: hinted ahead like the ranking below.
     const std::string_view first = key_of(items[g.b].ref & kRefMask);
     size_t d = first.size();
     for (size_t x = g.b + 1; x != g.e && d > g.depth; ++x) {
+      if (x + 16 < g.e) hint(items[x + 16].ref & kRefMask, g.depth);
       const std::string_view k = key_of(items[x].ref & kRefMask);
       size_t i = g.depth;
       const size_t m = std::min(d, k.size());
