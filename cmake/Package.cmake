@@ -7,7 +7,8 @@
 #
 # The runtime dependencies of walcut and libwalfmt0 are computed by
 # dpkg-shlibdeps from the binaries (libc6, libstdc++6, libfmt9, libzstd1,
-# libxxhash0 on Debian 12); libwalfmt-dev depends on libwalfmt0 of the same
+# libxxhash0, libssl3 on Debian 12), plus libcurl4 for walcut, which loads
+# libcurl.so.4 with dlopen for S3 (dpkg-shlibdeps cannot see that); libwalfmt-dev depends on libwalfmt0 of the same
 # version and on the -dev packages its static library and CMake package need.
 set(CPACK_GENERATOR DEB)
 set(CPACK_PACKAGE_NAME walcut)
@@ -29,6 +30,7 @@ set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS ON)
 set(CPACK_DEBIAN_ENABLE_COMPONENT_DEPENDS ON)
 
 set(CPACK_DEBIAN_WALCUT_PACKAGE_NAME walcut)
+set(CPACK_DEBIAN_WALCUT_PACKAGE_DEPENDS "libcurl4")
 set(CPACK_DEBIAN_WALCUT_DESCRIPTION "inspect, cut, restore and validate the write-ahead logs of a distributed KV store
 walcut verifies WAL segments, dumps their records, lists the consistent cuts of a
 cluster, restores every node to a cut and checks all of it for CI.")

@@ -1,12 +1,10 @@
 #include "repo/s3_client.h"
 
-#include <curl/curl.h>
-
 #include <algorithm>
-#include <mutex>
 
 #include <fmt/format.h>
 
+#include "repo/curl_api.h"
 #include "repo/s3_http.h"
 #include "repo/s3_xml.h"
 
@@ -77,12 +75,7 @@ std::string XmlEscape(std::string_view s) {
 }  // namespace
 
 Result<std::unique_ptr<S3Client>> S3Client::Create(S3Config config) {
-  static std::once_flag once;
-  static CURLcode init = CURLE_OK;
-  std::call_once(once, [] { init = curl_global_init(CURL_GLOBAL_DEFAULT); });
-  if (init != CURLE_OK) {
-    return Status::Internal(fmt::format("curl_global_init failed: {}", curl_easy_strerror(init)));
-  }
+  if (Status st = LoadCurl(); !st.ok()) return st;
   if (config.credentials.access_key_id.empty() || config.credentials.secret_access_key.empty()) {
     return Status::InvalidArgument("S3 client: no credentials");
   }

@@ -1,6 +1,5 @@
 #include "repo/s3_http.h"
 
-#include <curl/curl.h>
 #include <openssl/evp.h>
 #include <unistd.h>
 
@@ -14,6 +13,7 @@
 
 #include <fmt/format.h>
 
+#include "repo/curl_api.h"
 #include "repo/s3_xml.h"
 
 namespace walcut::repo {
@@ -171,39 +171,39 @@ std::string Plural(int n) { return fmt::format("{} attempt{}", n, n == 1 ? "" : 
 void SetOptions(CURL* h, const S3Config& config, const S3Request& req, const std::string& url, const std::string& sigv4,
                 curl_slist* list, char* error, Sink* sink, Source* src, S3Response* resp) {
   const std::string_view method = req.method;
-  curl_easy_reset(h);
-  curl_easy_setopt(h, CURLOPT_URL, url.c_str());
-  curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
-  curl_easy_setopt(h, CURLOPT_PATH_AS_IS, 1L);
-  curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http,https");
-  curl_easy_setopt(h, CURLOPT_AWS_SIGV4, sigv4.c_str());
-  curl_easy_setopt(h, CURLOPT_USERNAME, config.credentials.access_key_id.c_str());
-  curl_easy_setopt(h, CURLOPT_PASSWORD, config.credentials.secret_access_key.c_str());
-  curl_easy_setopt(h, CURLOPT_HTTPHEADER, list);
-  curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, static_cast<long>(config.connect_timeout_ms));
-  curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, static_cast<long>(config.request_timeout_ms));
-  curl_easy_setopt(h, CURLOPT_LOW_SPEED_LIMIT, 1L);
-  curl_easy_setopt(h, CURLOPT_LOW_SPEED_TIME, static_cast<long>(config.idle_timeout_s));
-  curl_easy_setopt(h, CURLOPT_ERRORBUFFER, error);
-  curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, WriteCb);
-  curl_easy_setopt(h, CURLOPT_WRITEDATA, sink);
-  curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, HeaderCb);
-  curl_easy_setopt(h, CURLOPT_HEADERDATA, resp);
+  Curl().easy_reset(h);
+  Curl().easy_setopt(h, CURLOPT_URL, url.c_str());
+  Curl().easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
+  Curl().easy_setopt(h, CURLOPT_PATH_AS_IS, 1L);
+  Curl().easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http,https");
+  Curl().easy_setopt(h, CURLOPT_AWS_SIGV4, sigv4.c_str());
+  Curl().easy_setopt(h, CURLOPT_USERNAME, config.credentials.access_key_id.c_str());
+  Curl().easy_setopt(h, CURLOPT_PASSWORD, config.credentials.secret_access_key.c_str());
+  Curl().easy_setopt(h, CURLOPT_HTTPHEADER, list);
+  Curl().easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, static_cast<long>(config.connect_timeout_ms));
+  Curl().easy_setopt(h, CURLOPT_TIMEOUT_MS, static_cast<long>(config.request_timeout_ms));
+  Curl().easy_setopt(h, CURLOPT_LOW_SPEED_LIMIT, 1L);
+  Curl().easy_setopt(h, CURLOPT_LOW_SPEED_TIME, static_cast<long>(config.idle_timeout_s));
+  Curl().easy_setopt(h, CURLOPT_ERRORBUFFER, error);
+  Curl().easy_setopt(h, CURLOPT_WRITEFUNCTION, WriteCb);
+  Curl().easy_setopt(h, CURLOPT_WRITEDATA, sink);
+  Curl().easy_setopt(h, CURLOPT_HEADERFUNCTION, HeaderCb);
+  Curl().easy_setopt(h, CURLOPT_HEADERDATA, resp);
   if (method == "HEAD") {
-    curl_easy_setopt(h, CURLOPT_NOBODY, 1L);
+    Curl().easy_setopt(h, CURLOPT_NOBODY, 1L);
   } else if (method == "PUT") {
-    curl_easy_setopt(h, CURLOPT_UPLOAD, 1L);
-    curl_easy_setopt(h, CURLOPT_READFUNCTION, ReadCb);
-    curl_easy_setopt(h, CURLOPT_READDATA, src);
-    curl_easy_setopt(h, CURLOPT_SEEKFUNCTION, SeekCb);
-    curl_easy_setopt(h, CURLOPT_SEEKDATA, src);
-    curl_easy_setopt(h, CURLOPT_INFILESIZE_LARGE, static_cast<curl_off_t>(req.body.size()));
+    Curl().easy_setopt(h, CURLOPT_UPLOAD, 1L);
+    Curl().easy_setopt(h, CURLOPT_READFUNCTION, ReadCb);
+    Curl().easy_setopt(h, CURLOPT_READDATA, src);
+    Curl().easy_setopt(h, CURLOPT_SEEKFUNCTION, SeekCb);
+    Curl().easy_setopt(h, CURLOPT_SEEKDATA, src);
+    Curl().easy_setopt(h, CURLOPT_INFILESIZE_LARGE, static_cast<curl_off_t>(req.body.size()));
   } else if (method == "POST") {
-    curl_easy_setopt(h, CURLOPT_POST, 1L);
-    curl_easy_setopt(h, CURLOPT_POSTFIELDS, req.body.data());
-    curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE_LARGE, static_cast<curl_off_t>(req.body.size()));
+    Curl().easy_setopt(h, CURLOPT_POST, 1L);
+    Curl().easy_setopt(h, CURLOPT_POSTFIELDS, req.body.data());
+    Curl().easy_setopt(h, CURLOPT_POSTFIELDSIZE_LARGE, static_cast<curl_off_t>(req.body.size()));
   } else if (method != "GET") {
-    curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, req.method);
+    Curl().easy_setopt(h, CURLOPT_CUSTOMREQUEST, req.method);
   }
 }
 
@@ -237,7 +237,7 @@ S3Client::Impl::Impl(S3Config c) : config(std::move(c)) {
 }
 
 S3Client::Impl::~Impl() {
-  for (void* h : idle_) curl_easy_cleanup(static_cast<CURL*>(h));
+  for (void* h : idle_) Curl().easy_cleanup(static_cast<CURL*>(h));
 }
 
 void* S3Client::Impl::Acquire() {
@@ -249,7 +249,7 @@ void* S3Client::Impl::Acquire() {
       return h;
     }
   }
-  return curl_easy_init();
+  return Curl().easy_init();
 }
 
 void S3Client::Impl::Release(void* handle) {
@@ -278,13 +278,13 @@ Result<S3Response> S3Client::Impl::Send(const S3Request& req) {
     headers.push_back("x-amz-security-token: " + config.credentials.session_token);
   }
   curl_slist* list = nullptr;
-  for (const auto& h : headers) list = curl_slist_append(list, h.c_str());
+  for (const auto& h : headers) list = Curl().slist_append(list, h.c_str());
   S3Response resp;
   const int max_attempts = std::max(1, config.retry.max_attempts);
   std::string last_failure;
   CURL* h = static_cast<CURL*>(Acquire());
   if (h == nullptr) {
-    curl_slist_free_all(list);
+    Curl().slist_free_all(list);
     return Status::Internal(fmt::format("{}: {}: curl_easy_init failed", S3Where(req.bucket, req.key), req.method));
   }
   for (int attempt = 1;; ++attempt) {
@@ -297,26 +297,26 @@ Result<S3Response> S3Client::Impl::Send(const S3Request& req) {
     Source src{req.body};
     SetOptions(h, config, req, url, sigv4, list, a.error, &sink, &src, &resp);
     ++requests;
-    a.code = curl_easy_perform(h);
+    a.code = Curl().easy_perform(h);
     bool retry = false;
     if (a.code != CURLE_OK) {
       if (sink.write_errno != 0) {
         Release(h);
-        curl_slist_free_all(list);
+        Curl().slist_free_all(list);
         return Status::Io(fmt::format("{}: cannot write: {}", req.sink_path, std::strerror(sink.write_errno)));
       }
       if (sink.overflow) {
         Release(h);
-        curl_slist_free_all(list);
+        Curl().slist_free_all(list);
         return Status::Io(fmt::format("{}: {}: the answer is larger than {} bytes", S3Where(req.bucket, req.key),
                                       req.method, req.max_response_bytes));
       }
       retry = RetryableCurl(a.code);
       resp.maybe_applied_before = resp.maybe_applied_before || a.code != CURLE_COULDNT_CONNECT;
       last_failure = fmt::format("curl error {} ({})", static_cast<int>(a.code),
-                                 Printable(a.error[0] != 0 ? a.error : curl_easy_strerror(a.code)));
+                                 Printable(a.error[0] != 0 ? a.error : Curl().easy_strerror(a.code)));
     } else {
-      curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &resp.status);
+      Curl().easy_getinfo(h, CURLINFO_RESPONSE_CODE, &resp.status);
       const bool error_200 = req.error_in_200 && resp.status == 200 && !ErrorCode(resp.body).empty();
       if (!error_200 && !RetryableHttp(resp.status, resp.body)) break;
       retry = true;
@@ -326,7 +326,7 @@ Result<S3Response> S3Client::Impl::Send(const S3Request& req) {
     }
     if (!retry || attempt >= max_attempts) {
       Release(h);
-      curl_slist_free_all(list);
+      Curl().slist_free_all(list);
       return Status::Io(fmt::format("{}: {}: {} ({}{})", S3Where(req.bucket, req.key), req.method, last_failure,
                                     Plural(attempt), retry ? ", giving up" : ""));
     }
@@ -334,7 +334,7 @@ Result<S3Response> S3Client::Impl::Send(const S3Request& req) {
     std::this_thread::sleep_for(std::chrono::milliseconds(BackoffMs(attempt)));
   }
   Release(h);
-  curl_slist_free_all(list);
+  Curl().slist_free_all(list);
   return resp;
 }
 

@@ -39,7 +39,7 @@ needs() {  # PACKAGE DEPENDENCY
   field "$1" Depends | tr ',' '\n' | sed -E 's/^ +//; s/ .*//' | grep -x "$2" >/dev/null ||
     fail "$1 does not depend on $2 (Depends: $(field "$1" Depends))"
 }
-for d in libc6 libstdc++6 libfmt9 libzstd1 libxxhash0; do needs walcut "$d"; done
+for d in libc6 libstdc++6 libfmt9 libzstd1 libxxhash0 libssl3 libcurl4; do needs walcut "$d"; done
 for d in libc6 libstdc++6 libfmt9 libzstd1; do needs libwalfmt0 "$d"; done
 for d in libfmt-dev libzstd-dev; do needs libwalfmt-dev "$d"; done
 field libwalfmt-dev Depends | grep "libwalfmt0 (= $version)" >/dev/null || fail "libwalfmt-dev does not depend on libwalfmt0 (= $version)"
@@ -70,6 +70,8 @@ done
 w=$root/usr/bin/walcut
 ldd "$w" >"$tmp/ldd" 2>&1
 if grep -q "not found" "$tmp/ldd"; then cat "$tmp/ldd" >&2; fail "the packaged walcut misses a library"; fi
+# libcurl is loaded only for S3 (dlopen), not at every start-up.
+if grep -q "libcurl" "$tmp/ldd"; then cat "$tmp/ldd" >&2; fail "the packaged walcut links libcurl"; fi
 "$w" --version | grep "$version" >/dev/null || fail "packaged walcut --version does not say $version"
 "$w" verify "$src/samples/healthy" >"$tmp/verify" || { cat "$tmp/verify" >&2; fail "packaged walcut verify samples/healthy"; }
 set +e; "$w" verify "$src/samples/corrupted-segment" >/dev/null 2>&1; rc=$?; set -e

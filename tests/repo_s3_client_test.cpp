@@ -20,6 +20,7 @@
 #include <fmt/format.h>
 #include <catch2/catch.hpp>
 
+#include "repo/curl_api.h"
 #include "repo/s3_client.h"
 #include "repo/s3_config.h"
 #include "repo/s3_store.h"
@@ -83,6 +84,41 @@ std::string Bytes(size_t n, unsigned seed) {
 }
 
 }  // namespace
+
+TEST_CASE("s3: libcurl is loaded when a client is made, and a missing one is a one-line error", "[s3]") {
+  using walcut::repo::CurlApi;
+  using walcut::repo::LoadCurlFrom;
+  CurlApi api{};
+  // Absent: the soname and the loader's reason.
+  walfmt::Status st = LoadCurlFrom("libwalcut-no-such-curl.so.4", api);
+  REQUIRE(st.code() == walfmt::ErrorCode::kInternal);
+  CHECK_THAT(st.message(),
+             Catch::StartsWith("S3 needs libcurl (libwalcut-no-such-curl.so.4), which cannot be loaded: "));
+  CHECK_THAT(st.message(), Catch::Contains("libwalcut-no-such-curl.so.4: cannot open shared object file"));
+  CHECK(st.message().find('\n') == std::string::npos);
+  CHECK(api.easy_init == nullptr);
+  // A library that is not libcurl: the first function it lacks.
+  st = LoadCurlFrom("libz.so.1", api);
+  REQUIRE(st.code() == walfmt::ErrorCode::kInternal);
+  CHECK(st.message() == "S3 needs libcurl: libz.so.1 has no curl_global_init");
+  CHECK(api.easy_init == nullptr);
+  // The real one: every function, and a handle that works.
+  st = LoadCurlFrom(walcut::repo::kLibcurlSoname, api);
+  REQUIRE(st.ok());
+  for (const void* fn :
+       {reinterpret_cast<const void*>(api.global_init), reinterpret_cast<const void*>(api.easy_init),
+        reinterpret_cast<const void*>(api.easy_setopt), reinterpret_cast<const void*>(api.easy_perform),
+        reinterpret_cast<const void*>(api.easy_getinfo), reinterpret_cast<const void*>(api.easy_reset),
+        reinterpret_cast<const void*>(api.easy_cleanup), reinterpret_cast<const void*>(api.easy_strerror),
+        reinterpret_cast<const void*>(api.slist_append), reinterpret_cast<const void*>(api.slist_free_all)}) {
+    CHECK(fn != nullptr);
+  }
+  CURL* h = api.easy_init();
+  REQUIRE(h != nullptr);
+  CHECK(api.easy_setopt(h, CURLOPT_URL, "http://127.0.0.1:1/") == CURLE_OK);
+  api.easy_cleanup(h);
+  CHECK(std::string(api.easy_strerror(CURLE_COULDNT_CONNECT)) == "Couldn't connect to server");
+}
 
 TEST_CASE("s3: s3:// URLs are parsed, malformed ones refused with the reason", "[s3]") {
   auto u = ParseS3Url("s3://my-bucket/backups/prod");
