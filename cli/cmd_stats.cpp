@@ -68,7 +68,8 @@ void Count(Counts& c, const walfmt::RecordView& v, uint32_t node) {
   const auto t = static_cast<size_t>(v.type);
   c.count[t] += 1;
   c.bytes[t] += v.size();
-  // TX_DATA and TX_PREPARE, two records in three, need nothing more.
+  // TX_DATA and TX_PREPARE need nothing more (RunStats leaves them to the
+  // scan's own counts).
   if (v.type < walfmt::RecordType::kTxCommit) return;
   const auto& p = v.payload;
   switch (v.type) {
@@ -233,6 +234,10 @@ int RunStats(const StatsOptions& o) {
   po.mode = walfmt::RecoveryMode::kSalvage;
   po.jobs = o.jobs;
   po.progress = [&progress](uint64_t, uint64_t b) { progress.Update(b); };
+  // TX_DATA and TX_PREPARE, two records in three, are only counted: the scan
+  // counts them itself (scan.unvisited), without a call per record.
+  po.visit_types =
+      ~(walfmt::RecordTypeBit(walfmt::RecordType::kTxData) | walfmt::RecordTypeBit(walfmt::RecordType::kTxPrepare));
   po.make_visitor = [&](size_t n, size_t s) -> walfmt::RecordVisitor {
     Counts* c = &counts[n][s];
     const uint32_t node = in->nodes[n].node_id.value_or(UINT32_MAX);
@@ -255,6 +260,11 @@ int RunStats(const StatsOptions& o) {
   for (size_t i = 0; i < in->nodes.size(); ++i) {
     for (size_t s = 0; s < counts[i].size(); ++s) {
       t.per_node[i].Merge(counts[i][s]);
+      const walfmt::SegmentScan& scan = outcomes[i][s].scan;
+      for (size_t type = 0; type < scan.unvisited.size(); ++type) {
+        t.per_node[i].count[type] += scan.unvisited[type].records;
+        t.per_node[i].bytes[type] += scan.unvisited[type].bytes;
+      }
       t.per_node[i].count[kSlots - 1] += outcomes[i][s].scan.skipped_unknown;
       t.per_node[i].bytes[kSlots - 1] += outcomes[i][s].scan.skipped_unknown_bytes;
       t.node_bytes[i] += outcomes[i][s].scan.file_bytes;

@@ -30,6 +30,7 @@ std::vector<std::vector<SegmentOutcome>> ScanInParallel(const std::vector<NodeSe
       ScanOptions so;
       so.mode = opt.mode;
       so.check_payload_crc = opt.check_payload_crc;
+      so.visit_types = opt.visit_types;
       so.is_last = it.seg + 1 == ns.segments.size();
       if (ns.expected_node) {
         so.expect_node = true;

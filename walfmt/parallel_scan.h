@@ -30,6 +30,9 @@ struct ParallelScanOptions {
   // Called on the worker threads with (node index, segment index in that node).
   // Returns the visitor for that segment, or nullptr to only check it.
   std::function<RecordVisitor(size_t, size_t)> make_visitor;
+  // As ScanOptions::visit_types: the record types the visitors are called
+  // for; the others are counted in each outcome's scan.unvisited.
+  uint32_t visit_types = UINT32_MAX;
   // Called from the worker threads after each segment (bytes scanned so far);
   // must be thread-safe.
   std::function<void(uint64_t segments_done, uint64_t bytes_done)> progress;

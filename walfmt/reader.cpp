@@ -560,16 +560,25 @@ class SegmentPolicy {
     uint64_t n = 0;
     uint32_t crc = 0;
     const uint64_t index = file_.index;
+    const uint32_t visit_types = opt_.visit_types;
     auto on_record = [&](uint64_t off, const uint8_t* r, uint32_t len) {
       ++n;
       crc = LoadU32(r);
       if constexpr (kVisit) {
-        return visit_(RecordView{Lsn{index, off}, static_cast<RecordType>(LoadU16(r + 8)), LoadU16(r + 10), crc,
-                                 std::span<const uint8_t>(r + kRecordHeaderSize, len)});
+        const uint16_t type = LoadU16(r + 8);  // a known type: Walk takes no other
+        if ((visit_types >> type) & 1u) {
+          return visit_(RecordView{Lsn{index, off}, static_cast<RecordType>(type), LoadU16(r + 10), crc,
+                                   std::span<const uint8_t>(r + kRecordHeaderSize, len)});
+        }
+        TypeTally& t = s_.unvisited[type];
+        ++t.records;
+        t.bytes += kRecordHeaderSize + len;
+        return true;
       } else {
         (void)off;
         (void)len;
         (void)index;
+        (void)visit_types;
         return true;
       }
     };
@@ -600,9 +609,13 @@ class SegmentPolicy {
     if (e.rh.type > kMaxKnownRecordType) {
       ++s_.skipped_unknown;
       s_.skipped_unknown_bytes += e.total;
-    } else if (visit_) {
+    } else if (visit_ && ((opt_.visit_types >> e.rh.type) & 1u)) {
       go = visit_(RecordView{Lsn{file_.index, off}, static_cast<RecordType>(e.rh.type), e.rh.flags, e.rh.header_crc,
                              e.payload});
+    } else if (visit_) {
+      TypeTally& t = s_.unvisited[e.rh.type];
+      ++t.records;
+      t.bytes += e.total;
     }
     Count(1, e.total, e.rh.header_crc);
     return go;

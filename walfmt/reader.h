@@ -3,6 +3,7 @@
 // (CheckContinuity). Problems are reported through a sink, never printed.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <functional>
 #include <span>
@@ -115,6 +116,22 @@ struct ScanOptions {
   // ScanSegmentFile reads a plain file on a thread of its own, ahead of the
   // parse (OpenSegmentSource's read_ahead).
   bool read_ahead = false;
+  // The known record types the visitor is called for: bit t for type t
+  // (RecordTypeBit). The intact records of the other known types are not
+  // visited, only counted per type (SegmentScan::unvisited), which costs a
+  // reader that only counts them (stats) no call per record. All types by
+  // default. Without a visitor nothing is visited or counted.
+  uint32_t visit_types = UINT32_MAX;
+};
+
+// The bit of type t in ScanOptions::visit_types.
+constexpr uint32_t RecordTypeBit(RecordType t) { return uint32_t{1} << static_cast<uint16_t>(t); }
+static_assert(kMaxKnownRecordType < 32, "visit_types has a bit per known type");
+
+// Records and bytes (headers included) of one record type.
+struct TypeTally {
+  uint64_t records = 0;
+  uint64_t bytes = 0;
 };
 
 enum class SegmentEnd : uint8_t {
@@ -144,6 +161,9 @@ struct SegmentScan {
   uint64_t bytes_dropped = 0;   // bytes not part of any intact record
   uint64_t torn_offset = 0;     // where the torn tail starts (SegmentEnd::kTornTail)
   bool zero_filled_tail = false;
+  // Per known type (indexed by its number), the intact records that were not
+  // visited because ScanOptions::visit_types leaves their type out.
+  std::array<TypeTally, kMaxKnownRecordType + 1> unvisited{};
   SegmentEnd end = SegmentEnd::kClean;
   bool failed = false;  // the mode says this read fails
 };
