@@ -6,7 +6,7 @@
 #   share/bash-completion/completions/walcut         bash completion     component walcut
 #   share/zsh/vendor-completions/_walcut             zsh completion      component walcut
 #     (share/zsh/site-functions/_walcut when the prefix is not /usr)
-#   lib/libwalfmt.so.0, .so.<version>                the shared library  component libwalfmt
+#   lib/libwalfmt.so.1, .so.<version>                the shared library  component libwalfmt
 #   lib/libwalfmt.so, lib/libwalfmt.a                link-time files     component libwalfmt-dev
 #   include/walfmt/*.h                               the installed API   component libwalfmt-dev
 #   lib/cmake/walcut/walcutConfig*.cmake, ...        find_package(walcut) component libwalfmt-dev

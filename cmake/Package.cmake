@@ -2,13 +2,13 @@
 # makes three Debian packages, split as Debian splits a tool and its library:
 #
 #   walcut_<v>_<arch>.deb         bin/walcut, its manual pages, bash and zsh completion
-#   libwalfmt0_<v>_<arch>.deb     libwalfmt.so.0 (the shared library)
+#   libwalfmt1_<v>_<arch>.deb     libwalfmt.so.1 (the shared library)
 #   libwalfmt-dev_<v>_<arch>.deb  headers, libwalfmt.a, libwalfmt.so, CMake package, walfmt.pc
 #
-# The runtime dependencies of walcut and libwalfmt0 are computed by
+# The runtime dependencies of walcut and libwalfmt1 are computed by
 # dpkg-shlibdeps from the binaries (libc6, libstdc++6, libfmt9, libzstd1,
 # libxxhash0, libssl3 on Debian 12), plus libcurl4 for walcut, which loads
-# libcurl.so.4 with dlopen for S3 (dpkg-shlibdeps cannot see that); libwalfmt-dev depends on libwalfmt0 of the same
+# libcurl.so.4 with dlopen for S3 (dpkg-shlibdeps cannot see that); libwalfmt-dev depends on libwalfmt1 of the same
 # version and on the -dev packages its static library and CMake package need.
 set(CPACK_GENERATOR DEB)
 set(CPACK_PACKAGE_NAME walcut)
@@ -35,9 +35,9 @@ set(CPACK_DEBIAN_WALCUT_DESCRIPTION "inspect, cut, restore and validate the writ
 walcut verifies WAL segments, dumps their records, lists the consistent cuts of a
 cluster, restores every node to a cut and checks all of it for CI.")
 
-set(CPACK_DEBIAN_LIBWALFMT_PACKAGE_NAME libwalfmt0)
+set(CPACK_DEBIAN_LIBWALFMT_PACKAGE_NAME libwalfmt1)
 set(CPACK_DEBIAN_LIBWALFMT_PACKAGE_SECTION libs)
-set(CPACK_DEBIAN_PACKAGE_GENERATE_SHLIBS ON)  # for libwalfmt0, the one with a shared library
+set(CPACK_DEBIAN_PACKAGE_GENERATE_SHLIBS ON)  # for libwalfmt1, the one with a shared library
 set(CPACK_DEBIAN_LIBWALFMT_DESCRIPTION "walcut WAL format library
 Reads and writes the segments, records and snapshot files of walcut's WAL format.")
 

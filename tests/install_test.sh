@@ -30,7 +30,7 @@ version=$(sed -nE 's/^Version: //p' "$build/walfmt.pc")
   echo share/doc/walcut/FORMAT.md
   echo "$libdir/libwalfmt.a"
   echo "$libdir/libwalfmt.so"
-  echo "$libdir/libwalfmt.so.0"
+  echo "$libdir/libwalfmt.so.1"
   echo "$libdir/libwalfmt.so.$version"
   echo "$libdir/pkgconfig/walfmt.pc"
   for f in walcutConfig.cmake walcutConfigVersion.cmake walcutTargets.cmake; do echo "$libdir/cmake/walcut/$f"; done
@@ -66,11 +66,11 @@ cmake -S "$src/examples" -B "$tmp/example" "${gen[@]}" -DCMAKE_PREFIX_PATH="$pre
   -DCMAKE_CXX_FLAGS="$san" \
   >"$tmp/example.log" 2>&1 || { cat "$tmp/example.log" >&2; fail "configuring examples/ against the prefix"; }
 cmake --build "$tmp/example" >>"$tmp/example.log" 2>&1 || { cat "$tmp/example.log" >&2; fail "building examples/"; }
-# The shared build finds libwalfmt.so.0 in the prefix (its run path), not elsewhere.
+# The shared build finds libwalfmt.so.1 in the prefix (its run path), not elsewhere.
 ldd "$tmp/example/wal_roundtrip" >"$tmp/ldd.shared"
 ldd "$tmp/example/wal_roundtrip_static" >"$tmp/ldd.static"
-grep -q "$prefix/$libdir/libwalfmt.so.0" "$tmp/ldd.shared" ||
-  { cat "$tmp/ldd.shared" >&2; fail "wal_roundtrip does not load the installed libwalfmt.so.0"; }
+grep -q "$prefix/$libdir/libwalfmt.so.1" "$tmp/ldd.shared" ||
+  { cat "$tmp/ldd.shared" >&2; fail "wal_roundtrip does not load the installed libwalfmt.so.1"; }
 if grep -q libwalfmt "$tmp/ldd.static"; then fail "wal_roundtrip_static loads libwalfmt.so"; fi
 
 # Its WAL, read by the installed walcut: verify is clean, dump shows the

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The Debian packages: cpack -G DEB makes walcut, libwalfmt0 and
+# The Debian packages: cpack -G DEB makes walcut, libwalfmt1 and
 # libwalfmt-dev; their control fields name the right dependencies; apt
 # accepts the three together on this system (a simulated install: nothing is
 # changed); extracted with dpkg -x into a temporary root, the files are where
@@ -26,7 +26,7 @@ cpack --config "$build/CPackConfig.cmake" -G DEB -B "$tmp/pkg" >"$tmp/cpack.log"
 version=$(sed -nE 's/^Version: //p' "$build/walfmt.pc")
 arch=$(dpkg --print-architecture)
 debs=()
-for p in walcut libwalfmt0 libwalfmt-dev; do
+for p in walcut libwalfmt1 libwalfmt-dev; do
   deb=$tmp/pkg/${p}_${version}_${arch}.deb
   [ -f "$deb" ] || { ls "$tmp/pkg" >&2; fail "no $(basename "$deb")"; }
   debs+=("$deb")
@@ -40,17 +40,17 @@ needs() {  # PACKAGE DEPENDENCY
     fail "$1 does not depend on $2 (Depends: $(field "$1" Depends))"
 }
 for d in libc6 libstdc++6 libfmt9 libzstd1 libxxhash0 libssl3 libcurl4; do needs walcut "$d"; done
-for d in libc6 libstdc++6 libfmt9 libzstd1; do needs libwalfmt0 "$d"; done
+for d in libc6 libstdc++6 libfmt9 libzstd1; do needs libwalfmt1 "$d"; done
 for d in libfmt-dev libzstd-dev; do needs libwalfmt-dev "$d"; done
-field libwalfmt-dev Depends | grep "libwalfmt0 (= $version)" >/dev/null || fail "libwalfmt-dev does not depend on libwalfmt0 (= $version)"
-dpkg-deb --ctrl-tarfile "$tmp/pkg/libwalfmt0_${version}_${arch}.deb" | tar -t | grep -x './shlibs' >/dev/null ||
-  fail "libwalfmt0 has no shlibs file"
+field libwalfmt-dev Depends | grep "libwalfmt1 (= $version)" >/dev/null || fail "libwalfmt-dev does not depend on libwalfmt1 (= $version)"
+dpkg-deb --ctrl-tarfile "$tmp/pkg/libwalfmt1_${version}_${arch}.deb" | tar -t | grep -x './shlibs' >/dev/null ||
+  fail "libwalfmt1 has no shlibs file"
 echo "ok: three packages; Depends: $(field walcut Depends)"
 
 # apt resolves the three on this system without installing anything.
 if command -v apt-get >/dev/null; then
   apt-get install -s -q "${debs[@]}" >"$tmp/apt.log" 2>&1 || { cat "$tmp/apt.log" >&2; fail "apt-get install -s refuses the packages"; }
-  for p in walcut libwalfmt0 libwalfmt-dev; do
+  for p in walcut libwalfmt1 libwalfmt-dev; do
     grep -q "^Conf $p ($version " "$tmp/apt.log" || { cat "$tmp/apt.log" >&2; fail "apt-get install -s does not configure $p"; }
   done
   echo "ok: apt-get install -s accepts them"
@@ -60,7 +60,7 @@ root=$tmp/root
 for deb in "${debs[@]}"; do dpkg -x "$deb" "$root"; done
 for f in usr/bin/walcut usr/share/man/man1/walcut.1.gz usr/share/man/man1/walcut-check.1.gz \
          usr/share/bash-completion/completions/walcut usr/share/zsh/vendor-completions/_walcut \
-         usr/lib/libwalfmt.so.0 usr/lib/libwalfmt.so usr/lib/libwalfmt.a usr/include/walfmt/writer.h \
+         usr/lib/libwalfmt.so.1 usr/lib/libwalfmt.so usr/lib/libwalfmt.a usr/include/walfmt/writer.h \
          usr/lib/cmake/walcut/walcutConfig.cmake usr/lib/pkgconfig/walfmt.pc usr/share/doc/walcut/FORMAT.md; do
   [ -e "$root/$f" ] || fail "/$f is not in the packages"
 done
@@ -83,8 +83,8 @@ WALCUT_FAIL_IO_AT=1 "$w" scan "$src/samples/healthy/node-0" --out "$tmp/summary.
 [ -s "$tmp/summary.json" ] || fail "packaged walcut scan --out with WALCUT_FAIL_IO_AT=1 wrote nothing"
 out=$(zcat "$root/usr/share/man/man1/walcut-verify.1.gz" | LC_ALL=C groff -man -ww -Tutf8 2>&1) || fail "man page render"
 echo "$out" | grep "walcut-verify - check the integrity" >/dev/null || fail "walcut-verify(1) does not render its NAME"
-ldd "$root/usr/lib/libwalfmt.so.0" >"$tmp/ldd.lib" 2>&1
-if grep -q "not found" "$tmp/ldd.lib"; then cat "$tmp/ldd.lib" >&2; fail "libwalfmt.so.0 misses a library"; fi
+ldd "$root/usr/lib/libwalfmt.so.1" >"$tmp/ldd.lib" 2>&1
+if grep -q "not found" "$tmp/ldd.lib"; then cat "$tmp/ldd.lib" >&2; fail "libwalfmt.so.1 misses a library"; fi
 inc=$(PKG_CONFIG_PATH="$root/usr/lib/pkgconfig" pkg-config --variable=includedir walfmt)
 [ "$(realpath "$inc")" = "$root/usr/include" ] || fail "walfmt.pc in the package: includedir $inc"
 echo "ok: dpkg -x into a temporary root; the packaged walcut verifies samples/healthy"
@@ -106,12 +106,12 @@ if [ "$(id -u)" = 0 ] && command -v unshare >/dev/null &&
       set -e
       cd /root/walcut-test
       dpkg -i ./*.deb
-      for p in walcut libwalfmt0 libwalfmt-dev; do dpkg -s \$p | grep -qx \"Status: install ok installed\"; done
+      for p in walcut libwalfmt1 libwalfmt-dev; do dpkg -s \$p | grep -qx \"Status: install ok installed\"; done
       walcut verify healthy
       test -f /usr/share/man/man1/walcut-restore.1.gz
-      dpkg -r walcut libwalfmt-dev libwalfmt0
+      dpkg -r walcut libwalfmt-dev libwalfmt1
       ! test -e /usr/bin/walcut
-      ! test -e /usr/lib/libwalfmt.so.0
+      ! test -e /usr/lib/libwalfmt.so.1
       ! test -e /usr/include/walfmt"' _ "$ov" >"$tmp/dpkg-i.log" 2>&1 ||
     { cat "$tmp/dpkg-i.log" >&2; fail "dpkg -i / dpkg -r in a throwaway root"; }
   grep -q "^verified 3 nodes, .* OK$" "$tmp/dpkg-i.log" || { cat "$tmp/dpkg-i.log" >&2; fail "the dpkg -i installed walcut did not verify samples/healthy"; }
