@@ -128,7 +128,15 @@ struct RunSpec {
   // vouches for records, which the reader then does not checksum), handed
   // out this many bytes at a time; 0: MemorySource.
   size_t checked_blocks = 0;
+  uint32_t visit_types = UINT32_MAX;  // ScanOptions::visit_types
 };
+
+// The records a scan counted without visiting them (ScanOptions::visit_types).
+inline uint64_t Unvisited(const SegmentScan& s) {
+  uint64_t n = 0;
+  for (const TypeTally& t : s.unvisited) n += t.records;
+  return n;
+}
 
 Trace Run(std::span<const uint8_t> bytes, const RunSpec& spec) {
   Trace t;
@@ -141,6 +149,7 @@ Trace Run(std::span<const uint8_t> bytes, const RunSpec& spec) {
   opt.mode = spec.mode;
   opt.is_last = spec.is_last;
   opt.check_payload_crc = spec.check_crc;
+  opt.visit_types = spec.visit_types;
 
   uint64_t last_end = 0;
   auto visit = [&](const RecordView& v) -> bool {
@@ -150,6 +159,8 @@ Trace Run(std::span<const uint8_t> bytes, const RunSpec& spec) {
     Check(v.type != RecordType::kInvalid && static_cast<uint16_t>(v.type) <= kMaxKnownRecordType,
           "visited a record of type " + Hex(static_cast<uint16_t>(v.type)));
     Check((v.flags & ~kRecordFlagsKnown) == 0, "visited a record with unknown flags");
+    Check(((spec.visit_types >> static_cast<uint16_t>(v.type)) & 1u) != 0,
+          "visited a record of type " + Hex(static_cast<uint16_t>(v.type)) + ", which visit_types leaves out");
     Check(v.payload.size() <= kMaxRecordPayload, "payload over the limit");
     if (!spec.zstd) {
       if (spec.checked_blocks == 0) {
@@ -219,9 +230,9 @@ void CheckPlain(std::span<const uint8_t> bytes, const RunSpec& spec, const Trace
   Check(s.valid_end <= bytes.size(), "valid_end past the input");
   Check(s.bytes_dropped <= bytes.size(), "more bytes dropped than there are");
   if (s.end != SegmentEnd::kStopped) {
-    Check(s.records == t.records.size() + s.skipped_unknown, mode + ": records " + Hex(s.records) + " != visited " +
-                                                                 Hex(t.records.size()) + " + skipped " +
-                                                                 Hex(s.skipped_unknown));
+    Check(s.records == t.records.size() + s.skipped_unknown + Unvisited(s),
+          mode + ": records " + Hex(s.records) + " != visited " + Hex(t.records.size()) + " + skipped " +
+              Hex(s.skipped_unknown) + " + counted unvisited " + Hex(Unvisited(s)));
   }
   if (!s.header_ok) {
     Check(t.records.empty() && s.records == 0, "records read from a segment whose header is bad");
@@ -234,7 +245,7 @@ void CheckPlain(std::span<const uint8_t> bytes, const RunSpec& spec, const Trace
   if (!t.records.empty() && !AnyRecordDamage(t)) {
     // Once damage was skipped (salvage), valid_end stays where it began.
     const SeenRecord& last = t.records.back();
-    if (s.skipped_unknown == 0) {
+    if (s.skipped_unknown == 0 && Unvisited(s) == 0) {  // else the last record may be one not visited
       Check(s.valid_end == last.offset + kRecordHeaderSize + last.payload.size(),
             mode + ": valid_end is not after the last record");
       Check(s.last_record_crc == last.header_crc, "last_record_crc is not the last record's");
