@@ -2013,6 +2013,38 @@ TEST_CASE("reader: a read of a plain segment that fails (pread) fails the node's
 // others are counted per type (what `walcut stats` uses instead of a call per
 // TX_DATA and TX_PREPARE).
 
+namespace {
+
+// What a read with visit_types `mask` should give for `recs`: the records it
+// visits, and per type the records and bytes it only counts.
+struct MaskedWant {
+  std::vector<Rec> visited;
+  std::array<TypeTally, kMaxKnownRecordType + 1> counted{};
+};
+MaskedWant Masked(const std::vector<Rec>& recs, uint32_t mask) {
+  MaskedWant w;
+  for (const Rec& r : recs) {
+    if ((mask >> r.type) & 1u) {
+      w.visited.push_back(r);
+    } else {
+      ++w.counted[r.type].records;
+      w.counted[r.type].bytes += r.size();
+    }
+  }
+  return w;
+}
+
+// The counts of a read against what Masked says.
+void CheckCounted(const SegmentScan& s, const MaskedWant& w) {
+  for (size_t t = 0; t < w.counted.size(); ++t) {
+    INFO("type " << t);
+    CHECK(s.unvisited[t].records == w.counted[t].records);
+    CHECK(s.unvisited[t].bytes == w.counted[t].bytes);
+  }
+}
+
+}  // namespace
+
 VARIANT_TEST_CASE(VisitTypes, "reader: visit_types visits the chosen types and counts the others per type", "[reader]",
                   "") {
   const Log& log = DefaultLog();
@@ -2023,27 +2055,14 @@ VARIANT_TEST_CASE(VisitTypes, "reader: visit_types visits the chosen types and c
   std::array<int, kMaxKnownRecordType + 1> seen{};
   for (uint64_t i = 0; i < log.segs.size(); ++i) {
     INFO("segment " << i);
-    std::vector<Rec> want;
-    std::array<TypeTally, kMaxKnownRecordType + 1> counted{};
-    for (const Rec& r : log.In(i)) {
-      ++seen[r.type];
-      if ((mask >> r.type) & 1u) {
-        want.push_back(r);
-      } else {
-        ++counted[r.type].records;
-        counted[r.type].bytes += r.size();
-      }
-    }
+    for (const Rec& r : log.In(i)) ++seen[r.type];
+    const MaskedWant want = Masked(log.In(i), mask);
     ScanOptions o = Opts(RecoveryMode::kStrict, i + 1 == log.segs.size());
     o.visit_types = mask;
     const ScanOutcome got = ScanBytes(log.segs[i], v, i, o);
     CHECK(got.problems.empty());
-    CHECK(Diff(got.recs, want) == "");
-    for (size_t t = 0; t < counted.size(); ++t) {
-      INFO("type " << t);
-      CHECK(got.scan.unvisited[t].records == counted[t].records);
-      CHECK(got.scan.unvisited[t].bytes == counted[t].bytes);
-    }
+    CHECK(Diff(got.recs, want.visited) == "");
+    CheckCounted(got.scan, want);
     CHECK(got.scan.records == log.In(i).size());
     // By default every type is visited and nothing is left to count.
     const ScanOutcome all = ScanBytes(log.segs[i], v, i, Opts(RecoveryMode::kStrict, i + 1 == log.segs.size()));
@@ -2137,25 +2156,12 @@ TEST_CASE("reader: visit_types holds for the records read one by one, off the fa
           return true;
         },
         [&](const Problem& p) { problems.push_back(p); });
-    std::vector<Rec> want;
-    std::array<TypeTally, kMaxKnownRecordType + 1> counted{};
-    for (const Rec& r : log.In(i)) {
-      long_records += r.size() > 64;
-      if ((mask >> r.type) & 1u) {
-        want.push_back(r);
-      } else {
-        ++counted[r.type].records;
-        counted[r.type].bytes += r.size();
-      }
-    }
+    for (const Rec& r : log.In(i)) long_records += r.size() > 64;
+    const MaskedWant want = Masked(log.In(i), mask);
     CHECK(problems.empty());
     CHECK(s.end == SegmentEnd::kClean);
-    CHECK(Diff(got, want) == "");
-    for (size_t t = 0; t < counted.size(); ++t) {
-      INFO("type " << t);
-      CHECK(s.unvisited[t].records == counted[t].records);
-      CHECK(s.unvisited[t].bytes == counted[t].bytes);
-    }
+    CHECK(Diff(got, want.visited) == "");
+    CheckCounted(s, want);
   }
   CHECK(long_records > 0);  // some records did go the slow way
 }

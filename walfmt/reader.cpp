@@ -570,9 +570,7 @@ class SegmentPolicy {
           return visit_(RecordView{Lsn{index, off}, static_cast<RecordType>(type), LoadU16(r + 10), crc,
                                    std::span<const uint8_t>(r + kRecordHeaderSize, len)});
         }
-        TypeTally& t = s_.unvisited[type];
-        ++t.records;
-        t.bytes += kRecordHeaderSize + len;
+        CountUnvisited(type, kRecordHeaderSize + len);
         return true;
       } else {
         (void)off;
@@ -585,6 +583,13 @@ class SegmentPolicy {
     const bool go = fr_.Trusting() ? fr_.Walk<kHw, true>(on_record) : fr_.Walk<kHw, false>(on_record);
     if (n > 0) Count(n, fr_.offset() - start, crc);
     return go;
+  }
+
+  // An intact record of a known type that visit_types leaves out.
+  void CountUnvisited(uint16_t type, uint64_t bytes) {
+    TypeTally& t = s_.unvisited[type];
+    ++t.records;
+    t.bytes += bytes;
   }
 
   void Count(uint64_t records, uint64_t bytes, uint32_t last_crc) {
@@ -613,9 +618,7 @@ class SegmentPolicy {
       go = visit_(RecordView{Lsn{file_.index, off}, static_cast<RecordType>(e.rh.type), e.rh.flags, e.rh.header_crc,
                              e.payload});
     } else if (visit_) {
-      TypeTally& t = s_.unvisited[e.rh.type];
-      ++t.records;
-      t.bytes += e.total;
+      CountUnvisited(e.rh.type, e.total);
     }
     Count(1, e.total, e.rh.header_crc);
     return go;
