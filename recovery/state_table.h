@@ -5,7 +5,8 @@
 // about the size of the restored snapshot plus 24 bytes per key; a rewrite
 // whose value fits the capacity is done in place (values that change length
 // by a digit or two, as balances do, never move), others append and leave
-// garbage that is compacted away when it outweighs the live bytes.
+// garbage (marked in its capacity's low bit) that is compacted away when it
+// outweighs the live bytes.
 // The big arrays ask for transparent huge pages (fewer TLB misses).
 #pragma once
 
@@ -22,6 +23,8 @@
 #include <string_view>
 #include <utility>
 #include <vector>
+
+#include "walfmt/assert.h"
 
 namespace walcut::recovery {
 
@@ -453,6 +456,7 @@ class StateTable {
         CopyShort(&arena_[off + kEntryHeader + key.size()], value.data(), value.size());
       } else {
         garbage_ += RecordSize(off);
+        MarkGarbage(off);
         slots_[i] = Slot(h, Append(key, value));
         MaybeCompact();
       }
@@ -484,6 +488,7 @@ class StateTable {
       const uint64_t off = Offset(s);
       if (!KeyIs(off, key)) continue;
       garbage_ += RecordSize(off);
+      MarkGarbage(off);
       slots_[i] = kDead;
       --size_;
       ++dead_;
@@ -502,21 +507,24 @@ class StateTable {
   }
 
   // Calls visit(key, value) for every entry in increasing key order; stops
-  // when visit returns false (and then returns false).
-  // The entries are gathered into a buffer the table keeps (and reuses after
-  // Clear).
+  // when visit returns false (and then returns false). The entries are
+  // sorted as 16-byte items in a buffer the table keeps (and reuses after
+  // Clear): twice 16 bytes per key.
   template <typename Visit>
-  // The entries are sorted by their arena offsets (16-byte items in a
-  // buffer the table keeps, and reuses after Clear: twice 16 bytes per key).
   bool ForEachSorted(Visit&& visit) const {
     sorted_.clear();
     sorted_.Reserve(2 * size_);
     sort_detail::Item* items = sorted_.Grow(size_);
+    // Gathered in arena order, not slot order: the sort's first round then
+    // reads the keys front to back, as the hardware prefetcher follows,
+    // instead of at random.
     size_t n = 0;
-    for (size_t i = 0; i < slots_.size(); ++i) {
-      const uint64_t s = slots_[i];
-      if (s != kEmpty && s != kDead) items[n++].ref = Offset(s);
+    for (uint64_t off = 0; off < arena_.size(); off += RecordSize(off)) {
+      if (CapField(off) & kGarbage) continue;
+      WALCUT_ASSERT(n < size_, "the arena holds more live entries than the table has keys");
+      items[n++].ref = off;
     }
+    WALCUT_ASSERT(n == size_, "the arena holds fewer live entries than the table has keys");
     sort_detail::Item* scratch = sorted_.Grow(size_);
     sort_detail::SortByKey(
         items, n, scratch, [this](uint64_t off) { return KeyAt(off); },
@@ -587,10 +595,19 @@ class StateTable {
     std::memcpy(&v, &arena_[off + 2], 4);
     return v;
   }
-  uint32_t ValueCap(uint64_t off) const {
+  // The capacity field: the value's room, a multiple of 8, plus kGarbage
+  // once the entry is no longer the key's (erased, or its value appended
+  // anew). Only Rehash reads the mark: a slot never leads to garbage.
+  static constexpr uint32_t kGarbage = 1;
+  uint32_t CapField(uint64_t off) const {
     uint32_t v;
     std::memcpy(&v, &arena_[off + 6], 4);
     return v;
+  }
+  uint32_t ValueCap(uint64_t off) const { return CapField(off) & ~uint32_t{7}; }
+  void MarkGarbage(uint64_t off) {
+    const uint32_t v = CapField(off) | kGarbage;
+    std::memcpy(&arena_[off + 6], &v, 4);
   }
   std::string_view KeyAt(uint64_t off) const { return {&arena_[off + kEntryHeader], KeyLen(off)}; }
   bool KeyIs(uint64_t off, std::string_view key) const {
@@ -630,23 +647,42 @@ class StateTable {
     garbage_ = 0;
   }
 
+  // Sizes the slots for `capacity` and puts every live entry in them again.
+  // The entries are taken in arena order, front to back, reading each one's
+  // header to step to the next and skipping the garbage: the hardware
+  // prefetcher follows a sequential read, where taking them in the old
+  // slots' order would miss the cache at every key. The slot each key goes
+  // to is hinted kAhead keys before it is written. The slot array grows in
+  // place (HugeArray keeps its pages), so only the added part is fresh
+  // memory.
   void Rehash(size_t capacity) {
-    HugeArray<uint64_t> old = std::move(slots_);
     slots_.Assign(capacity, kEmpty);
     mask_ = capacity - 1;
     dead_ = 0;
-    for (size_t j = 0; j < old.size(); ++j) {
-      const uint64_t s = old[j];
-      // The keys are hashed again from the arena, in slot order: scattered.
-      if (j + 16 < old.size()) {
-        const uint64_t ahead = old[j + 16];
-        if (ahead != kEmpty && ahead != kDead) __builtin_prefetch(&arena_[Offset(ahead)]);
-      }
-      if (s == kEmpty || s == kDead) continue;
-      size_t i = Hash(KeyAt(Offset(s))) & mask_;
+    constexpr size_t kAhead = 16;
+    struct Pending {
+      uint64_t hash;
+      uint64_t off;
+    };
+    Pending ring[kAhead];
+    size_t n = 0;
+    auto place = [this](const Pending& p) {
+      size_t i = p.hash & mask_;
       while (slots_[i] != kEmpty) i = (i + 1) & mask_;
-      slots_[i] = s;
+      slots_[i] = Slot(p.hash, p.off);
+    };
+    for (uint64_t off = 0; off < arena_.size(); off += RecordSize(off)) {
+      if (CapField(off) & kGarbage) continue;
+      const uint64_t h = Hash(KeyAt(off));
+      __builtin_prefetch(&slots_[h & mask_]);
+      // More live entries than keys would fill the slots and never stop.
+      WALCUT_ASSERT(n < size_, "the arena holds more live entries than the table has keys");
+      Pending& at = ring[n++ % kAhead];
+      if (n > kAhead) place(at);
+      at = {h, off};
     }
+    for (size_t k = n > kAhead ? n - kAhead : 0; k < n; ++k) place(ring[k % kAhead]);
+    WALCUT_ASSERT(n == size_, "the arena holds fewer live entries than the table has keys");
   }
 
   HugeArray<char> arena_;

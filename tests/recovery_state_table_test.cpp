@@ -348,7 +348,10 @@ TEST_CASE("state table: an erase and a rewrite probe past a tombstone in their c
 TEST_CASE("state table: every growth puts each key where its next write finds it") {
   // From the smallest table (16 slots) through a dozen growths: the first
   // ones move fewer entries than the rehash keeps in flight, the later ones
-  // many more. Tombstones lie in the table as it grows. After every step a
+  // many more. Tombstones lie in the table as it grows, and the arena the
+  // rehash walks holds the erased keys' and the moved values' garbage
+  // (a rehash that took garbage for a live entry stops on its check of the
+  // count, and the visit in key order on its own). After every step a
   // rewrite of each key must find it (a key placed in the wrong slot would
   // be added a second time: size() and the contents tell).
   StateTable t;
