@@ -85,6 +85,7 @@ int RunClusterSnapshot(const SnapshotOpts& o) {
   }
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::microseconds(*timeout_us);
   std::string last = "no node is running";
+  bool answered = false;  // a node has given a reason
   while (std::chrono::steady_clock::now() < deadline) {
     uint32_t initiator = node::sim::kNoNode;
     auto m = CallInitiator(dir, *l, node::wire::SnapshotRequest{o.name}, deadline, initiator);
@@ -95,9 +96,13 @@ int RunClusterSnapshot(const SnapshotOpts& o) {
       Print(o, *info, r->name, initiator);
       return kExitOk;
     }
+    // A call the deadline cut short tells nothing about the cluster: the
+    // reason a node gave before it is the one to report.
+    if (!m.ok() && answered && std::chrono::steady_clock::now() >= deadline) break;
     // Not the initiator any more, a node down or restarting, a cut or
     // another snapshot running: ask again until the time is up.
     last = r != nullptr ? r->error : m.ok() ? "an unexpected answer" : m.status().message();
+    answered = answered || r != nullptr;
     if (r != nullptr && r->error.rfind("a snapshot named ", 0) == 0) {  // made since the check above
       return Fail(Status::InvalidArgument(r->error));
     }
