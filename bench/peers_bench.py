@@ -79,26 +79,33 @@ def main():
                                     "-j1"], capture_output=True, text=True, check=True).stdout)
     w_writes = sum(n["writes_applied"] for n in rj["nodes"])
 
+    # The order of a round: each ratio below compares commands that run
+    # next to each other (a skip-list replay takes over a minute, and this
+    # machine's speed drifts within that: with the replays between them,
+    # `stats` and `cat walgen` once came out 1.29x and 2.00x at the same
+    # commit). The pg_waldump --stats and cat pair, then walgen's readers
+    # after their floors, the text dumps, then the vector replay right
+    # before the restores, and the skip list last.
     cmds = {
         "cat pg": ["cat"] + pgfiles,
-        "cat rocks": ["cat", rlog],
+        "pg_waldump --stats": [waldump, "-p", pgdir, "-s", start, "-e", end, "--stats"],
         "cat walgen": ["cat"] + wfiles,
         "crcfloor --read": [a.crcfloor, "--read"] + wfiles,
-        "pg_waldump --stats": [waldump, "-p", pgdir, "-s", start, "-e", end, "--stats"],
+        "walcut stats -j1": [a.walcut, "stats", "-j1", walgen],
+        "walcut verify -j1": [a.walcut, "verify", "-j1", walgen],
+        "walcut dump -j1 --io-threads 0": [a.walcut, "dump", "-j1", "--io-threads", "0", walgen],
+        "walcut dump -j1": [a.walcut, "dump", "-j1", walgen],
         "pg_waldump": [waldump, "-p", pgdir, "-s", start, "-e", end],
+        "cat rocks": ["cat", rlog],
         "ldb dump_wal": ["ldb", "dump_wal", f"--walfile={rlog}"],
         "rocksdb replay": ["ldb", f"--db={os.path.abspath(rocksdir)}", f"--secondary_path={secondary}",
                            "scan", "--max_keys=1"],
-        "rocksdb replay (skip list)": ["ldb", f"--db={os.path.abspath(skipdir)}", f"--secondary_path={secondary}",
-                                       "scan", "--max_keys=1"],
-        "walcut stats -j1": [a.walcut, "stats", "-j1", walgen],
-        "walcut verify -j1": [a.walcut, "verify", "-j1", walgen],
-        "walcut dump -j1": [a.walcut, "dump", "-j1", walgen],
-        "walcut dump -j1 --io-threads 0": [a.walcut, "dump", "-j1", "--io-threads", "0", walgen],
-        "walcut restore -j1": [a.walcut, "restore", walgen, "--latest", "-j1", "--out", restored, "-q"],
         "walcut restore -j1 --io-threads 0": [a.walcut, "restore", walgen, "--latest", "-j1", "--io-threads", "0",
                                               "--out", restored, "-q"],
+        "walcut restore -j1": [a.walcut, "restore", walgen, "--latest", "-j1", "--out", restored, "-q"],
         "walcut restore -j2": [a.walcut, "restore", walgen, "--latest", "-j2", "--out", restored, "-q"],
+        "rocksdb replay (skip list)": ["ldb", f"--db={os.path.abspath(skipdir)}", f"--secondary_path={secondary}",
+                                       "scan", "--max_keys=1"],
     }
     work = {  # name -> (records or writes, bytes, unit)
         "cat pg": (pg_records, pg_bytes, "records"), "pg_waldump --stats": (pg_records, pg_bytes, "records"),
