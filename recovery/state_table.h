@@ -519,12 +519,7 @@ class StateTable {
     // reads the keys front to back, as the hardware prefetcher follows,
     // instead of at random.
     size_t n = 0;
-    for (uint64_t off = 0; off < arena_.size(); off += RecordSize(off)) {
-      if (CapField(off) & kGarbage) continue;
-      WALCUT_ASSERT(n < size_, "the arena holds more live entries than the table has keys");
-      items[n++].ref = off;
-    }
-    WALCUT_ASSERT(n == size_, "the arena holds fewer live entries than the table has keys");
+    ForEachLive([&](uint64_t off) { items[n++].ref = off; });
     sort_detail::Item* scratch = sorted_.Grow(size_);
     sort_detail::SortByKey(
         items, n, scratch, [this](uint64_t off) { return KeyAt(off); },
@@ -597,7 +592,8 @@ class StateTable {
   }
   // The capacity field: the value's room, a multiple of 8, plus kGarbage
   // once the entry is no longer the key's (erased, or its value appended
-  // anew). Only Rehash reads the mark: a slot never leads to garbage.
+  // anew). Only the walks in arena order (ForEachLive) read the mark: a
+  // slot never leads to garbage.
   static constexpr uint32_t kGarbage = 1;
   uint32_t CapField(uint64_t off) const {
     uint32_t v;
@@ -671,17 +667,29 @@ class StateTable {
       while (slots_[i] != kEmpty) i = (i + 1) & mask_;
       slots_[i] = Slot(p.hash, p.off);
     };
-    for (uint64_t off = 0; off < arena_.size(); off += RecordSize(off)) {
-      if (CapField(off) & kGarbage) continue;
+    ForEachLive([&](uint64_t off) {
       const uint64_t h = Hash(KeyAt(off));
       __builtin_prefetch(&slots_[h & mask_]);
-      // More live entries than keys would fill the slots and never stop.
-      WALCUT_ASSERT(n < size_, "the arena holds more live entries than the table has keys");
       Pending& at = ring[n++ % kAhead];
       if (n > kAhead) place(at);
       at = {h, off};
-    }
+    });
     for (size_t k = n > kAhead ? n - kAhead : 0; k < n; ++k) place(ring[k % kAhead]);
+  }
+
+  // Calls f(offset) for every live entry, in arena order, skipping the
+  // garbage. The count must come to size_: a live entry too many would
+  // overfill the slots a rehash puts them in (its probe would never stop),
+  // one too few would lose a key, so either stops the process.
+  template <typename F>
+  void ForEachLive(F&& f) const {
+    size_t n = 0;
+    for (uint64_t off = 0; off < arena_.size(); off += RecordSize(off)) {
+      if (CapField(off) & kGarbage) continue;
+      WALCUT_ASSERT(n < size_, "the arena holds more live entries than the table has keys");
+      ++n;
+      f(off);
+    }
     WALCUT_ASSERT(n == size_, "the arena holds fewer live entries than the table has keys");
   }
 
