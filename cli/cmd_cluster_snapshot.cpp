@@ -86,6 +86,7 @@ int RunClusterSnapshot(const SnapshotOpts& o) {
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::microseconds(*timeout_us);
   std::string last = "no node is running";
   bool answered = false;  // a node has given a reason
+  constexpr auto kRetry = std::chrono::milliseconds(50);  // between two calls
   while (std::chrono::steady_clock::now() < deadline) {
     uint32_t initiator = node::sim::kNoNode;
     auto m = CallInitiator(dir, *l, node::wire::SnapshotRequest{o.name}, deadline, initiator);
@@ -96,9 +97,11 @@ int RunClusterSnapshot(const SnapshotOpts& o) {
       Print(o, *info, r->name, initiator);
       return kExitOk;
     }
-    // A call the deadline cut short tells nothing about the cluster: the
-    // reason a node gave before it is the one to report.
-    if (!m.ok() && answered && std::chrono::steady_clock::now() >= deadline) break;
+    // The last call, when it got no answer, was cut short by the deadline
+    // and tells nothing about the cluster: the reason a node gave before it
+    // is the one to report. (A call that waits for an answer may give up a
+    // few milliseconds before the deadline; no call follows within kRetry.)
+    if (!m.ok() && answered && std::chrono::steady_clock::now() + kRetry >= deadline) break;
     // Not the initiator any more, a node down or restarting, a cut or
     // another snapshot running: ask again until the time is up.
     last = r != nullptr ? r->error : m.ok() ? "an unexpected answer" : m.status().message();
@@ -106,7 +109,7 @@ int RunClusterSnapshot(const SnapshotOpts& o) {
     if (r != nullptr && r->error.rfind("a snapshot named ", 0) == 0) {  // made since the check above
       return Fail(Status::InvalidArgument(r->error));
     }
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    std::this_thread::sleep_for(kRetry);
   }
   return Fail(Status::Io(fmt::format("{}: no full snapshot could be taken within {}: {}", dir, o.timeout, last)));
 }
