@@ -85,7 +85,7 @@ int RunClusterSnapshot(const SnapshotOpts& o) {
   }
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::microseconds(*timeout_us);
   std::string last = "no node is running";
-  bool answered = false;  // a node has given a reason
+  bool answered = false;                                  // a node has given a reason
   constexpr auto kRetry = std::chrono::milliseconds(50);  // between two calls
   while (std::chrono::steady_clock::now() < deadline) {
     uint32_t initiator = node::sim::kNoNode;
