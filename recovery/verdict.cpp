@@ -5,6 +5,7 @@
 
 #include "walfmt/cluster_layout.h"
 #include "walfmt/file_io.h"
+#include "walfmt/fnv1a.h"
 #include "walfmt/json_fields.h"
 #include "walfmt/strings.h"
 #include "walfmt/text_escape.h"
@@ -14,15 +15,6 @@ namespace {
 using nlohmann::json;
 using walfmt::Lsn;
 using walfmt::Status;
-
-uint64_t Fnv1a64(std::string_view s) {
-  uint64_t h = 0xcbf29ce484222325ull;
-  for (unsigned char c : s) {
-    h ^= c;
-    h *= 0x100000001b3ull;
-  }
-  return h;
-}
 
 json TrackedJson(const cut::TrackedTx& t) {
   json j = {{"tx", t.tx.ToString()}};
@@ -287,13 +279,13 @@ walfmt::Result<Verdict> MakeVerdict(const cut::ClusterCuts& cc, uint64_t k, cons
     }
     v.nodes.push_back(std::move(e));
   }
-  v.id = walfmt::Hex16(Fnv1a64(walfmt::DumpJson(Body(v))));
+  v.id = walfmt::Hex16(walfmt::fnv1a::Value(walfmt::DumpJson(Body(v))));
   return v;
 }
 
 std::string VerdictToJson(const Verdict& v) {
   json j = Body(v);
-  j["id"] = walfmt::Hex16(Fnv1a64(walfmt::DumpJson(j)));
+  j["id"] = walfmt::Hex16(walfmt::fnv1a::Value(walfmt::DumpJson(j)));
   return walfmt::DumpJson(j, 1) + "\n";
 }
 
@@ -308,7 +300,7 @@ walfmt::Result<Verdict> VerdictFromJson(const std::string& text, const std::stri
   const std::string id = f.String(j, "id", "");
   if (!f.ok()) return Status::InvalidArgument(f.error());
   j.erase("id");
-  const std::string digest = walfmt::Hex16(Fnv1a64(j.dump()));
+  const std::string digest = walfmt::Hex16(walfmt::fnv1a::Value(j.dump()));
   if (id != digest) {
     return Status::InvalidArgument(fmt::format(
         "{}: its content does not match its id {} (digest {}): the file was edited or damaged", origin, id, digest));

@@ -16,6 +16,7 @@
 #include "walfmt/bytes.h"
 #include "walfmt/crc32c.h"
 #include "walfmt/file_io.h"
+#include "walfmt/fnv1a.h"
 #include "walfmt/segment.h"
 
 namespace walfmt {
@@ -34,24 +35,10 @@ void AppendEntries(std::string& out, const std::map<std::string, std::string>& e
   }
 }
 
-constexpr uint64_t kFnvOffset = 0xCBF29CE484222325ull;
+constexpr uint64_t kFnvOffset = walfmt::fnv1a::kOffset;
 
-uint64_t FnvExtend(uint64_t h, std::string_view s) {
-  for (unsigned char c : s) {
-    h ^= c;
-    h *= 0x100000001B3ull;
-  }
-  return h;
-}
-
-uint64_t Fnv(std::string_view s) {
-  uint64_t h = kFnvOffset;
-  for (unsigned char c : s) {
-    h ^= c;
-    h *= 0x100000001B3ull;
-  }
-  return h;
-}
+uint64_t FnvExtend(uint64_t h, std::string_view s) { return walfmt::fnv1a::Extend(h, s.data(), s.size()); }
+uint64_t Fnv(std::string_view s) { return walfmt::fnv1a::Value(s); }
 
 }  // namespace
 
