@@ -248,7 +248,12 @@ WALCUT_FNV_TARGET uint64_t Groups(uint64_t h, const uint8_t* p, size_t steps) {
     }
     scaled *= p_step;
   }
-  return scaled + static_cast<uint64_t>(_mm512_reduce_add_epi64(acc));
+  // The lanes added as unsigned: GCC's _mm512_reduce_add_epi64 adds them as
+  // long long, whose overflow is undefined.
+  alignas(64) uint64_t lanes[8];
+  _mm512_store_si512(lanes, acc);
+  for (const uint64_t lane : lanes) scaled += lane;
+  return scaled;
 }
 
 #pragma GCC diagnostic pop
