@@ -35,17 +35,12 @@ void AppendEntries(std::string& out, const std::map<std::string, std::string>& e
   }
 }
 
-constexpr uint64_t kFnvOffset = walfmt::fnv1a::kOffset;
-
-uint64_t FnvExtend(uint64_t h, std::string_view s) { return walfmt::fnv1a::Extend(h, s.data(), s.size()); }
-uint64_t Fnv(std::string_view s) { return walfmt::fnv1a::Value(s); }
-
 }  // namespace
 
 uint64_t StateFingerprint(const std::map<std::string, std::string>& entries) {
   std::string body;
   AppendEntries(body, entries);
-  return Fnv(body);
+  return fnv1a::Value(body);
 }
 
 Result<std::string> EncodeSnapshot(SnapshotFile& s) {
@@ -75,7 +70,7 @@ Result<std::string> EncodeSnapshot(SnapshotFile& s) {
   out += s.name;
   const size_t entries_start = out.size();
   AppendEntries(out, s.entries);
-  s.fingerprint = Fnv(std::string_view(out).substr(entries_start));
+  s.fingerprint = fnv1a::Value(std::string_view(out).substr(entries_start));
   const uint32_t body_crc = walfmt::MaskCrc(walfmt::crc32c::Value(out.data() + body_start, out.size() - body_start));
   out.append(kTrailerMagic, sizeof(kTrailerMagic));
   walfmt::PutU32(out, body_crc);
@@ -152,7 +147,7 @@ Status DecodeInto(std::string_view bytes, SnapshotFile& s, const EntryFn& each) 
                                           end + 4, body_want, body_have));
   }
   s.fingerprint = walfmt::LoadU64(p + end + 8);
-  const uint64_t fp = Fnv(bytes.substr(entries_start, end - entries_start));
+  const uint64_t fp = fnv1a::Value(bytes.substr(entries_start, end - entries_start));
   if (fp != s.fingerprint) {
     return Status::Corruption(
         fmt::format("snapshot: fingerprint at offset {}: expected {:016x}, found {:016x}", end + 8, fp, s.fingerprint));
@@ -211,7 +206,7 @@ struct SnapshotStreamWriter::Helper {
   bool closing = false;
   Status error;
   uint32_t crc = 0;
-  uint64_t fnv = kFnvOffset;
+  uint64_t fnv = fnv1a::kOffset;
   int fd = -1;
   std::string path;
   std::thread thread;
@@ -239,7 +234,7 @@ struct SnapshotStreamWriter::Helper {
   Status Consume(std::string_view bytes, size_t hash_from) {
     const std::string_view entries = bytes.substr(hash_from);
     crc = crc32c::Extend(crc, entries.data(), entries.size());
-    fnv = FnvExtend(fnv, entries);
+    fnv = fnv1a::Extend(fnv, entries.data(), entries.size());
     return WriteAll(fd, bytes, path);
   }
 
@@ -371,7 +366,7 @@ Result<uint64_t> SnapshotStreamWriter::Finish() {
   // The last buffer's entries, then the trailer, from this thread.
   const std::string_view entries = std::string_view(buf_).substr(hash_from_);
   const uint32_t crc = walfmt::crc32c::Extend(hp.crc, entries.data(), entries.size());
-  const uint64_t fnv = FnvExtend(hp.fnv, entries);
+  const uint64_t fnv = fnv1a::Extend(hp.fnv, entries.data(), entries.size());
   buf_.append(kTrailerMagic, sizeof(kTrailerMagic));
   walfmt::PutU32(buf_, walfmt::MaskCrc(crc));
   walfmt::PutU64(buf_, fnv);
