@@ -42,7 +42,10 @@ def node_rates(cmd):
     r = subprocess.run(cmd, capture_output=True, text=True)
     if r.returncode != 0:
         sys.exit(f"apply_floor.py: {' '.join(cmd)} exited with {r.returncode}: {r.stderr.strip()}")
-    return [n["writes_applied"] / n["apply_cpu_seconds"] / 1e6 for n in json.loads(r.stdout)["nodes"]]
+    try:
+        return [n["writes_applied"] / n["apply_cpu_seconds"] / 1e6 for n in json.loads(r.stdout)["nodes"]]
+    except (ValueError, KeyError, TypeError, ZeroDivisionError):
+        sys.exit(f"apply_floor.py: {' '.join(cmd)} printed no per-node writes_applied and apply_cpu_seconds")
 
 
 def insert_floor(cmd):

@@ -5,21 +5,34 @@
 //
 //   fnvbench [--mib N | FILE] [--rounds N]
 //
+// FILE is read whole (a regular file of at most 4 GiB); N MiB are 1 to
+// 4096, rounds 1 to 1000. A bad option or an unreadable file: one line on
+// stderr, exit 2.
 // Prints both times in ns per byte, their ratio and whether the two values
 // agree; exits 1 if they do not.
+#include <cerrno>
 #include <chrono>
 #include <cinttypes>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <fstream>
-#include <iterator>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "walfmt/file_io.h"
 #include "walfmt/fnv1a.h"
 
 namespace {
+
+// A whole decimal number from lo to hi, or nullopt.
+std::optional<long> Number(const char* text, long lo, long hi) {
+  char* end = nullptr;
+  errno = 0;
+  const long v = std::strtol(text, &end, 10);
+  if (errno != 0 || end == text || *end != '\0' || v < lo || v > hi) return std::nullopt;
+  return v;
+}
 
 double Seconds(uint64_t (*f)(uint64_t, const void*, size_t), const std::vector<char>& buf, uint64_t& out) {
   const auto t0 = std::chrono::steady_clock::now();
@@ -34,19 +47,22 @@ int main(int argc, char** argv) {
   int rounds = 5;
   std::string file;
   for (int i = 1; i < argc; ++i) {
-    if (!std::strcmp(argv[i], "--mib") && i + 1 < argc) {
-      mib = std::strtoul(argv[++i], nullptr, 10);
-      if (mib < 1 || mib > 4096) {
+    const bool has_value = i + 1 < argc;
+    if (!std::strcmp(argv[i], "--mib") && has_value) {
+      const auto v = Number(argv[++i], 1, 4096);
+      if (!v) {
         std::fprintf(stderr, "fnvbench: --mib wants 1 to 4096\n");
         return 2;
       }
-    } else if (!std::strcmp(argv[i], "--rounds") && i + 1 < argc) {
-      rounds = std::atoi(argv[++i]);
-      if (rounds < 1 || rounds > 1000) {
+      mib = static_cast<size_t>(*v);
+    } else if (!std::strcmp(argv[i], "--rounds") && has_value) {
+      const auto v = Number(argv[++i], 1, 1000);
+      if (!v) {
         std::fprintf(stderr, "fnvbench: --rounds wants 1 to 1000\n");
         return 2;
       }
-    } else if (argv[i][0] != '-') {
+      rounds = static_cast<int>(*v);
+    } else if (argv[i][0] != '-' && file.empty()) {
       file = argv[i];
     } else {
       std::fprintf(stderr, "usage: fnvbench [--mib N | FILE] [--rounds N]\n");
@@ -55,12 +71,12 @@ int main(int argc, char** argv) {
   }
   std::vector<char> buf;
   if (!file.empty()) {
-    std::ifstream in(file, std::ios::binary);
-    if (!in) {
-      std::fprintf(stderr, "fnvbench: cannot open %s\n", file.c_str());
+    auto bytes = walfmt::ReadWholeFile(file, uint64_t{4096} << 20);
+    if (!bytes.ok()) {
+      std::fprintf(stderr, "fnvbench: %s\n", bytes.status().message().c_str());
       return 2;
     }
-    buf.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+    buf.assign(bytes->begin(), bytes->end());
   } else {
     buf.resize(mib << 20);
     uint64_t x = 0x9E3779B97F4A7C15ull;
