@@ -7,9 +7,9 @@
 set -euo pipefail
 src="$1"
 script="$src/bench/apply_floor.py"
-fail() { echo "FAIL: $*" >&2; exit 1; }
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
+source "$(dirname "$0")/expect_lib.sh"
+use_temp_dir
+tmp="$T"
 mkdir "$tmp/data"
 # walcut: 8 M writes per apply-CPU-second on node 0 and 10 on node 1; with
 # --dry-run 20 and 25.
@@ -39,15 +39,13 @@ echo "$out" | grep -qx "node 0: apply pass 8.00 M writes per CPU second (8.00-8.
 echo "$out" | grep -qx "node 1: apply pass 10.00 M writes per CPU second (10.00-10.00); dry run 25.00, 0.40x of it; insert loop (reused memory) 20.00, 0.50x of it (0.50-0.50)" \
   || fail "node 1 line: $out"
 
-refused() {  # exit message args...
+refused() {  # exit message args...: that exit, and the message on the last line
   local code="$1" want="$2"
   shift 2
   set +e
-  err=$(python3 "$script" "$@" 2>&1 >/dev/null)
-  rc=$?
+  expect_rc "$code" "" python3 "$script" "$@"
   set -e
-  [ "$rc" = "$code" ] || fail "$*: exit $rc, expected $code"
-  echo "$err" | tail -n 1 | grep -qF -- "$want" || fail "$*: said '$err', expected '$want'"
+  tail -n 1 "$T/err" | grep -qF -- "$want" || fail "$*: said '$(cat "$T/err")', expected '$want'"
 }
 ok=(--data "$tmp/data" --walcut "$tmp/walcut" --statebench "$tmp/statebench")
 refused 1 "apply_floor.py: --rounds wants at least 1" --rounds 0 "${ok[@]}"

@@ -6,9 +6,9 @@
 set -euo pipefail
 bin="$1"
 src="$2"
-fail() { echo "FAIL: $*" >&2; exit 1; }
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
+source "$(dirname "$0")/expect_lib.sh"
+use_temp_dir
+tmp="$T"
 snap="$src/samples/healthy/snapshots/full-1500/node-0.snap"
 out=$("$bin" --rounds 1 "$snap")
 echo "$out" | grep -q "^bytes 13703, " || fail "sample: $out"
@@ -17,15 +17,13 @@ out=$("$bin" --mib 3 --rounds 1)
 echo "$out" | grep -q "^bytes 3145728, " || fail "random bytes: $out"
 echo "$out" | grep -q "values agree (" || fail "random bytes: $out"
 
-refused() {  # expected-message args...
+refused() {  # expected-message args...: exit 2 and exactly that line
   local want="$1"
   shift
   set +e
-  err=$("$bin" "$@" 2>&1 >/dev/null)
-  rc=$?
+  expect_rc 2 "" "$bin" "$@"
   set -e
-  [ "$rc" = 2 ] || fail "$*: exit $rc, expected 2"
-  [ "$err" = "$want" ] || fail "$*: said '$err', expected '$want'"
+  [ "$(cat "$T/err")" = "$want" ] || fail "$*: said '$(cat "$T/err")', expected '$want'"
 }
 mkdir "$tmp/dir"
 mkfifo "$tmp/fifo"
